@@ -1,0 +1,43 @@
+"""The `corral` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from corral.cli import approvals, config_cmd, identity_cmd, serve, settings_cmd, tools
+from corral.cli._run import state
+
+app = typer.Typer(
+    help="Corral: an agent platform whose tools are the product.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            envvar="CORRAL_DATA_DIR",
+            help="Folder holding Corral's state (default ./corral-data).",
+        ),
+    ] = None,
+) -> None:
+    state.data_dir = data_dir
+
+
+app.command("serve")(serve.serve)
+app.add_typer(tools.app, name="tools")
+app.add_typer(approvals.app, name="approvals")
+app.add_typer(settings_cmd.app, name="settings")
+app.add_typer(identity_cmd.users, name="users")
+app.add_typer(identity_cmd.roles, name="roles")
+app.add_typer(identity_cmd.tokens, name="tokens")
+app.add_typer(config_cmd.sources, name="sources")
+app.add_typer(config_cmd.agents, name="agents")
+app.add_typer(config_cmd.packages, name="packages")

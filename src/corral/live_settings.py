@@ -1,0 +1,136 @@
+"""Definitions of live settings: values stored in the database that apply without restart.
+
+Each definition names its type, default, bounds and meaning. The stored overrides live in
+the ``live_settings`` table; :class:`corral.store.config.ConfigState` serves the current
+values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from corral.errors import NotFound, UsageError
+
+__all__ = ["LIVE_SETTINGS", "LiveSettingDef", "coerce_live_value", "live_defaults"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LiveSettingDef:
+    key: str
+    type: type[int] | type[float] | type[bool] | type[str]
+    default: int | float | bool | str
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+def _defs(*items: LiveSettingDef) -> dict[str, LiveSettingDef]:
+    return {item.key: item for item in items}
+
+
+LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
+    LiveSettingDef(
+        key="perf_slow_tool_ms",
+        type=int,
+        default=30_000,
+        minimum=1,
+        description="A tool call taking at least this long writes one perf.slow record.",
+    ),
+    LiveSettingDef(
+        key="tool_result_content_cap",
+        type=int,
+        default=100_000,
+        minimum=500,
+        description="Characters of tool result content handed to the model, for every tool.",
+    ),
+    LiveSettingDef(
+        key="shell_max_output",
+        type=int,
+        default=200_000,
+        minimum=1_000,
+        description="Characters of shell output captured per command (newest lines kept).",
+    ),
+    LiveSettingDef(
+        key="live_shell_flush_ms",
+        type=int,
+        default=100,
+        minimum=10,
+        description="Minimum gap between two live output frames of a running command.",
+    ),
+    LiveSettingDef(
+        key="live_shell_frame_max",
+        type=int,
+        default=16_384,
+        minimum=256,
+        description="Largest live output frame, in characters.",
+    ),
+    LiveSettingDef(
+        key="live_shell_stream_cap",
+        type=int,
+        default=2_000_000,
+        minimum=1_000,
+        description="Total live output streamed per command before frames stop.",
+    ),
+    LiveSettingDef(
+        key="background_shell_ring",
+        type=int,
+        default=262_144,
+        minimum=1_024,
+        description="Characters of recent output each background shell keeps in memory.",
+    ),
+    LiveSettingDef(
+        key="shell_report_tail_chars",
+        type=int,
+        default=4_000,
+        minimum=200,
+        description="Output budget (head + tail) of a background shell's completion report.",
+    ),
+    LiveSettingDef(
+        key="shell_background_notify",
+        type=bool,
+        default=True,
+        description="Whether a finished background shell reports into its conversation.",
+    ),
+)
+
+
+def live_defaults() -> dict[str, Any]:
+    return {key: item.default for key, item in LIVE_SETTINGS.items()}
+
+
+def coerce_live_value(key: str, value: Any) -> Any:
+    """Validate ``value`` for live setting ``key`` and return it in the setting's type."""
+    definition = LIVE_SETTINGS.get(key)
+    if definition is None:
+        known = ", ".join(sorted(LIVE_SETTINGS))
+        raise NotFound(f"no live setting named {key!r}; known live settings: {known}")
+    kind = definition.type
+    result: Any
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                result = value
+            elif isinstance(value, str) and value.lower() in {"true", "1", "yes", "on"}:
+                result = True
+            elif isinstance(value, str) and value.lower() in {"false", "0", "no", "off"}:
+                result = False
+            else:
+                raise ValueError(value)
+        elif kind is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)
+            result = int(value)
+        elif kind is float:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            result = float(value)
+        else:
+            result = str(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"live setting {key!r} takes a {kind.__name__}, not {value!r}") from None
+    if definition.minimum is not None and result < definition.minimum:
+        raise UsageError(f"live setting {key!r} must be at least {definition.minimum:g}")
+    if definition.maximum is not None and result > definition.maximum:
+        raise UsageError(f"live setting {key!r} must be at most {definition.maximum:g}")
+    return result

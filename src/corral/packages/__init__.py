@@ -1,0 +1,1 @@
+"""Tool packages that ship with Corral."""

@@ -1,0 +1,13 @@
+"""Handlers of the built-in package: one module per native tool, re-exported by name.
+
+A native tool whose handler is not built yet is listed under ``pending`` in
+``manifest.json`` and stays out of every visible set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+POLICY_HOOKS: dict[str, Any] = {}
+
+__all__ = ["POLICY_HOOKS"]

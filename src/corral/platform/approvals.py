@@ -1,0 +1,165 @@
+"""Durable approvals: a parked call waits as a row, holding nothing open.
+
+A decision claims the row atomically (only a pending row can be decided, and only once),
+so two people or two processes can never run the same call twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.errors import NotFound, UsageError
+from corral.store import tables as t
+from corral.tools.dispatch import CallRequest
+
+__all__ = ["ApprovalRecord", "ApprovalStore", "Decision"]
+
+Decision = Literal["approve", "deny"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRecord:
+    id: str
+    status: str
+    tool: str
+    arguments: dict[str, Any]
+    user_id: str
+    agent: str
+    profile: str
+    narrowing: dict[str, Any]
+    run_id: str | None
+    call_id: str | None
+    reason: str
+    created_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+    note: str | None
+    result: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, row: t.Approval) -> ApprovalRecord:
+        return cls(
+            id=row.id,
+            status=row.status,
+            tool=row.tool,
+            arguments=row.arguments,
+            user_id=row.user_id,
+            agent=row.agent,
+            profile=row.profile,
+            narrowing=row.narrowing,
+            run_id=row.run_id,
+            call_id=row.call_id,
+            reason=row.reason,
+            created_at=row.created_at,
+            decided_at=row.decided_at,
+            decided_by=row.decided_by,
+            note=row.note,
+            result=row.result,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "user_id": self.user_id,
+            "agent": self.agent,
+            "profile": self.profile,
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+            "reason": self.reason,
+            "created_at": self.created_at.isoformat(),
+            "decided_at": self.decided_at.isoformat() if self.decided_at else None,
+            "decided_by": self.decided_by,
+            "note": self.note,
+            "result": self.result,
+        }
+
+
+class ApprovalStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def park(self, request: CallRequest, arguments: dict[str, Any], reason: str) -> str:
+        approval_id = "ap_" + secrets.token_hex(8)
+        async with self._sessions.begin() as session:
+            session.add(
+                t.Approval(
+                    id=approval_id,
+                    status="pending",
+                    tool=request.tool,
+                    arguments=arguments,
+                    user_id=request.caller.user_id,
+                    agent=request.agent,
+                    profile=request.profile,
+                    narrowing=request.narrowing.to_json(),
+                    run_id=request.run_id,
+                    call_id=request.call_id,
+                    reason=reason,
+                )
+            )
+        return approval_id
+
+    async def get(self, approval_id: str) -> ApprovalRecord:
+        async with self._sessions() as session:
+            row = await session.get(t.Approval, approval_id)
+        if row is None:
+            raise NotFound(f"no approval {approval_id!r}; `corral approvals list` shows them")
+        return ApprovalRecord.of(row)
+
+    async def list(
+        self, *, status: str | None = "pending", user_id: str | None = None
+    ) -> list[ApprovalRecord]:
+        query = select(t.Approval).order_by(t.Approval.created_at)
+        if status is not None:
+            query = query.where(t.Approval.status == status)
+        if user_id is not None:
+            query = query.where(t.Approval.user_id == user_id)
+        async with self._sessions() as session:
+            return [ApprovalRecord.of(r) for r in await session.scalars(query)]
+
+    async def claim(
+        self, approval_id: str, decision: Decision, *, by: str, note: str | None
+    ) -> ApprovalRecord:
+        """Move a pending approval to approved/denied exactly once."""
+        record = await self.get(approval_id)
+        if record.user_id != by:
+            raise UsageError(
+                f"approval {approval_id!r} belongs to the person who started the call; only "
+                "they can answer it"
+            )
+        status = "approved" if decision == "approve" else "denied"
+        async with self._sessions.begin() as session:
+            outcome = await session.execute(
+                update(t.Approval)
+                .where(t.Approval.id == approval_id, t.Approval.status == "pending")
+                .values(status=status, decided_at=t.utcnow(), decided_by=by, note=note)
+            )
+        if getattr(outcome, "rowcount", 0) != 1:
+            raise UsageError(
+                f"approval {approval_id!r} is already {record.status}; it cannot be decided again"
+            )
+        return await self.get(approval_id)
+
+    async def store_result(self, approval_id: str, result: dict[str, Any]) -> None:
+        async with self._sessions.begin() as session:
+            await session.execute(
+                update(t.Approval).where(t.Approval.id == approval_id).values(result=result)
+            )
+
+    async def close_for_run(self, run_id: str, note: str) -> int:
+        """Close every approval a finished run still had open; returns how many."""
+        async with self._sessions.begin() as session:
+            outcome = await session.execute(
+                update(t.Approval)
+                .where(t.Approval.run_id == run_id, t.Approval.status == "pending")
+                .values(status="closed", decided_at=t.utcnow(), note=note)
+            )
+        return int(getattr(outcome, "rowcount", 0))

@@ -1,0 +1,148 @@
+"""The in-memory view of stored configuration, refreshed when another writer changed it.
+
+Every configuration write bumps ``meta.config_version`` in the same transaction. Readers
+check that number at most once per ``live_refresh_seconds`` and reload everything when it
+moved, so live settings, tool selections and policies apply without a restart, and the hot
+path of a tool call does no database I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.live_settings import LIVE_SETTINGS, coerce_live_value, live_defaults
+from corral.policy.grants import Grants
+from corral.policy.sources import SourceDef, SourceGrant, SourcePolicy, parse_rights
+from corral.secrets import Redactor, is_secret_name
+from corral.settings import Settings
+from corral.store import tables as t
+from corral.tools.dispatch import DispatchState
+from corral.tools.selection import AgentSelection
+
+__all__ = ["ConfigCache", "ConfigSnapshot", "UserInfo", "bump_config_version"]
+
+CONFIG_VERSION = "config_version"
+
+
+async def bump_config_version(session: AsyncSession) -> None:
+    """Mark configuration as changed; call inside the transaction that changed it."""
+    await session.execute(
+        update(t.Meta).where(t.Meta.key == CONFIG_VERSION).values(value=t.Meta.value + 1)
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserInfo:
+    id: str
+    name: str
+    role: str
+    disabled: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigSnapshot:
+    version: int
+    state: DispatchState
+    roles: dict[str, Grants]
+    users: dict[str, UserInfo]
+
+
+def environment_secrets() -> list[str]:
+    """Values of this process's secret-looking environment variables."""
+    return [v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 8]
+
+
+class ConfigCache:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], settings: Settings) -> None:
+        self._sessions = sessions
+        self._settings = settings
+        self._snapshot: ConfigSnapshot | None = None
+        self._checked = 0.0
+        self._extra_secrets: list[str] = []
+
+    def add_secrets(self, values: list[str]) -> None:
+        self._extra_secrets.extend(values)
+        self.invalidate()
+
+    def invalidate(self) -> None:
+        self._snapshot = None
+
+    async def snapshot(self) -> ConfigSnapshot:
+        now = time.monotonic()
+        current = self._snapshot
+        if current is not None and now - self._checked < self._settings.live_refresh_seconds:
+            return current
+        async with self._sessions() as session:
+            version = await session.scalar(select(t.Meta.value).where(t.Meta.key == CONFIG_VERSION))
+            if current is None or version != current.version:
+                current = await self._load(session, int(version or 0))
+                self._snapshot = current
+        self._checked = now
+        return current
+
+    async def dispatch_state(self) -> DispatchState:
+        return (await self.snapshot()).state
+
+    async def _load(self, session: AsyncSession, version: int) -> ConfigSnapshot:
+        live: dict[str, Any] = live_defaults()
+        for row in await session.scalars(select(t.LiveSetting)):
+            if row.key in LIVE_SETTINGS:
+                live[row.key] = coerce_live_value(row.key, row.value)
+        disabled = frozenset(
+            await session.scalars(
+                select(t.PackageState.name).where(t.PackageState.enabled.is_(False))
+            )
+        )
+        agents = {
+            a.name: AgentSelection(
+                agent=a.name,
+                mode=cast(Literal["all", "custom"], a.tool_mode),
+                tools_off=frozenset(a.tools_off or ()),
+                allowlist=frozenset(a.allowlist or ()),
+            )
+            for a in await session.scalars(select(t.Agent))
+        }
+        grants_by_source: dict[str, list[SourceGrant]] = {}
+        for right in await session.scalars(select(t.SourceRight)):
+            grants_by_source.setdefault(right.source, []).append(
+                SourceGrant(
+                    principal_kind=cast(Literal["role", "user"], right.principal_kind),
+                    principal=right.principal,
+                    rights=parse_rights(right.rights),
+                )
+            )
+        sources = [
+            SourceDef(
+                name=s.name,
+                connector=s.connector,
+                root=Path(s.root),
+                grants=tuple(grants_by_source.get(s.name, ())),
+            )
+            for s in await session.scalars(select(t.Source))
+        ]
+        protected = [self._settings.private_dir]
+        db_path = self._settings.database_path
+        if db_path is not None:
+            protected += [db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")]
+        protected.append(self._settings.data_dir / "corral.toml")
+        policy = SourcePolicy(sources, data_root=self._settings.drive_dir, protected=protected)
+        roles = {r.name: Grants.of(r.features) for r in await session.scalars(select(t.Role))}
+        users = {
+            u.id: UserInfo(id=u.id, name=u.name, role=u.role, disabled=u.disabled)
+            for u in await session.scalars(select(t.User))
+        }
+        state = DispatchState(
+            live=live,
+            disabled_packages=disabled,
+            agents=agents,
+            sources=policy,
+            redactor=Redactor([*environment_secrets(), *self._extra_secrets]),
+        )
+        return ConfigSnapshot(version=version, state=state, roles=roles, users=users)

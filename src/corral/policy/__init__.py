@@ -1,0 +1,1 @@
+"""Who may do what: grants and roles, URI sources and policies, permission profiles."""

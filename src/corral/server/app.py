@@ -1,0 +1,61 @@
+"""The FastAPI application."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+import corral
+from corral.errors import NotFound, ToolError, UsageError
+from corral.platform import Platform
+from corral.server.routes import approvals, settings, tools
+
+__all__ = ["create_app"]
+
+
+def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
+    """An app serving ``platform``; with ``close_platform`` it closes it on shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if close_platform:
+            await platform.close()
+
+    app = FastAPI(
+        title="Corral",
+        version=corral.__version__,
+        description="Schema-first tools behind one dispatch pipeline.",
+        lifespan=lifespan,
+    )
+    app.state.platform = platform
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(UsageError)
+    async def bad_request(request: Request, exc: UsageError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(ToolError)
+    async def refused(request: Request, exc: ToolError) -> JSONResponse:
+        return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=403)
+
+    @app.get("/health", tags=["health"])
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "version": corral.__version__,
+            "tools": len(platform.registry.tools),
+            "load_errors": len(platform.registry.errors),
+        }
+
+    app.include_router(tools.router)
+    app.include_router(approvals.router)
+    app.include_router(settings.router)
+    return app

@@ -1,0 +1,33 @@
+"""Pending approvals: list and decide."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from corral.server.deps import CallerDep, PlatformDep
+
+router = APIRouter(prefix="/approvals", tags=["approvals"])
+
+
+class DecisionBody(BaseModel):
+    decision: Literal["approve", "deny"] = Field(description="approve runs the call; deny refuses")
+    note: str | None = Field(default=None, description="Shown to the agent with the decision.")
+
+
+@router.get("")
+async def list_approvals(platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
+    records = await platform.pending_approvals(user=caller.user_id)
+    return {"approvals": [r.to_json() for r in records]}
+
+
+@router.post("/{approval_id}/decision")
+async def decide(
+    approval_id: str, body: DecisionBody, platform: PlatformDep, caller: CallerDep
+) -> dict[str, Any]:
+    result = await platform.decide_approval(
+        approval_id, body.decision, note=body.note, user=caller.user_id
+    )
+    return {"approval_id": approval_id, "decision": body.decision, "result": result.to_json()}

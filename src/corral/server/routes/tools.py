@@ -1,0 +1,47 @@
+"""Tool listing and tool calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from corral.server.deps import CallerDep, PlatformDep
+
+router = APIRouter(prefix="/tools", tags=["tools"])
+
+
+class ToolCall(BaseModel):
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Tool arguments.")
+    agent: str | None = Field(default=None, description="Agent to call as (default agent).")
+    profile: str = Field(default="balanced", description="safe, balanced or auto.")
+
+
+@router.get("")
+async def list_tools(
+    platform: PlatformDep, caller: CallerDep, agent: str | None = None
+) -> dict[str, Any]:
+    """The tools visible to the caller (and agent), with their full schemas."""
+    visible = await platform.visible_tools(user=caller.user_id, agent=agent)
+    return {
+        "tools": [
+            {
+                **tool.spec.model_schema(),
+                "package": tool.package,
+                "annotations": tool.spec.annotations.to_json(),
+            }
+            for tool in visible
+        ]
+    }
+
+
+@router.post("/{name}/call")
+async def call_tool(
+    name: str, body: ToolCall, platform: PlatformDep, caller: CallerDep
+) -> dict[str, Any]:
+    """Call a tool through the dispatch pipeline; errors come back as results, not 4xx."""
+    result = await platform.call_tool(
+        name, body.arguments, user=caller.user_id, agent=body.agent, profile=body.profile
+    )
+    return result.to_json()

@@ -1,0 +1,154 @@
+"""Typed settings: start-up settings from defaults, a TOML file and the environment.
+
+Start-up settings (:class:`Settings`) are read once when the platform opens. Settings that
+must change without a restart are *live* settings; their definitions are in
+:mod:`corral.live_settings` and their overrides are stored in the database.
+
+Precedence, highest first: keyword arguments to :func:`load_settings`, ``CORRAL_*``
+environment variables, the TOML file (``corral.toml`` in the data folder, or the file named
+by ``CORRAL_CONFIG``), defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from corral.errors import ConfigError
+
+__all__ = ["DEFAULT_DATA_DIR", "Settings", "load_settings"]
+
+DEFAULT_DATA_DIR = Path("corral-data")
+
+SandboxMode = Literal["bubblewrap", "unconfined"]
+
+
+class Settings(BaseSettings):
+    """Settings read once at start-up."""
+
+    model_config = SettingsConfigDict(env_prefix="CORRAL_", extra="forbid")
+
+    data_dir: Path = Field(default=DEFAULT_DATA_DIR, description="Folder holding all state.")
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy async URL; default is SQLite at <data_dir>/corral.db. "
+        "Use postgresql+asyncpg://… for PostgreSQL.",
+    )
+    package_paths: list[Path] = Field(
+        default_factory=list,
+        description="Extra folders holding tool packages (besides CORRAL_PACKAGE_PATH).",
+    )
+    host: str = Field(default="127.0.0.1", description="Address `corral serve` binds.")
+    port: int = Field(default=8765, ge=0, le=65535, description="Port `corral serve` binds.")
+    owner_name: str = Field(default="owner", description="Name of the local owner account.")
+    sandbox: SandboxMode = Field(
+        default="bubblewrap",
+        description="Kernel boundary for shell commands; 'unconfined' is an explicit "
+        "operator opt-out for machines where bubblewrap cannot run.",
+    )
+    live_refresh_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="How stale cached live settings and tool configuration may get before "
+        "they are re-read from the database (changes made by this process apply at once).",
+    )
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return Path(os.path.abspath(value.expanduser()))
+
+    @field_validator("package_paths", mode="before")
+    @classmethod
+    def _split_paths(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [p for p in value.split(os.pathsep) if p]
+        return value
+
+    @property
+    def database_path(self) -> Path | None:
+        """The SQLite file when the embedded default is used, else None."""
+        if self.database_url is None:
+            return self.data_dir / "corral.db"
+        prefix = "sqlite+aiosqlite:///"
+        if self.database_url.startswith(prefix):
+            return Path(self.database_url[len(prefix) :])
+        return None
+
+    @property
+    def effective_database_url(self) -> str:
+        if self.database_url is not None:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'corral.db').resolve()}"
+
+    @property
+    def drive_dir(self) -> Path:
+        """Root of the project drive, the `data` source."""
+        return self.data_dir / "drive"
+
+    @property
+    def private_dir(self) -> Path:
+        """Platform-internal files (keys, run folders) that no source may cover."""
+        return self.data_dir / "private"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"settings file {str(path)!r} is not valid TOML: {exc}") from exc
+
+
+def load_settings(data_dir: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Build settings from defaults, a TOML file, the environment and ``overrides``.
+
+    The TOML file is ``CORRAL_CONFIG`` when set, else ``<data_dir>/corral.toml`` if present.
+    """
+    if data_dir is not None:
+        overrides["data_dir"] = Path(data_dir)
+    env_dir = os.environ.get("CORRAL_DATA_DIR")
+    base_dir = Path(overrides.get("data_dir") or env_dir or DEFAULT_DATA_DIR)
+    config_env = os.environ.get("CORRAL_CONFIG")
+    config_path = Path(config_env) if config_env else base_dir / "corral.toml"
+    file_values: dict[str, Any] = {}
+    if config_env and not config_path.is_file():
+        raise ConfigError(
+            f"CORRAL_CONFIG names {str(config_path)!r}, which is not a file; "
+            "point it at a TOML settings file or unset it."
+        )
+    if config_path.is_file():
+        file_values = _read_toml(config_path)
+    # File values sit below the environment: only pass those the environment does not set.
+    merged = {
+        key: value
+        for key, value in file_values.items()
+        if f"CORRAL_{key.upper()}" not in os.environ
+    }
+    merged.update(overrides)
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(
+            f"invalid settings ({problems}); check {str(config_path)!r} and CORRAL_* variables"
+        ) from exc

@@ -1,0 +1,161 @@
+"""The database schema. Alembic migrations in ``migrations/`` create and evolve it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = [
+    "Agent",
+    "ApiToken",
+    "Approval",
+    "Base",
+    "LiveSetting",
+    "LogRecord",
+    "Meta",
+    "PackageState",
+    "Role",
+    "Source",
+    "SourceRight",
+    "User",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Meta(Base):
+    """Small key/value facts about the store itself (e.g. the configuration version)."""
+
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class LiveSetting(Base):
+    __tablename__ = "live_settings"
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class Role(Base):
+    __tablename__ = "roles"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    features: Mapped[list[str]] = mapped_column(JSON, default=list)
+    builtin: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str] = mapped_column(Text, default="")
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    role: Mapped[str] = mapped_column(ForeignKey("roles.name"))
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    token_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Source(Base):
+    __tablename__ = "sources"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    connector: Mapped[str] = mapped_column(String(32), default="local")
+    root: Mapped[str] = mapped_column(Text)
+    description: Mapped[str] = mapped_column(Text, default="")
+    builtin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SourceRight(Base):
+    __tablename__ = "source_rights"
+    __table_args__ = (UniqueConstraint("source", "principal_kind", "principal"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(ForeignKey("sources.name", ondelete="CASCADE"))
+    principal_kind: Mapped[str] = mapped_column(String(8))  # "role" or "user"
+    principal: Mapped[str] = mapped_column(String(100))  # role name, user id, or "*"
+    rights: Mapped[str] = mapped_column(String(8))  # subset of "rwx"
+
+
+class PackageState(Base):
+    __tablename__ = "package_state"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Agent(Base):
+    __tablename__ = "agents"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    profile: Mapped[str] = mapped_column(String(16), default="balanced")
+    tool_mode: Mapped[str] = mapped_column(String(8), default="all")  # "all" | "custom"
+    tools_off: Mapped[list[str]] = mapped_column(JSON, default=list)
+    allowlist: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Approval(Base):
+    """A tool call parked until a person approves or denies it."""
+
+    __tablename__ = "approvals"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # pending/approved/denied/closed
+    tool: Mapped[str] = mapped_column(String(100))
+    arguments: Mapped[dict[str, Any]] = mapped_column(JSON)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    agent: Mapped[str] = mapped_column(String(100))
+    profile: Mapped[str] = mapped_column(String(16))
+    narrowing: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    call_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class LogRecord(Base):
+    """Structured platform log: perf.slow warnings, run log lines, audit facts."""
+
+    __tablename__ = "log_records"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[float] = mapped_column(Float, index=True)
+    level: Mapped[str] = mapped_column(String(8))
+    kind: Mapped[str] = mapped_column(String(64), index=True)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

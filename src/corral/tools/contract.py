@@ -1,0 +1,310 @@
+"""The tool contract: one ``tools/<name>.json`` file per tool, checked at load time.
+
+A tool file holds:
+
+- ``name`` — lower snake case, equal to the file's stem and unique across packages;
+- ``description`` — operating instructions for the model (when to pick it, how to recover,
+  safety bounds);
+- ``input_schema`` — a JSON Schema (Draft 2020-12) object schema whose every property is
+  described;
+- ``annotations`` — ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+  ``openWorldHint`` as MCP names them;
+- ``features`` — feature ids the caller must hold;
+- ``argument_features`` — feature ids that individual arguments need, and whether a call
+  without them is refused or goes ahead without the argument;
+- ``approval`` — ``annotations`` (default: the permission profile decides from the
+  annotations), ``always`` or ``never``;
+- ``path_arguments`` — arguments naming paths or URIs, with the access the call needs;
+- ``subagents`` — false for tools that must never reach a subagent.
+
+A file that breaks any rule yields a :class:`LoadError` naming the file and the JSON pointer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from corral.policy.grants import validate_feature_pattern
+from corral.policy.profiles import ApprovalMode
+from corral.policy.sources import Access
+
+__all__ = [
+    "META_SCHEMA",
+    "Annotations",
+    "ArgumentFeature",
+    "LoadError",
+    "PathArgument",
+    "ToolSpec",
+    "load_tool_file",
+    "pointer",
+]
+
+_NAME = "^[a-z][a-z0-9_]{0,63}$"
+
+META_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["name", "description", "input_schema"],
+    "additionalProperties": False,
+    "properties": {
+        "$schema": {"type": "string"},
+        "name": {"type": "string", "pattern": _NAME},
+        "title": {"type": "string"},
+        "description": {"type": "string", "minLength": 20},
+        "input_schema": {
+            "type": "object",
+            "required": ["type"],
+            "properties": {
+                "type": {"const": "object"},
+                "properties": {"type": "object"},
+            },
+        },
+        "annotations": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "title": {"type": "string"},
+                "readOnlyHint": {"type": "boolean"},
+                "destructiveHint": {"type": "boolean"},
+                "idempotentHint": {"type": "boolean"},
+                "openWorldHint": {"type": "boolean"},
+            },
+        },
+        "features": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "argument_features": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["pointer", "features"],
+                "additionalProperties": False,
+                "properties": {
+                    "pointer": {"type": "string", "pattern": "^(/[^/]+)+$"},
+                    "features": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                    },
+                    "when_missing": {"enum": ["refuse", "drop"]},
+                    "note": {"type": "string"},
+                },
+            },
+        },
+        "approval": {"enum": ["annotations", "always", "never"]},
+        "path_arguments": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["pointer", "access"],
+                "additionalProperties": False,
+                "properties": {
+                    "pointer": {"type": "string", "pattern": "^(/[^/]+)+$"},
+                    "access": {"enum": ["read", "write", "exec"]},
+                },
+            },
+        },
+        "subagents": {"type": "boolean"},
+    },
+}
+
+_META_VALIDATOR = Draft202012Validator(META_SCHEMA)
+
+
+def pointer(parts: Any) -> str:
+    """A JSON pointer (RFC 6901) for a path of keys and indexes."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadError:
+    """Why a tool or package was left out: the file, the JSON pointer, and what to fix."""
+
+    file: str
+    pointer: str
+    message: str
+    package: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}#{self.pointer}" if self.pointer else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Annotations:
+    title: str | None = None
+    read_only: bool = False
+    destructive: bool = True
+    idempotent: bool = False
+    open_world: bool = True
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Annotations:
+        read_only = bool(raw.get("readOnlyHint", False))
+        return cls(
+            title=raw.get("title"),
+            read_only=read_only,
+            # MCP: destructiveHint only means something when the tool is not read-only.
+            destructive=False if read_only else bool(raw.get("destructiveHint", True)),
+            idempotent=bool(raw.get("idempotentHint", False)),
+            open_world=bool(raw.get("openWorldHint", True)),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+        if self.title:
+            data["title"] = self.title
+        return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArgumentFeature:
+    pointer: str
+    features: tuple[str, ...]
+    when_missing: Literal["refuse", "drop"] = "refuse"
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathArgument:
+    pointer: str
+    access: Access
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A validated tool declaration."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: Annotations
+    features: tuple[str, ...]
+    argument_features: tuple[ArgumentFeature, ...]
+    approval: ApprovalMode
+    path_arguments: tuple[PathArgument, ...]
+    subagents: bool
+    file: str
+    raw: dict[str, Any]
+
+    def model_schema(self) -> dict[str, Any]:
+        """What the model sees: name, description and the full input schema."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+
+def _undescribed(schema: Any, at: list[str | int]) -> list[str]:
+    """Pointers of properties without a description, walking nested object schemas."""
+    found: list[str] = []
+    if not isinstance(schema, dict):
+        return found
+    for name, prop in (schema.get("properties") or {}).items():
+        here = [*at, "properties", name]
+        if not isinstance(prop, dict) or not str(prop.get("description", "")).strip():
+            found.append(pointer([*here, "description"]))
+        found.extend(_undescribed(prop, here))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        found.extend(_undescribed(items, [*at, "items"]))
+    for key in ("$defs", "definitions"):
+        for name, sub in (schema.get(key) or {}).items():
+            found.extend(_undescribed(sub, [*at, key, name]))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for index, sub in enumerate(schema.get(key) or []):
+            found.extend(_undescribed(sub, [*at, key, index]))
+    return found
+
+
+def load_tool_file(path: Path, *, package: str | None = None) -> ToolSpec | LoadError:
+    """Read and validate one tool file."""
+    file = str(path)
+
+    def error(at: str, message: str) -> LoadError:
+        return LoadError(file=file, pointer=at, message=message, package=package)
+
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        return error("", "the file is not UTF-8 text")
+    except json.JSONDecodeError as exc:
+        return error("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    errors = sorted(_META_VALIDATOR.iter_errors(raw), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        return error(
+            pointer(first.absolute_path), f"does not follow the tool contract: {first.message}"
+        )
+    if raw["name"] != path.stem:
+        return error("/name", f"name {raw['name']!r} must equal the file name {path.stem!r}")
+    schema = raw["input_schema"]
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return error(
+            pointer(["input_schema", *exc.absolute_path]),
+            f"input_schema is not a valid JSON Schema: {exc.message}",
+        )
+    missing = _undescribed(schema, ["input_schema"])
+    if missing:
+        return error(missing[0], "every input property needs a description for the model")
+    feature_lists = [(["features"], raw.get("features", []))] + [
+        (["argument_features", i, "features"], item["features"])
+        for i, item in enumerate(raw.get("argument_features", []))
+    ]
+    for at, features in feature_lists:
+        for index, feature in enumerate(features):
+            try:
+                validate_feature_pattern(feature)
+            except ValueError as exc:
+                return error(pointer([*at, index]), str(exc))
+    declared = set((schema.get("properties") or {}).keys())
+    for index, item in enumerate(raw.get("argument_features", [])):
+        top = item["pointer"].split("/")[1]
+        if top not in declared:
+            return error(
+                pointer(["argument_features", index, "pointer"]),
+                f"argument {top!r} is not a property of input_schema",
+            )
+    for index, item in enumerate(raw.get("path_arguments", [])):
+        top = item["pointer"].split("/")[1]
+        if top not in declared:
+            return error(
+                pointer(["path_arguments", index, "pointer"]),
+                f"argument {top!r} is not a property of input_schema",
+            )
+    return ToolSpec(
+        name=raw["name"],
+        description=raw["description"],
+        input_schema=schema,
+        annotations=Annotations.from_json(raw.get("annotations", {})),
+        features=tuple(raw.get("features", [])),
+        argument_features=tuple(
+            ArgumentFeature(
+                pointer=item["pointer"],
+                features=tuple(item["features"]),
+                when_missing=item.get("when_missing", "refuse"),
+                note=item.get("note"),
+            )
+            for item in raw.get("argument_features", [])
+        ),
+        approval=cast(ApprovalMode, raw.get("approval", "annotations")),
+        path_arguments=tuple(
+            PathArgument(pointer=item["pointer"], access=item["access"])
+            for item in raw.get("path_arguments", [])
+        ),
+        subagents=bool(raw.get("subagents", True)),
+        file=file,
+        raw=raw,
+    )

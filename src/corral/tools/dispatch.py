@@ -1,0 +1,448 @@
+"""The one dispatch pipeline every tool call passes, in this order:
+
+1. visibility — the tool must be in the caller's visible set for this run;
+2. arguments — validated against the tool's input schema (validators compiled once);
+3. feature gates — the tool's features and argument-level features;
+4. policy — URI policies for path arguments, then the tool's own policy hook;
+5. approval — by permission profile and annotations; a call that needs it is parked as a
+   durable record and resumed by the decision;
+6. handler — runs with cancellation; Stop ends it;
+7. result shaping — redaction and the tool result content cap;
+8. slow calls — a call taking at least ``perf_slow_tool_ms`` writes one ``perf.slow``
+   record (never for a call cut short by Stop).
+
+Steps 1 to 4 raise :class:`corral.errors.Refusal`; every refusal and handler error becomes an
+error result the model can read and recover from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from corral.errors import FeatureMissing, InvalidArguments, NotVisible, ToolError
+from corral.policy.identity import Caller
+from corral.policy.profiles import Profile, needs_approval
+from corral.policy.sources import SourcePolicy
+from corral.secrets import Redactor
+from corral.settings import Settings
+from corral.tools.context import CallContext, Cancellation, Narrowing, OutputSink
+from corral.tools.contract import pointer
+from corral.tools.registry import LoadedTool, Registry
+from corral.tools.results import TextBlock, ToolResult, coerce_result, shape_result
+from corral.tools.selection import (
+    AgentSelection,
+    ContextRules,
+    FeatureGrants,
+    PackageState,
+    RunNarrowing,
+    Visibility,
+)
+
+__all__ = [
+    "ApprovalSink",
+    "CallRequest",
+    "DispatchState",
+    "Dispatcher",
+    "SlowCallSink",
+    "StateProvider",
+]
+
+log = logging.getLogger("corral.tools")
+perf_log = logging.getLogger("corral.perf")
+
+STOP_GRACE_SECONDS = 5.0
+"""How long a handler may take to wind down on its own after Stop before it is cancelled."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchState:
+    """Configuration the pipeline reads, refreshed by the platform when it changes."""
+
+    live: Mapping[str, Any]
+    disabled_packages: frozenset[str]
+    agents: Mapping[str, AgentSelection]
+    sources: SourcePolicy
+    redactor: Redactor
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallRequest:
+    tool: str
+    arguments: Any
+    caller: Caller
+    agent: str = "default"
+    profile: Profile = "auto"
+    run_id: str | None = None
+    call_id: str | None = None
+    narrowing: Narrowing = field(default_factory=Narrowing)
+    cancellation: Cancellation | None = None
+    output: OutputSink | None = None
+    services: Mapping[str, Any] = field(default_factory=dict)
+
+
+class StateProvider(Protocol):
+    async def dispatch_state(self) -> DispatchState: ...
+
+
+class ApprovalSink(Protocol):
+    async def park(self, request: CallRequest, arguments: dict[str, Any], reason: str) -> str:
+        """Store a pending approval durably and return its id."""
+        ...
+
+
+class SlowCallSink(Protocol):
+    async def record_slow(
+        self, *, tool: str, duration_ms: float, failed: bool, run_id: str | None
+    ) -> None: ...
+
+
+class Dispatcher:
+    """Runs tool calls through the pipeline."""
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        state: StateProvider,
+        approvals: ApprovalSink,
+        slow_calls: SlowCallSink,
+        settings: Settings,
+    ) -> None:
+        self.registry = registry
+        self._state = state
+        self._approvals = approvals
+        self._slow_calls = slow_calls
+        self._settings = settings
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    # -- the pipeline ---------------------------------------------------------------------
+
+    async def dispatch(self, request: CallRequest, *, approved: bool = False) -> ToolResult:
+        """Run ``request`` through every step; ``approved`` skips step 5 after a decision."""
+        state = await self._state.dispatch_state()
+        cancellation = request.cancellation or Cancellation()
+        started = time.perf_counter()
+        try:
+            tool = self.visible_tool(request, state)
+            arguments = self.validate_arguments(tool, request.arguments)
+            arguments, notes = self.apply_feature_gates(tool, arguments, request.caller)
+            ctx = self._context(request, tool, state, cancellation, notes)
+            await self.check_policy(tool, arguments, ctx)
+            if not approved and self.approval_required(tool, request.profile):
+                return await self.park(request, tool, arguments)
+            result = await self.run_handler(tool, arguments, ctx)
+            if notes:
+                result.content.append(_note_block(notes))
+        except ToolError as error:
+            result = ToolResult.from_error(error)
+        shaped = shape_result(
+            result, cap=int(state.live["tool_result_content_cap"]), redact=state.redactor
+        )
+        await self.record_if_slow(request, started, shaped, cancellation, state)
+        return shaped
+
+    def visible_tool(self, request: CallRequest, state: DispatchState) -> LoadedTool:
+        """Step 1: the tool exists and every narrowing layer admits it."""
+        tool = self.registry.tools.get(request.tool)
+        if tool is None:
+            raise NotVisible(
+                f"no tool named {request.tool!r} is available; call one of the tools listed "
+                "in your tool list",
+                data={"tool": request.tool},
+            )
+        for layer in self.visibility(request, state).layers:
+            reason = layer.refusal(tool)
+            if reason is None:
+                continue
+            error = FeatureMissing if isinstance(layer, FeatureGrants) else NotVisible
+            raise error(
+                f"tool {request.tool!r} is not available here: {reason}; "
+                "use a tool from your tool list instead",
+                data={"tool": request.tool, "reason": reason},
+            )
+        return tool
+
+    def validate_arguments(self, tool: LoadedTool, arguments: Any) -> dict[str, Any]:
+        """Step 2: arguments must match the input schema."""
+        if not isinstance(arguments, dict):
+            raise InvalidArguments(
+                f"arguments to {tool.name!r} must be a JSON object, not {type(arguments).__name__}"
+            )
+        validator = self._validators.get(tool.name)
+        if validator is None:
+            validator = Draft202012Validator(tool.spec.input_schema)
+            self._validators[tool.name] = validator
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if errors:
+            problems = [_describe_validation_error(e) for e in errors[:5]]
+            more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+            raise InvalidArguments(
+                f"invalid arguments for {tool.name!r}: "
+                + "; ".join(p for _, p in problems)
+                + more
+                + ". Fix these and call again.",
+                data={"errors": [{"pointer": at, "message": msg} for at, msg in problems]},
+            )
+        return arguments
+
+    def apply_feature_gates(
+        self, tool: LoadedTool, arguments: dict[str, Any], caller: Caller
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Step 3: tool-level and argument-level feature grants."""
+        missing = caller.grants.missing(tool.spec.features)
+        if missing:
+            raise FeatureMissing(
+                f"tool {tool.name!r} needs feature {', '.join(map(repr, missing))}, which "
+                f"role {caller.role!r} lacks; ask an administrator for it",
+                data={"features": missing},
+            )
+        notes: list[str] = []
+        for gate in tool.spec.argument_features:
+            parts = gate.pointer.strip("/").split("/")
+            if not _has_pointer(arguments, parts):
+                continue
+            lacking = caller.grants.missing(gate.features)
+            if not lacking:
+                continue
+            name = gate.pointer.lstrip("/")
+            needed = ", ".join(map(repr, lacking))
+            if gate.when_missing == "refuse":
+                raise FeatureMissing(
+                    f"argument {name!r} of {tool.name!r} needs feature {needed}, which role "
+                    f"{caller.role!r} lacks; call again without {name!r} or ask an "
+                    "administrator for the feature",
+                    data={"pointer": gate.pointer, "features": lacking},
+                )
+            if not notes:
+                arguments = copy.deepcopy(arguments)
+            _delete_pointer(arguments, parts)
+            notes.append(
+                gate.note
+                or f"argument {name!r} was ignored: it needs feature {needed}, which role "
+                f"{caller.role!r} lacks"
+            )
+        return arguments, notes
+
+    async def check_policy(
+        self, tool: LoadedTool, arguments: dict[str, Any], ctx: CallContext
+    ) -> None:
+        """Step 4: URI policies for declared path arguments, then the tool's own hook."""
+        for declared in tool.spec.path_arguments:
+            value = _get_pointer(arguments, declared.pointer.strip("/").split("/"))
+            targets = value if isinstance(value, list) else [value]
+            for target in targets:
+                if isinstance(target, str):
+                    ctx.sources.check(ctx.caller, target, declared.access)
+        if tool.policy_hook is not None:
+            outcome = tool.policy_hook(arguments, ctx)
+            if asyncio.iscoroutine(outcome):
+                await outcome
+
+    def approval_required(self, tool: LoadedTool, profile: Profile) -> bool:
+        """Step 5's question: does this profile ask before this tool runs?"""
+        return needs_approval(
+            profile,
+            tool.spec.approval,
+            read_only=tool.spec.annotations.read_only,
+            destructive=tool.spec.annotations.destructive,
+        )
+
+    async def park(
+        self, request: CallRequest, tool: LoadedTool, arguments: dict[str, Any]
+    ) -> ToolResult:
+        """Step 5: store a pending approval; nothing is held open while it waits."""
+        reason = f"{tool.name!r} needs approval under the {request.profile!r} profile " + (
+            "(it always asks)" if tool.spec.approval == "always" else "(it can change things)"
+        )
+        approval_id = await self._approvals.park(request, arguments, reason)
+        return ToolResult.text_result(
+            f"Waiting for approval {approval_id}: {reason}. The call runs once a person "
+            "approves it and is refused if they deny it.",
+            is_error=True,
+            error_code="approval_pending",
+            status="pending",
+            data={"approval_id": approval_id, "tool": tool.name, "reason": reason},
+        )
+
+    async def run_handler(
+        self, tool: LoadedTool, arguments: dict[str, Any], ctx: CallContext
+    ) -> ToolResult:
+        """Step 6: the handler, cancellable by Stop."""
+        cancellation = ctx.cancellation
+        if cancellation.cancelled:
+            return _stopped_result(tool.name)
+        if tool.is_async:
+            task = asyncio.ensure_future(tool.handler(arguments, ctx))
+        else:
+            task = asyncio.ensure_future(asyncio.to_thread(tool.handler, arguments, ctx))
+        loop = asyncio.get_running_loop()
+        timer: list[asyncio.TimerHandle] = []
+        unregister = cancellation.on_cancel(
+            lambda: timer.append(loop.call_later(STOP_GRACE_SECONDS, task.cancel))
+        )
+        try:
+            value = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                task.cancel()
+                raise
+            return _stopped_result(tool.name)
+        except ToolError as error:
+            return ToolResult.from_error(error)
+        except Exception as exc:
+            log.exception("tool %r failed", tool.name)
+            return ToolResult.from_error(
+                ToolError(
+                    f"the tool {tool.name!r} failed unexpectedly: {type(exc).__name__}: {exc}",
+                    code="tool_failed",
+                )
+            )
+        finally:
+            unregister()
+            for handle in timer:
+                handle.cancel()
+        result = coerce_result(value)
+        if cancellation.cancelled and result.status == "ok":
+            result.status = "stopped"
+        return result
+
+    async def record_if_slow(
+        self,
+        request: CallRequest,
+        started: float,
+        result: ToolResult,
+        cancellation: Cancellation,
+        state: DispatchState,
+    ) -> None:
+        """Step 8: one perf.slow record for a slow call; none for a call cut short by Stop."""
+        if cancellation.cancelled or result.status in ("stopped", "pending"):
+            return
+        duration_ms = (time.perf_counter() - started) * 1000
+        if duration_ms < float(state.live["perf_slow_tool_ms"]):
+            return
+        perf_log.warning(
+            "perf.slow tool=%s duration_ms=%.0f failed=%s",
+            request.tool,
+            duration_ms,
+            result.is_error,
+        )
+        await self._slow_calls.record_slow(
+            tool=request.tool,
+            duration_ms=round(duration_ms, 1),
+            failed=result.is_error,
+            run_id=request.run_id,
+        )
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def visibility(self, request: CallRequest, state: DispatchState) -> Visibility:
+        agent = state.agents.get(request.agent) or AgentSelection(agent=request.agent, mode="all")
+        return Visibility(
+            (
+                PackageState(state.disabled_packages),
+                FeatureGrants(request.caller.grants, request.caller.role),
+                agent,
+                RunNarrowing(request.narrowing),
+                ContextRules(request.narrowing.subagent),
+            )
+        )
+
+    def visible_tools(self, request: CallRequest, state: DispatchState) -> list[LoadedTool]:
+        return self.visibility(request, state).visible(self.registry.tools.values())
+
+    def _context(
+        self,
+        request: CallRequest,
+        tool: LoadedTool,
+        state: DispatchState,
+        cancellation: Cancellation,
+        notes: list[str],
+    ) -> CallContext:
+        ctx = CallContext(
+            tool=tool.name,
+            call_id=request.call_id or uuid.uuid4().hex,
+            caller=request.caller,
+            agent=request.agent,
+            profile=request.profile,
+            run_id=request.run_id,
+            narrowing=request.narrowing,
+            live=state.live,
+            settings=self._settings,
+            sources=state.sources,
+            cancellation=cancellation,
+            notes=notes,
+            services=request.services,
+        )
+        if request.output is not None:
+            ctx.output = request.output
+        return ctx
+
+
+def _describe_validation_error(error: ValidationError) -> tuple[str, str]:
+    path = list(error.absolute_path)
+    required = error.validator_value
+    if error.validator == "required" and isinstance(error.instance, dict):
+        absent = (
+            [r for r in required if r not in error.instance] if isinstance(required, list) else []
+        )
+        if absent:
+            at = pointer([*path, absent[0]])
+            return at, f"{at}: required property {absent[0]!r} is missing"
+    schema = error.schema
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = (
+            set((schema.get("properties") or {}).keys()) if isinstance(schema, dict) else set()
+        )
+        extra = sorted(k for k in error.instance if k not in allowed)
+        if extra:
+            at = pointer([*path, extra[0]])
+            known = ", ".join(sorted(allowed)) or "none"
+            return at, f"{at}: unknown property {extra[0]!r} (known: {known})"
+    at = pointer(path) or "/"
+    return at, f"{at}: {error.message}"
+
+
+def _get_pointer(document: Any, parts: list[str]) -> Any:
+    for part in parts:
+        if isinstance(document, dict) and part in document:
+            document = document[part]
+        elif isinstance(document, list) and part.isdigit() and int(part) < len(document):
+            document = document[int(part)]
+        else:
+            return None
+    return document
+
+
+def _has_pointer(document: Any, parts: list[str]) -> bool:
+    parent = _get_pointer(document, parts[:-1])
+    return isinstance(parent, dict) and parts[-1] in parent
+
+
+def _delete_pointer(document: Any, parts: list[str]) -> None:
+    parent = _get_pointer(document, parts[:-1])
+    if isinstance(parent, dict):
+        parent.pop(parts[-1], None)
+
+
+def _note_block(notes: list[str]) -> TextBlock:
+    return TextBlock("Note: " + " ".join(notes))
+
+
+def _stopped_result(tool: str) -> ToolResult:
+    return ToolResult.text_result(
+        f"Stopped: the run was stopped before {tool!r} finished; nothing more was captured.",
+        is_error=True,
+        error_code="stopped",
+        status="stopped",
+    )
