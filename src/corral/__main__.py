@@ -1,0 +1,5 @@
+"""`python -m corral`."""
+
+from corral.cli.main import app
+
+app()
