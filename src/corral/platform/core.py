@@ -13,6 +13,7 @@ from corral.errors import ApprovalDenied, NotFound, UsageError
 from corral.platform.admin import Admin
 from corral.platform.approvals import ApprovalRecord, ApprovalStore, Decision
 from corral.platform.bootstrap import DEFAULT_AGENT, bootstrap, prepare_folders
+from corral.platform.components import install_components
 from corral.platform.config import ConfigCache
 from corral.platform.identity import Identity
 from corral.platform.logs import LogStore
@@ -205,7 +206,13 @@ async def open_platform(
     except BaseException:
         await engine.dispose()
         raise
-    return Platform(settings, engine, sessions, discover(settings.package_paths))
+    platform = Platform(settings, engine, sessions, discover(settings.package_paths))
+    try:
+        await install_components(platform)
+    except BaseException:
+        await platform.close()
+        raise
+    return platform
 
 
 @asynccontextmanager

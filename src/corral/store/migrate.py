@@ -21,8 +21,8 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
-async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """Apply every migration up to ``revision`` in one transaction."""
+async def upgrade(engine: AsyncEngine, revision: str = "heads") -> None:
+    """Apply every migration up to ``revision`` (all heads by default) in one transaction."""
 
     def _upgrade(connection: Connection) -> None:
         command.upgrade(alembic_config(connection), revision)

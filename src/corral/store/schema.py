@@ -1,0 +1,11 @@
+"""The complete schema: every module that defines tables, imported so that Alembic and the
+schema tests see all of them. A new table module adds one import line here."""
+
+from __future__ import annotations
+
+from corral.store import tables
+from corral.store.tables import Base
+
+metadata = Base.metadata
+
+__all__ = ["metadata", "tables"]
