@@ -118,6 +118,7 @@ class CallContext:
     agent: str
     profile: Profile
     run_id: str | None
+    conversation_id: str | None
     narrowing: Narrowing
     live: Mapping[str, Any]
     settings: Settings

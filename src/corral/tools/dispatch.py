@@ -83,6 +83,7 @@ class CallRequest:
     agent: str = "default"
     profile: Profile = "auto"
     run_id: str | None = None
+    conversation_id: str | None = None
     call_id: str | None = None
     narrowing: Narrowing = field(default_factory=Narrowing)
     cancellation: Cancellation | None = None
@@ -376,6 +377,7 @@ class Dispatcher:
             agent=request.agent,
             profile=request.profile,
             run_id=request.run_id,
+            conversation_id=request.conversation_id,
             narrowing=request.narrowing,
             live=state.live,
             settings=self._settings,
