@@ -87,6 +87,47 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="Output budget (head + tail) of a background shell's completion report.",
     ),
     LiveSettingDef(
+        key="web_fetch_text_max_bytes",
+        type=int,
+        default=5 * 1024 * 1024,
+        minimum=1024,
+        description="Largest text body (HTML, JSON, XML, Markdown, text) a fetch reads.",
+    ),
+    LiveSettingDef(
+        key="web_fetch_pdf_max_bytes",
+        type=int,
+        default=20 * 1024 * 1024,
+        minimum=1024,
+        description="Largest PDF a fetch reads; above it the call fails naming this limit.",
+    ),
+    LiveSettingDef(
+        key="web_fetch_max_redirects",
+        type=int,
+        default=5,
+        minimum=0,
+        maximum=20,
+        description="Redirect hops a fetch follows, each re-validated.",
+    ),
+    LiveSettingDef(
+        key="web_allowed_ports",
+        type=str,
+        default="80,443,8080,8443",
+        description="Comma-separated ports a fetched URL may name, on every hop.",
+    ),
+    LiveSettingDef(
+        key="web_deny_hosts",
+        type=str,
+        default="",
+        description="Comma-separated hosts never fetched (example.com also denies its "
+        "subdomains; *.example.com only the subdomains).",
+    ),
+    LiveSettingDef(
+        key="web_deny_networks",
+        type=str,
+        default="",
+        description="Comma-separated extra networks (CIDR) never connected to.",
+    ),
+    LiveSettingDef(
         key="shell_background_notify",
         type=bool,
         default=True,

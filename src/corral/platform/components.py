@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from corral.web.access import WEB, WebAccess
+
 if TYPE_CHECKING:
     from corral.platform.core import Platform
 
@@ -17,7 +19,13 @@ __all__ = ["INSTALLERS", "install_components"]
 
 Installer = Callable[["Platform"], Awaitable[None]]
 
-INSTALLERS: list[Installer] = []
+
+async def install_web(platform: Platform) -> None:
+    """Web access for web_fetch and the search providers: public addresses only."""
+    platform.services.setdefault(WEB, WebAccess())
+
+
+INSTALLERS: list[Installer] = [install_web]
 
 
 async def install_components(platform: Platform) -> None:

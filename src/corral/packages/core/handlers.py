@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.packages.core.web_fetch import web_fetch
+
 POLICY_HOOKS: dict[str, Any] = {}
 
-__all__ = ["POLICY_HOOKS"]
+__all__ = ["POLICY_HOOKS", "web_fetch"]

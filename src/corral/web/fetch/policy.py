@@ -59,6 +59,10 @@ class FetchPolicy:
     user_agent: str = "Mozilla/5.0 (compatible; Corral/0.1; +web_fetch)"
     """``User-Agent`` sent unless the caller sets one."""
 
+    setting_prefix: str = ""
+    """Prefix of the setting names that errors quote (e.g. ``web_fetch_`` when the values
+    come from the platform's live settings ``web_fetch_pdf_max_bytes``…)."""
+
     _deny_patterns: tuple[HostPattern, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -88,10 +92,10 @@ class FetchPolicy:
     def ceiling(self, kind: ContentKind) -> tuple[int, str]:
         """The byte ceiling for a content kind and the name of the setting that holds it."""
         if kind == "pdf":
-            return self.pdf_max_bytes, "pdf_max_bytes"
+            return self.pdf_max_bytes, self.setting_prefix + "pdf_max_bytes"
         if kind == "text":
-            return self.text_max_bytes, "text_max_bytes"
-        return self.other_max_bytes, "other_max_bytes"
+            return self.text_max_bytes, self.setting_prefix + "text_max_bytes"
+        return self.other_max_bytes, self.setting_prefix + "other_max_bytes"
 
     def timeout_seconds(self, timeout_ms: int | None) -> float:
         """The call's time budget in seconds: its own ``timeout_ms`` clamped, or the default."""
