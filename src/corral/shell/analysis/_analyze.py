@@ -1,0 +1,99 @@
+"""The entry point: one command line in, one :class:`Analysis` out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from corral.shell.analysis._chars import describe_character, find_forbidden_character
+from corral.shell.analysis._paths import normalize, platform_sequence, protection
+from corral.shell.analysis._records import Recorder
+from corral.shell.analysis._refusal import Refused
+from corral.shell.analysis._types import Analysis, Rule
+from corral.shell.analysis._walker import Walker
+
+__all__ = ["MAX_COMMAND_BYTES", "analyze"]
+
+MAX_COMMAND_BYTES = 512 * 1024
+"""Longest command accepted (a 100 KB script is fine)."""
+
+
+def analyze(
+    command: str,
+    *,
+    protected_paths: Sequence[str] = (),
+    home: str | None = None,
+    cwd: str | None = None,
+) -> Analysis:
+    """Analyse a bash command line without running anything.
+
+    ``protected_paths`` are the platform's own files and folders (database, key files, data
+    folder internals); ``home`` is the home folder commands see (``~`` and ``$HOME``);
+    ``cwd`` is where the command starts. With ``cwd`` the extracted paths carry absolute
+    ``resolved`` candidates and relative words are matched against the protected paths.
+    The analysis is pure and thread-safe.
+    """
+    shielded = protection(home, platform_sequence(protected_paths))
+    base = Analysis(command=command, allowed=False, cwd=cwd, protected_paths=shielded.platform)
+    try:
+        bad = find_forbidden_character(command)
+        if bad is not None:
+            char = describe_character(command[bad])
+            return _refused(
+                base,
+                "control_character",
+                repr(command[max(0, bad - 10) : bad + 10]),
+                f"The command contains the invisible or control character {char} at offset "
+                f"{bad}; retype the command without it.",
+            )
+        if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
+            return _refused(
+                base,
+                "too_large",
+                command[:40],
+                f"The command is longer than {MAX_COMMAND_BYTES // 1024} KB; write it to a "
+                "script file and run the file.",
+            )
+        if cwd is not None:
+            inside = shielded.inside_platform(normalize(cwd))
+            if inside is not None:
+                return _refused(
+                    base,
+                    "protected_path",
+                    cwd,
+                    f"The working directory is inside {inside}, the platform's own data; run "
+                    "the command somewhere else.",
+                )
+        rec = Recorder(home=home, cwd=cwd, protection=shielded)
+        Walker(rec).walk_source(command, depth=0, origin=command[:40])
+    except Refused as refusal:
+        return _refused(base, refusal.rule, refusal.word, refusal.detail)
+    except RecursionError:
+        return _refused(
+            base,
+            "too_large",
+            command[:40],
+            "The command nests statements or substitutions too deeply to analyse; split it "
+            "into simpler commands or a script file.",
+        )
+    return Analysis(
+        command=command,
+        allowed=True,
+        detail="",
+        commands=tuple(rec.commands),
+        paths=tuple(rec.paths),
+        cd_moves=tuple(rec.cd_moves),
+        cwd=cwd,
+        protected_paths=shielded.platform,
+    )
+
+
+def _refused(base: Analysis, rule: Rule, word: str, detail: str) -> Analysis:
+    return Analysis(
+        command=base.command,
+        allowed=False,
+        rule=rule,
+        word=word,
+        detail=detail,
+        cwd=base.cwd,
+        protected_paths=base.protected_paths,
+    )

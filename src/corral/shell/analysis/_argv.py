@@ -1,0 +1,95 @@
+"""Argument words: nodes tree-sitter left side by side joined into one bash word,
+``"$@"`` replaced by the bound positional words, brace expansion applied."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from corral.shell.analysis._escaped import MARK, BraceOverflow, brace_expand, quote, unescape
+from corral.shell.analysis._parser import Node
+from corral.shell.analysis._state import Frame
+from corral.shell.analysis._words import W, expand_tilde
+
+if TYPE_CHECKING:
+    from corral.shell.analysis._walker import Walker
+
+__all__ = ["expand_words", "merged"]
+
+
+def expand_words(walker: Walker, groups: Sequence[Sequence[Node]], frame: Frame) -> list[W]:
+    """Resolve argument words (each a group of touching nodes): ``"$@"`` splats,
+    braces expand."""
+    out: list[W] = []
+    for group in groups:
+        node = group[0]
+        if len(group) == 1:
+            splat = _splat(walker, node, frame) if node.is_named else None
+            if splat is not None:
+                out.extend(splat)
+                continue
+        word = merged(walker, group, frame)
+        if "{" in word.e and node.type in ("word", "concatenation", "brace_expression"):
+            try:
+                forms = brace_expand(word.e)
+            except BraceOverflow:
+                forms = [word.e]
+            if len(forms) > 1:
+                home = walker.home
+                out.extend(
+                    W(word.text, expand_tilde(f, home), word.procsub, word.split) for f in forms
+                )
+                continue
+        out.append(word)
+    return out
+
+
+def merged(walker: Walker, group: Sequence[Node], frame: Frame) -> W:
+    """One bash word from nodes tree-sitter left side by side (``$"…"`` becomes a
+    bare ``$`` and a string; bash reads one translated string)."""
+    if len(group) == 1 and group[0].is_named:
+        return frame.resolver.word(group[0])
+    parts: list[str] = []
+    split = procsub = False
+    for index, node in enumerate(group):
+        if not node.is_named:
+            text = walker.text(frame, node)
+            following = group[index + 1] if index + 1 < len(group) else None
+            if text == "$" and following is not None and following.type == "string":
+                continue
+            parts.append(quote(text))
+            continue
+        word = frame.resolver.word(node, tilde=index == 0)
+        parts.append(word.e)
+        split = split or word.split
+        procsub = procsub or word.procsub
+    text = frame.src[group[0].start_byte : group[-1].end_byte].decode("utf-8", "replace")
+    return W(text, "".join(parts), procsub and len(group) == 1, split)
+
+
+def _splat(walker: Walker, node: Node, frame: Frame) -> list[W] | None:
+    """``"$@"``/``$*`` as a whole word: the bound positional words."""
+    target, quoted = node, False
+    if node.type == "string":
+        inner = [c for c in node.children if c.type != '"']
+        if len(inner) != 1:
+            return None
+        target, quoted = inner[0], True
+    if target.type != "simple_expansion" or walker.text(frame, target) not in ("$@", "$*"):
+        return None
+    text = walker.text(frame, node)
+    values = frame.resolver.positional_words()
+    if values is None:
+        return [W(text, MARK, split=not quoted)]
+    if walker.text(frame, target) == "$*" and quoted:
+        plain = [unescape(v) for v in values]
+        if any(p is None for p in plain):
+            return [W(text, MARK)]
+        return [W(text, quote(" ".join(p or "" for p in plain)))]
+    words = []
+    for value in values:
+        plain_value = unescape(value)
+        if not quoted and (plain_value is None or any(c in plain_value for c in " \t\n*?[")):
+            return [W(text, MARK, split=True)]
+        words.append(W(text, value))
+    return words

@@ -1,0 +1,248 @@
+"""Assignments in every position: prefixes, standalone, ``export``/``declare``/``local``…,
+``env NAME=``, and names set by ``read``, ``printf -v``, ``for`` or ``${NAME:=…}``.
+
+Variables that make a later program load code (``LD_PRELOAD``, ``BASH_ENV``…) are
+refused; ``PATH`` may only gain absolute directories; variables whose value a program
+runs (``EDITOR``, ``PAGER``…) have that value analysed as a command.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from corral.shell.analysis._checks import path_entry_problem
+from corral.shell.analysis._escaped import MARK, quote, unescape
+from corral.shell.analysis._parser import Node, adjacent, first_error, parse
+from corral.shell.analysis._refusal import refuse
+from corral.shell.analysis._state import Frame
+from corral.shell.analysis._tables import COMMAND_VARS, HIJACK_PREFIXES, HIJACK_VARS
+from corral.shell.analysis._words import W, WordResolver, unquoted
+from corral.shell.analysis._wrappers import ASSIGNMENT
+
+if TYPE_CHECKING:
+    from corral.shell.analysis._walker import Walker
+
+__all__ = [
+    "Scope",
+    "assignment_node",
+    "check",
+    "computed",
+    "declaration",
+    "declaration_argv",
+    "embedded",
+    "unset",
+]
+
+Scope = Literal["prefix", "global", "decl", "env"]
+_READERS = frozenset({"read", "mapfile", "readarray"})
+
+
+def assignment_node(
+    walker: Walker, node: Node, frame: Frame, *, scope: Scope
+) -> tuple[str | None, W]:
+    """Resolve ``NAME=value`` (checked now unless it prefixes a command)."""
+    name_node = node.child_by_field_name("name")
+    value_node = node.child_by_field_name("value")
+    append = any(c.type == "+=" for c in node.children)
+    resolver = frame.resolver
+    name: str | None
+    if name_node is None:
+        name = None
+    elif name_node.type == "subscript":
+        inner = name_node.child_by_field_name("name")
+        name = unescape(unquoted(walker.text(frame, inner))) if inner is not None else None
+        resolver.descend(name_node)
+    else:
+        name = unescape(unquoted(walker.text(frame, name_node)))
+    if value_node is None:
+        value = W("", "")
+    elif value_node.type == "array":
+        elements = [resolver.word(element) for element in value_node.named_children]
+        for element in elements:
+            walker.rec.scan_word(element, frame.bases)
+        # Element 0 is the scalar value; the rest are judged like PATH entries.
+        value = W(walker.text(frame, value_node), ":".join(w.e for w in elements) or MARK)
+    else:
+        resolver.pwd_as_dot = False
+        try:
+            value = resolver.word(value_node, assignment=True)
+        finally:
+            resolver.pwd_as_dot = True
+    if scope != "prefix":
+        check(walker, name, value, frame, scope=scope, append=append)
+    return name, value
+
+
+def check(
+    walker: Walker,
+    name: str | None,
+    value: W,
+    frame: Frame,
+    *,
+    scope: Scope,
+    command: str = "",
+    append: bool = False,
+) -> None:
+    """Refuse an assignment that hijacks what later programs load or run."""
+    if name is None:
+        refuse(
+            "env_hijack",
+            value.text or "?",
+            "The name of the variable being set cannot be determined before the command "
+            "runs; set variables by literal name.",
+        )
+    base = name.split("[", 1)[0]
+    if base in HIJACK_VARS or base.startswith(HIJACK_PREFIXES):
+        refuse(
+            "env_hijack",
+            name,
+            f"Setting {base} would make programs load code or configuration the command does "
+            "not show; run the command without it.",
+        )
+    if base == "PATH":
+        problem = path_entry_problem(value.e, append=append)
+        if problem:
+            refuse(
+                "env_hijack",
+                f"{name}={value.text}",
+                f"PATH would contain {problem}, so which program runs depends on the current "
+                "folder; use absolute directories only.",
+            )
+    if base == "IFS" and not (scope == "prefix" and command in _READERS) and scope != "env":
+        refuse(
+            "env_hijack",
+            f"{name}={value.text}",
+            "Changing IFS for the whole shell alters how every later word splits; set it only "
+            "as a prefix of read (IFS=, read -r a b) or quote your expansions.",
+        )
+    if base in COMMAND_VARS and value.e:
+        walker.script(value, frame, origin=f"{name}={value.text}", same_shell=False)
+    embedded(walker, value, frame)
+    walker.rec.scan_word(value, frame.bases)
+
+
+def computed(walker: Walker, name: str | None, frame: Frame, origin: str) -> None:
+    """A variable set to a value only known at run time (``read``, ``printf -v``…)."""
+    if name is not None and name.split("[", 1)[0] in ("PATH", "IFS"):
+        refuse(
+            "env_hijack",
+            origin,
+            f"{name} would be set to a value only known when the command runs; set it "
+            "literally, if at all.",
+        )
+    check(walker, name, W(origin, MARK), frame, scope="global")
+
+
+def embedded(walker: Walker, word: W, frame: Frame) -> None:
+    """A literal string holding ``$(…)`` or backquotes may be evaluated later (arithmetic,
+    ``${x@P}``, ``unset 'a[$(…)]'``): analyse the substitutions in it."""
+    value = word.value
+    if not value or ("$(" not in value and "`" not in value):
+        return
+    if frame.depth + 1 > walker.max_depth:
+        refuse("nesting_too_deep", word.text, "The command nests scripts too deeply.")
+    # As an argument of ":" so that "a[$(cmd)]" parses like the word bash evaluates.
+    src = (": " + value).encode("utf-8", "surrogatepass")
+    tree = parse(src)
+    if first_error(tree.root_node) is not None:
+        refuse(
+            "dynamic_script",
+            word.text,
+            "The string contains command-substitution syntax that bash could evaluate later "
+            "and that does not parse; avoid $( and backquotes in literal strings.",
+        )
+    sink = walker.sink()
+    resolver = WordResolver(src, sink, home=walker.home, positionals=None)
+    inner = Frame(src, resolver, frame.functions, frame.depth + 1, frame.ctx, frame.bases)
+    sink.frame = inner
+    resolver.descend(tree.root_node)
+
+
+def declaration(walker: Walker, node: Node, frame: Frame) -> list[W]:
+    """``export``/``declare``/``typeset``/``readonly``/``local``; returns the argv."""
+    keyword = node.children[0].type if node.children else "declare"
+    argv = [W(keyword, keyword)]
+    flags = ""
+    for group in adjacent([c for c in node.children[1:] if c.is_named]):
+        child = group[0]
+        if len(group) > 1:
+            # tree-sitter splits ``LD''_PRELOAD=x`` after ``export``; bash sees one word.
+            word = _joined(walker, group, frame)
+        elif child.type == "variable_name":
+            exported = walker.text(frame, child)
+            argv.append(W(exported, quote(exported)))
+            continue
+        elif child.type == "variable_assignment":
+            name, value = assignment_node(walker, child, frame, scope="decl")
+            argv.append(W(walker.text(frame, child), quote(f"{name}=") + value.e))
+            if "n" in flags:
+                _nameref(walker, value, frame)
+            continue
+        else:
+            word = frame.resolver.word(child)
+        argv.append(word)
+        text = word.value
+        if text is not None and text[:1] in "-+" and len(text) > 1:
+            flags += text[1:]
+            continue
+        _declared_word(walker, word, frame, keyword, nameref="n" in flags)
+    return argv
+
+
+def _joined(walker: Walker, group: list[Node], frame: Frame) -> W:
+    parts: list[str] = []
+    for part in group:
+        if part.type == "variable_name":
+            parts.append(unquoted(walker.text(frame, part)))
+        elif part.type == "variable_assignment":
+            name_node = part.child_by_field_name("name")
+            value_node = part.child_by_field_name("value")
+            operator = "+=" if any(c.type == "+=" for c in part.children) else "="
+            name = unquoted(walker.text(frame, name_node)) if name_node is not None else MARK
+            value = frame.resolver.word(value_node, assignment=True).e if value_node else ""
+            parts.append(name + operator + value)
+        else:
+            parts.append(frame.resolver.word(part, tilde=False).e)
+    text = frame.src[group[0].start_byte : group[-1].end_byte].decode("utf-8", "replace")
+    return W(text, "".join(parts))
+
+
+def declaration_argv(walker: Walker, argv: list[W], frame: Frame) -> None:
+    """``builtin export A=1``: declaration words reached through a wrapper."""
+    flags = ""
+    for word in argv[1:]:
+        text = word.value
+        if text is not None and text[:1] in "-+" and len(text) > 1:
+            flags += text[1:]
+            continue
+        _declared_word(walker, word, frame, argv[0].value or "", nameref="n" in flags)
+
+
+def _declared_word(walker: Walker, word: W, frame: Frame, keyword: str, *, nameref: bool) -> None:
+    match = ASSIGNMENT.match(word.e)
+    if match is None:
+        if word.value is None:
+            refuse(
+                "env_hijack",
+                word.text,
+                f"{keyword} gets names that are not known before the command runs; set "
+                "variables by literal name.",
+            )
+        return
+    value = W(word.text, word.e[match.end() :])
+    check(walker, match.group(1), value, frame, scope="decl", append="+=" in match.group(0))
+    if nameref:
+        _nameref(walker, value, frame)
+
+
+def _nameref(walker: Walker, value: W, frame: Frame) -> None:
+    target = value.value
+    if target is None:
+        refuse("env_hijack", value.text, "A nameref to an unknown variable; name it literally.")
+    computed(walker, target.split("[", 1)[0], frame, value.text)
+
+
+def unset(walker: Walker, node: Node, frame: Frame) -> None:
+    """``unset 'a[$(cmd)]'`` evaluates the subscript."""
+    for child in node.named_children:
+        embedded(walker, frame.resolver.word(child), frame)

@@ -1,0 +1,280 @@
+"""Per-program judgement: shells, ``cd``, ``source``, ``trap``, ``find``, ``git``, ``rm``…
+
+Each handler gets the walker and the resolved :class:`Call`, refuses or records, and
+returns the statement's flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from corral.shell.analysis import _assign
+from corral.shell.analysis._builtins import BUILTINS
+from corral.shell.analysis._checks import critical_target
+from corral.shell.analysis._effects import Effects, effects
+from corral.shell.analysis._escaped import MARK, is_glob, unescape
+from corral.shell.analysis._git import plan_git
+from corral.shell.analysis._paths import normalize
+from corral.shell.analysis._refusal import refuse
+from corral.shell.analysis._shells import shell, shell_on_stdin
+from corral.shell.analysis._shells import source as shell_source
+from corral.shell.analysis._state import Call, Flow
+from corral.shell.analysis._tables import SHELLS, is_interpreter
+from corral.shell.analysis._types import Access, Chain
+from corral.shell.analysis._words import W
+from corral.shell.analysis._wrappers import Unwrapped
+
+if TYPE_CHECKING:
+    from corral.shell.analysis._walker import Walker
+
+__all__ = ["dispatch", "wrapper"]
+
+Handler = Callable[["Walker", Call, str], Flow]
+
+
+def _chdir_step(word: W | None) -> Chain:
+    if word is None:
+        return ()
+    value = word.value
+    if value is None or is_glob(word.e) or value.startswith("~"):
+        return (None,)
+    return (normalize(value),)
+
+
+# -- wrappers ------------------------------------------------------------------------------
+
+
+def wrapper(walker: Walker, call: Call, base: str, unwrapped: Unwrapped) -> Flow:
+    """Judge what a wrapper runs; record the wrapped command(s)."""
+    frame = call.frame
+    for assignment in unwrapped.assignments:
+        head, _, tail = assignment.e.partition("=")
+        name = unescape(head)
+        value = W(assignment.text, tail)
+        _assign.check(walker, name.split("[")[0] if name else None, value, frame, scope="env")
+    chdir = call.chdir + _chdir_step(unwrapped.chdir)
+    if unwrapped.chdir is not None:
+        walker.rec.scan_word(unwrapped.chdir, call.bases)
+    extra = list(call.extra_paths)
+    for word, access in unwrapped.paths:
+        walker.rec.scan_word(word, call.bases)
+        walker.rec.check_device(word)
+        extra.append((word, "write" if access == "write" else "read"))
+    ran = False
+    for argv in unwrapped.inner:
+        inner = call.inner(argv, base)
+        inner.chdir = chdir
+        inner.extra_paths = extra
+        inner.dynamic_args = call.dynamic_args or unwrapped.dynamic_args
+        walker.run(inner)
+        ran = True
+    if unwrapped.script is not None:
+        walker.script(unwrapped.script, frame, origin=unwrapped.script.text, same_shell=False)
+        ran = True
+    if unwrapped.reads_stdin_as_shell:
+        shell_on_stdin(walker, call, base)
+    if base == "exec" and not unwrapped.inner:
+        for redir in call.redirects:
+            if redir.operator == "<" and redir.fd in (None, 0) and redir.word.procsub:
+                refuse(
+                    "dynamic_script",
+                    redir.word.text,
+                    "exec would feed the output of another command to the shell's standard "
+                    "input, where later commands could run it; read it into a file instead.",
+                )
+    if not ran:
+        call.extra_paths = extra
+        walker.rec.record(call, base, mutating=False, skip=set(range(1, len(call.argv))))
+    if base == "exec" and unwrapped.inner:
+        return (frozenset(), frozenset())
+    return call.unchanged()
+
+
+# -- programs with structure -----------------------------------------------------------------
+
+_FIND_ONE_ARG = frozenset(
+    "-name -iname -path -ipath -regex -iregex -type -xtype -user -group -perm -size -mtime "
+    "-atime -ctime -mmin -amin -cmin -maxdepth -mindepth -printf -wholename -iwholename "
+    "-lname -ilname -links -inum -uid -gid -used -context -regextype -fstype -D -O "
+    "-newermt -newerat -newerct".split()
+)
+_FIND_READ_ARG = frozenset("-newer -anewer -cnewer -samefile -files0-from".split())
+_FIND_WRITE_ARG = frozenset("-fprint -fprint0 -fls".split())
+_DELETERS = frozenset({"rm", "unlink", "shred", "rmdir"})
+
+
+def _find(walker: Walker, call: Call, base: str) -> Flow:
+    argv = call.argv
+    i = 1
+    while i < len(argv) and argv[i].value in ("-H", "-L", "-P"):
+        i += 1
+    starts: list[W] = []
+    while i < len(argv):
+        value = argv[i].value
+        if value is not None and (value.startswith("-") or value in ("(", "!", ")", ",")):
+            break
+        starts.append(argv[i])
+        i += 1
+    if not starts:
+        starts = [W(".", ".")]
+    delete = False
+    targets: list[tuple[W, Access]] = []
+    while i < len(argv):
+        value = argv[i].value or ""
+        if value in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            inner: list[W] = []
+            while j < len(argv):
+                current = argv[j].value
+                if current == ";" or (current == "+" and inner and "{}" in (inner[-1].value or "")):
+                    break
+                inner.append(argv[j])
+                j += 1
+            if inner:
+                words = [_placeholder(w) for w in inner]
+                sub = call.inner(words, "find")
+                sub.dynamic_args = True
+                if value.endswith("dir"):
+                    sub.chdir = (*call.chdir, None)
+                walker.run(sub)
+                if (inner[0].value or "").rsplit("/", 1)[-1] in _DELETERS:
+                    delete = True
+            i = j + 1
+            continue
+        if value == "-delete":
+            delete = True
+        elif value in _FIND_WRITE_ARG or value == "-fprintf":
+            if i + 1 < len(argv):
+                targets.append((argv[i + 1], "write"))
+            i += 3 if value == "-fprintf" else 2
+            continue
+        elif value in _FIND_READ_ARG:
+            if i + 1 < len(argv):
+                targets.append((argv[i + 1], "read"))
+            i += 2
+            continue
+        elif value in _FIND_ONE_ARG:
+            i += 2
+            continue
+        i += 1
+    if delete:
+        for start in starts:
+            _destructive(walker, call, start, "find -delete")
+    targets.extend((start, "write" if delete else "read") for start in starts)
+    for word, _ in targets:
+        walker.rec.check_device(word)
+    walker.rec.record(
+        call, base, mutating=delete or any(a == "write" for _, a in targets), targets=targets,
+        skip=set(range(1, len(argv))),
+    )  # fmt: skip
+    return call.unchanged()
+
+
+def _placeholder(word: W) -> W:
+    if "{}" in word.e:
+        return W(word.text, word.e.replace("{}", MARK))
+    return word
+
+
+def _git(walker: Walker, call: Call, base: str) -> Flow:
+    plan = plan_git(call.argv)
+    for word, reason in plan.hijack:
+        refuse(
+            "config_hijack",
+            word.text,
+            f"git would run or load code the command does not show: {reason}. Run git "
+            "without that setting.",
+        )
+    for script in plan.scripts:
+        walker.script(script, call.frame, origin=script.text, same_shell=False)
+    chdir: Chain = ()
+    for word in plan.chdir:
+        walker.rec.scan_word(word, call.bases)
+        chdir = (*chdir, *_chdir_step(word))
+    for argv in plan.inner:
+        sub = call.inner(argv, "git")
+        sub.chdir = call.chdir + chdir
+        walker.run(sub)
+    targets: list[tuple[W, Access]] = [(w, "write") for w in plan.writes]
+    if plan.mutating and not plan.writes:
+        targets.append((W(".", "."), "write"))
+    walker.rec.record(call, base, mutating=plan.mutating, targets=targets, chdir=chdir)
+    return call.unchanged()
+
+
+def _destructive(walker: Walker, call: Call, word: W, what: str) -> None:
+    chains = [loc.cwd + call.chdir for loc in call.bases]
+    reason = critical_target(word.e, home=walker.home, cwd=walker.cwd, chains=chains)
+    if reason:
+        refuse(
+            "dangerous_rm",
+            word.text,
+            f"{what} {word.text!r} would delete {reason}; delete specific paths inside your "
+            "project instead.",
+        )
+
+
+def _generic(walker: Walker, call: Call, base: str) -> Flow:
+    fx: Effects = effects(base, call.argv, interpreter=is_interpreter(base))
+    frame = call.frame
+    if base == "rm" and any(w.value == "--no-preserve-root" for w in call.argv[1:]):
+        refuse(
+            "dangerous_rm",
+            "--no-preserve-root",
+            "rm --no-preserve-root exists only to delete the root directory; it is never allowed.",
+        )
+    for word in fx.destructive:
+        if base in ("chmod", "chown", "chgrp"):
+            reason = critical_target(
+                word.e,
+                home=walker.home,
+                cwd=walker.cwd,
+                chains=[loc.cwd + call.chdir for loc in call.bases],
+            )
+            recursive_root = fx.recursive or (word.value or "").rstrip("/") == ""
+            flag = " -R" if fx.recursive else ""
+            if reason and recursive_root and "climbs out" not in reason:
+                refuse(
+                    "dangerous_permissions",
+                    word.text,
+                    f"{base}{flag} on {word.text!r} would change {reason}; change "
+                    "permissions of specific project files instead.",
+                )
+        else:
+            _destructive(walker, call, word, base)
+    for word, _ in fx.targets:
+        walker.rec.check_device(word)
+    for script in fx.scripts:
+        walker.script(script, frame, origin=script.text, same_shell=False)
+    if is_interpreter(base) and call.stdin.kind in ("heredoc", "herestring"):
+        if call.stdin.text is not None:
+            walker.rec.scan_text(call.stdin.text, call.argv[0].text, call.bases)
+    chdir = _chdir_step(fx.chdir) if fx.chdir is not None else ()
+    walker.rec.record(
+        call,
+        base,
+        mutating=fx.mutating,
+        targets=fx.targets,
+        skip=fx.skip,
+        text_only=fx.text_only,
+        chdir=chdir,
+    )
+    return call.unchanged()
+
+
+_HANDLERS: dict[str, Handler] = {
+    **BUILTINS,
+    "source": shell_source,
+    ".": shell_source,
+    "find": _find,
+    "git": _git,
+}
+
+
+def dispatch(walker: Walker, call: Call, base: str) -> Flow:
+    """Judge and record a command that is not a wrapper."""
+    if base in SHELLS:
+        return shell(walker, call, base)
+    handler = _HANDLERS.get(base, _generic)
+    return handler(walker, call, base)

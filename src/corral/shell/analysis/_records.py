@@ -1,0 +1,228 @@
+"""What the gate receives: commands, their paths and redirects, ``cd`` moves; and the
+per-word checks made while recording (protected paths, block devices)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Literal
+
+from corral.shell.analysis._escaped import is_glob, literal_chars, quote, to_pyglob
+from corral.shell.analysis._paths import Protection, looks_like_path, normalize, split_tokens
+from corral.shell.analysis._refusal import refuse
+from corral.shell.analysis._state import Bases, Call, Loc, Redir
+from corral.shell.analysis._tables import SAFE_DEVICES, is_block_device
+from corral.shell.analysis._types import (
+    Access,
+    CdMove,
+    Chain,
+    Command,
+    PathRef,
+    Redirect,
+    resolve_chain,
+)
+from corral.shell.analysis._words import W, expand_tilde, public_word
+
+__all__ = ["Origin", "Recorder", "chains_of"]
+
+Origin = Literal["argument", "redirect", "cd", "option"]
+_TOKEN_HINTS = re.compile(r"[\s'\"`()<>|&;=:,$@?#]")
+
+
+@lru_cache(maxsize=1024)
+def chains_of(bases: frozenset[Loc], chdir: Chain = ()) -> tuple[Chain, ...]:
+    """The distinct cwd chains of ``bases``, each extended by a command-local ``chdir``."""
+    out: list[Chain] = []
+    for loc in sorted(bases, key=lambda loc: (len(loc.cwd), repr(loc.cwd))):
+        chain = loc.cwd + chdir
+        if chain not in out:
+            out.append(chain)
+    return tuple(out) or ((),)
+
+
+class Recorder:
+    """Collects the extracted commands and paths; refuses protected and device paths."""
+
+    def __init__(self, *, home: str | None, cwd: str | None, protection: Protection) -> None:
+        self.home = home
+        self.cwd = cwd
+        self.protection = protection
+        self.commands: list[Command] = []
+        self.paths: list[PathRef] = []
+        self.cd_moves: list[CdMove] = []
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def scan_word(self, word: W, bases: Bases, chdir: Chain = ()) -> None:
+        """Refuse a word that reaches a protected file, itself or through a piece of it."""
+        chains = chains_of(bases, chdir)
+        hit = self.protection.check(word.e, chains, self.cwd)
+        if hit is None and _TOKEN_HINTS.search(word.e):
+            for token in split_tokens(word.e):
+                if token != word.e:
+                    hit = self.protection.check(expand_tilde(token, self.home), chains, self.cwd)
+                    if hit:
+                        break
+        if hit:
+            refuse(
+                "protected_path",
+                word.text,
+                f"{word.text!r} reaches {hit}, which holds credentials or the platform's own "
+                "data and is off limits to commands; leave it out.",
+            )
+
+    def scan_text(self, text: str, origin: str, bases: Bases) -> None:
+        """Scan code or data handed to an interpreter for protected paths."""
+        self.scan_word(W(origin, quote(text)), bases)
+
+    def check_device(self, word: W) -> None:
+        """Refuse disks, partitions and raw memory, read or written."""
+        value = word.value
+        if value is None or "/dev/" not in value:
+            return
+        path = normalize(value)
+        if path not in SAFE_DEVICES and is_block_device(path):
+            refuse(
+                "block_device",
+                word.text,
+                f"{word.text!r} is a disk, partition or raw memory device; commands may not "
+                "read or write devices directly.",
+            )
+
+    # -- paths -----------------------------------------------------------------------------
+
+    def path_ref(
+        self, word: W, access: Access, origin: Origin, command: str, bases: Bases, chdir: Chain
+    ) -> PathRef | None:
+        """The gate's view of one path word (``None`` for harmless devices)."""
+        value = word.value
+        glob = is_glob(word.e)
+        path: str | None
+        if value is None:
+            path = None
+        elif glob:
+            pattern = to_pyglob(word.e)
+            path = normalize(pattern) if pattern else None
+        else:
+            path = normalize(value)
+        if path is not None and (path in SAFE_DEVICES or path.startswith("/dev/fd/")):
+            return None
+        chains = chains_of(bases, chdir)
+        resolved: tuple[str, ...] = ()
+        if path is not None and self.cwd is not None:
+            resolved = _resolve_all(path, chains, self.cwd, self.home)
+        return PathRef(
+            text=word.text,
+            path=path,
+            access=access,
+            origin=origin,
+            command=command,
+            glob=glob,
+            bases=chains,
+            resolved=resolved,
+        )
+
+    def record_redirects(self, redirs: Sequence[Redir], command: str, bases: Bases) -> None:
+        """Paths of redirects that belong to no single command (``{ …; } > out``)."""
+        for redir in redirs:
+            if redir.access is not None:
+                ref = self.path_ref(redir.word, redir.access, "redirect", command, bases, ())
+                if ref is not None:
+                    self.paths.append(ref)
+
+    def record(
+        self,
+        call: Call,
+        base: str,
+        *,
+        mutating: bool,
+        targets: Sequence[tuple[W, Access]] = (),
+        skip: Iterable[int] = (),
+        text_only: bool = False,
+        chdir: Chain = (),
+    ) -> Command:
+        """Record a command; ``skip`` lists argv indexes that are not paths."""
+        chdir = call.chdir + chdir
+        skipped = set(skip)
+        refs: list[PathRef] = []
+        for word, access in [*targets, *call.extra_paths]:
+            ref = self.path_ref(word, access, "argument", base, call.bases, chdir)
+            if ref is not None:
+                refs.append(ref)
+        if not text_only:
+            for index, word in enumerate(call.argv[1:], start=1):
+                if index not in skipped:
+                    ref = self._implicit_path(word, base, call.bases, chdir)
+                    if ref is not None:
+                        refs.append(ref)
+        redirects: list[Redirect] = []
+        for redir in call.redirects:
+            if redir.access is None:
+                continue
+            redirects.append(
+                Redirect(
+                    operator=redir.operator,
+                    fd=redir.fd,
+                    target=public_word(redir.word),
+                    access=redir.access,
+                )
+            )
+            ref = self.path_ref(redir.word, redir.access, "redirect", base, call.bases, chdir)
+            if ref is not None:
+                refs.append(ref)
+        command = Command(
+            name=base,
+            argv=tuple(public_word(w) for w in call.argv),
+            wrappers=call.wrappers,
+            mutating=mutating or any(r.access == "write" for r in redirects),
+            paths=tuple(refs),
+            redirects=tuple(redirects),
+            dynamic_args=call.dynamic_args,
+            depth=call.frame.depth,
+        )
+        self.commands.append(command)
+        self.paths.extend(refs)
+        return command
+
+    def _implicit_path(self, word: W, base: str, bases: Bases, chdir: Chain) -> PathRef | None:
+        value = word.value
+        if value is None:
+            if literal_chars(word.e).startswith("-"):
+                return None
+            return self.path_ref(word, "read", "argument", base, bases, chdir)
+        if value.startswith("--") and "=" in value:
+            name, _, tail = value.partition("=")
+            if tail.startswith(("/", "~")) or "/" in tail:
+                inner = W(word.text, word.e[len(name) + 1 :])
+                return self.path_ref(inner, "read", "option", base, bases, chdir)
+            return None
+        if looks_like_path(value) or (is_glob(word.e) and not value.startswith("-")):
+            self.check_device(word)
+            return self.path_ref(word, "read", "argument", base, bases, chdir)
+        return None
+
+    def cd_move(self, move: CdMove, ref: PathRef | None) -> None:
+        self.cd_moves.append(move)
+        if ref is not None:
+            self.paths.append(ref)
+
+
+def _resolve_all(
+    path: str, chains: tuple[Chain, ...], cwd: str, home: str | None
+) -> tuple[str, ...]:
+    if path.startswith("~"):
+        if not home:
+            return ()
+        path = home + path[1:]
+    if path.startswith("/"):
+        return (normalize(path),)
+    out: list[str] = []
+    for chain in chains:
+        base = resolve_chain(cwd, chain)
+        if base is None:
+            return ()
+        candidate = normalize(base + "/" + path)
+        if candidate not in out:
+            out.append(candidate)
+    return tuple(out)

@@ -1,0 +1,165 @@
+"""State carried through the walk: where the shell stands (``cd``), what feeds stdin,
+which functions exist, and one command call being judged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from corral.shell.analysis._parser import Node
+from corral.shell.analysis._types import Chain, Command, PathRef
+from corral.shell.analysis._words import W, WordResolver
+
+__all__ = [
+    "MAX_BASES",
+    "Bases",
+    "Call",
+    "Ctx",
+    "Flow",
+    "Frame",
+    "FunctionInfo",
+    "Loc",
+    "Redir",
+    "Stdin",
+    "merge",
+    "unknown_loc",
+]
+
+MAX_BASES = 8
+
+
+class Loc(NamedTuple):
+    """Where the shell stands: cwd chain, ``pushd`` stack and ``OLDPWD``."""
+
+    cwd: Chain
+    stack: tuple[Chain, ...] = ()
+    old: Chain | None = None
+
+
+Bases = frozenset[Loc]
+Flow = tuple[Bases, Bases]
+"""Locations after a statement succeeded and after it failed."""
+
+START: Bases = frozenset({Loc(())})
+
+
+def unknown_loc() -> Loc:
+    return Loc((None,))
+
+
+def merge(*sets: Bases) -> Bases:
+    """Union of location sets, collapsed to 'unknown' past :data:`MAX_BASES`."""
+    out: set[Loc] = set()
+    for s in sets:
+        out |= s
+    if len(out) > MAX_BASES:
+        return frozenset({unknown_loc()})
+    return frozenset(out)
+
+
+StdinKind = Literal["inherit", "pipe", "file", "heredoc", "herestring", "closed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stdin:
+    """What feeds a command's standard input."""
+
+    kind: StdinKind = "inherit"
+    text: str | None = None
+    """Here-doc or here-string text when statically known."""
+    word: W | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """How the current statement is reached."""
+
+    stdin: Stdin = Stdin()
+    subshell: bool = False
+    spawning: bool = False
+    """Inside a pipeline, a background job or a substitution (for fork-bomb detection)."""
+    function: str | None = None
+    """The function whose body is being walked."""
+
+    def spawned(self, *, stdin: Stdin | None = None) -> Ctx:
+        return Ctx(stdin or self.stdin, True, True, self.function)
+
+    def with_stdin(self, stdin: Stdin) -> Ctx:
+        if stdin is self.stdin:
+            return self
+        return Ctx(stdin, self.subshell, self.spawning, self.function)
+
+
+@dataclass(slots=True)
+class FunctionInfo:
+    """A shell function: where its body is and whom it calls."""
+
+    name: str
+    body: Node
+    frame: Frame
+    calls: list[tuple[str, bool]] = field(default_factory=list)
+    commands: list[Command] = field(default_factory=list)
+    paths: list[PathRef] = field(default_factory=list)
+    replayed: bool = False
+
+
+@dataclass(slots=True)
+class Frame:
+    """One source text being walked, in one shell process."""
+
+    src: bytes
+    resolver: WordResolver
+    functions: dict[str, FunctionInfo]
+    depth: int
+    ctx: Ctx = Ctx()
+    bases: Bases = START
+
+
+@dataclass(slots=True)
+class Redir:
+    """A resolved file redirect."""
+
+    operator: str
+    fd: int | None
+    word: W
+    access: Literal["read", "write"] | None
+    """``None`` for descriptor duplication (``2>&1``), which touches no file."""
+    node: Node | None = None
+
+
+@dataclass(slots=True)
+class Call:
+    """One command about to run, after the words were resolved."""
+
+    argv: list[W]
+    frame: Frame
+    ctx: Ctx
+    bases: Bases
+    redirects: list[Redir] = field(default_factory=list)
+    wrappers: tuple[str, ...] = ()
+    chdir: Chain = ()
+    extra_paths: list[tuple[W, Literal["read", "write"]]] = field(default_factory=list)
+    dynamic_args: bool = False
+    scanned: bool = False
+
+    @property
+    def stdin(self) -> Stdin:
+        return self.ctx.stdin
+
+    def unchanged(self) -> Flow:
+        """The flow of a command that does not move the shell."""
+        return (self.bases, self.bases)
+
+    def inner(self, argv: list[W], wrapper: str) -> Call:
+        return Call(
+            argv=argv,
+            frame=self.frame,
+            ctx=self.ctx,
+            bases=self.bases,
+            redirects=self.redirects,
+            wrappers=(*self.wrappers, wrapper),
+            chdir=self.chdir,
+            extra_paths=list(self.extra_paths),
+            dynamic_args=self.dynamic_args,
+            scanned=True,
+        )
