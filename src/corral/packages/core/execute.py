@@ -1,0 +1,160 @@
+"""The ``execute`` tool, action ``shell``: run a command under the three guards.
+
+The policy hook runs both command guards (analysis, then the URI-policy gate) at the
+pipeline's policy step, before any approval is asked; the handler checks again right before
+spawning (rights may have changed while an approval waited), then runs the command in the
+foreground or starts a background shell. Action ``skill`` arrives with the skills issue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from corral.errors import InvalidArguments, ToolError
+from corral.shell.environment import CREDENTIALS
+from corral.shell.records import ShellRecord
+from corral.shell.service import ShellOutcome, ShellRequest, shell_service
+from corral.tools.context import CallContext
+from corral.tools.results import ResultStatus, ToolResult
+
+__all__ = ["execute", "execute_policy"]
+
+_STATUS: dict[str, ResultStatus] = {"exited": "ok", "stopped": "stopped", "timed_out": "timed_out"}
+
+
+def _is_shell(args: Mapping[str, Any]) -> bool:
+    return bool(args.get("action", "shell") == "shell")
+
+
+async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
+    """The pipeline's policy step for ``execute``: refuse before approval is asked."""
+    if not _is_shell(args) or not isinstance(args.get("command"), str):
+        return
+    service = shell_service(ctx.services)
+    checked = await service.check(
+        args["command"], cwd=args.get("cwd"), caller=ctx.caller, policy=ctx.sources
+    )
+    if not checked.verdict.allowed:
+        raise checked.verdict.error()
+
+
+async def _declared_credentials(args: Mapping[str, Any], ctx: CallContext) -> Mapping[str, str]:
+    provider = ctx.services.get(CREDENTIALS)
+    if provider is None:
+        return {}
+    found: Mapping[str, str] = await provider.credentials_for(
+        user_id=ctx.caller.user_id, conversation_id=ctx.conversation_id, skill=args.get("skill")
+    )
+    return found
+
+
+async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
+    if not _is_shell(args):
+        raise ToolError(
+            "action 'skill' is not available yet on this platform; use action 'shell'",
+            code="not_available",
+        )
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise InvalidArguments("action 'shell' needs a non-empty 'command'; add it and call again")
+    service = shell_service(ctx.services)
+    request = ShellRequest(
+        command=command,
+        cwd=args.get("cwd"),
+        caller=ctx.caller,
+        env=dict(args.get("env") or {}),
+        timeout=args.get("timeout"),
+        reason=str(args.get("reason") or ""),
+        agent=ctx.agent,
+        conversation_id=ctx.conversation_id,
+        run_id=ctx.run_id,
+        declared=await _declared_credentials(args, ctx),
+    )
+    if args.get("background"):
+        record, dropped = await service.start_background(request)
+        return _background_result(record, dropped)
+    outcome = await service.run(request, on_cancel=ctx.cancellation.on_cancel, live_sink=ctx.output)
+    return _foreground_result(outcome, request)
+
+
+def _footer(outcome: ShellOutcome, request: ShellRequest) -> str:
+    where = f"cwd {outcome.cwd} · confinement {outcome.confinement} · network {outcome.network}"
+    took = f"{outcome.duration:.2f} s"
+    if outcome.status == "timed_out":
+        return (
+            f"[timed out after {took} (timeout {request.timeout or 120} s): the command's whole "
+            f"process group was ended; the output above is what it printed until then. Use "
+            f"background: true for longer work · {where}]"
+        )
+    if outcome.status == "stopped":
+        if outcome.plane == "host":
+            return f"[stopped waiting after {took} · {where}]"
+        return (
+            f"[stopped after {took}: the command's whole process group was ended (SIGTERM, "
+            f"then SIGKILL); the output above is what it printed until then · {where}]"
+        )
+    return f"[exit code {outcome.exit_code} after {took} · {where}]"
+
+
+def _foreground_result(outcome: ShellOutcome, request: ShellRequest) -> ToolResult:
+    body = outcome.output.rstrip("\n") if outcome.output else "(no output)"
+    parts = [body, _footer(outcome, request)]
+    notes = list(outcome.notes)
+    if outcome.env_dropped:
+        notes.append("Environment variables not passed: " + ", ".join(outcome.env_dropped) + ".")
+    parts += notes
+    status: ResultStatus = _STATUS[outcome.status]
+    data: dict[str, Any] = {
+        "command": request.command,
+        "reason": request.reason,
+        "cwd": outcome.cwd,
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_ms": round(outcome.duration * 1000, 1),
+        "plane": outcome.plane,
+        "confinement": outcome.confinement,
+        "network": outcome.network,
+        "output_chars": outcome.total_chars,
+        "stdout_chars": outcome.chars.get("stdout", 0),
+        "stderr_chars": outcome.chars.get("stderr", 0),
+        "trimmed_chars": outcome.trimmed,
+        "env_dropped": outcome.env_dropped,
+        "notes": notes,
+    }
+    if outcome.host is not None:
+        data["host"] = outcome.host
+    return ToolResult.text_result(
+        "\n".join(parts),
+        data=data,
+        status=status,
+        is_error=outcome.status != "exited",
+        error_code=None if outcome.status == "exited" else outcome.status,
+        keep="tail",
+    )
+
+
+def _background_result(record: ShellRecord, dropped: list[str]) -> ToolResult:
+    lines = [
+        f"Started background shell {record.id} (confinement {record.confinement}, cwd "
+        f"{record.cwd}). It keeps running after this turn; when it ends, a completion report "
+        "with its exit code and output arrives in this conversation by itself. There is "
+        "nothing to poll: end your turn or continue with other work, and do not start it again.",
+        f"Status: {record.status_uri} · full output log: {record.output_uri}",
+    ]
+    if dropped:
+        lines.append("Environment variables not passed: " + ", ".join(dropped) + ".")
+    return ToolResult.text_result(
+        "\n".join(lines),
+        data={
+            "shell_id": record.id,
+            "status": "running",
+            "status_uri": record.status_uri,
+            "output_uri": record.output_uri,
+            "command": record.command,
+            "reason": record.reason,
+            "cwd": record.cwd,
+            "confinement": record.confinement,
+            "env_dropped": dropped,
+        },
+    )

@@ -1,0 +1,172 @@
+"""The child's environment, rebuilt from an allowlist instead of inherited.
+
+Only locale and terminal variables come from the platform's own environment; PATH, HOME,
+USER and SHELL are the sandbox's. A call's ``env`` is added on top, except names that
+could hijack a program (loader, shell start-up, interpreter options) and anything whose
+name or value looks like a secret. Credentials a skill declared are the one way a secret
+reaches a command; they come through :class:`DeclaredCredentials`.
+
+Dropped variables are reported by name and reason, never by value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from corral.secrets import is_secret_name, looks_like_secret_value
+
+__all__ = [
+    "CREDENTIALS",
+    "DeclaredCredentials",
+    "Dropped",
+    "Environment",
+    "build_environment",
+    "is_hijack_name",
+]
+
+CREDENTIALS = "skill_credentials"
+"""Key of the :class:`DeclaredCredentials` provider in ``ctx.services`` (skills issue)."""
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+_INHERITED = frozenset(
+    {"LANG", "LANGUAGE", "TERM", "TZ", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES"}
+)
+_INHERITED_PREFIXES = ("LC_",)
+
+_HIJACK = frozenset(
+    {
+        "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS4", "IFS", "SHELLOPTS", "BASHOPTS", "CDPATH",
+        "GLOBIGNORE", "BASH_XTRACEFD", "BASH_LOADABLES_PATH", "EXECIGNORE", "INPUTRC",
+        "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONUSERBASE",
+        "PYTHONWARNINGS", "PYTHONBREAKPOINT",
+        "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE",
+        "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB",
+        "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_ASKPASS", "SSH_ASKPASS",
+        "GIT_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "GIT_TEMPLATE_DIR",
+        "EDITOR", "VISUAL", "PAGER", "MANPAGER", "BROWSER", "LESSOPEN", "LESSCLOSE",
+        "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH", "TMPDIR",
+        "LIBRARY_PATH", "CPATH", "GOFLAGS", "RUSTC_WRAPPER", "RUSTFLAGS", "CARGO_BUILD_RUSTC",
+        "MAKEFLAGS", "MFLAGS", "NPM_CONFIG_USERCONFIG", "npm_config_userconfig",
+    }
+)  # fmt: skip
+_HIJACK_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG", "MALLOC_", "GLIBC_TUNABLES")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_VALUE_MAX = 32_768
+
+Reason = Literal["invalid_name", "invalid_value", "hijack", "secret_name", "secret_value"]
+
+
+def is_hijack_name(name: str) -> bool:
+    """True when setting ``name`` could change which code a program runs."""
+    return name in _HIJACK or name.upper() in _HIJACK or name.startswith(_HIJACK_PREFIXES)
+
+
+class DeclaredCredentials(Protocol):
+    """Credentials the active skill declared, resolved for this call (skills issue).
+
+    The values pass into the command's environment even though they look secret; the
+    model never sees them, and the runner redacts them from captured output.
+    """
+
+    async def credentials_for(
+        self, *, user_id: str, conversation_id: str | None, skill: str | None
+    ) -> Mapping[str, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    name: str
+    reason: Reason
+    origin: Literal["platform", "call", "skill"]
+
+    def describe(self) -> str:
+        why = {
+            "invalid_name": "not a valid variable name",
+            "invalid_value": "value holds a NUL byte or is too long",
+            "hijack": "it can change which code a program runs",
+            "secret_name": "its name looks like a secret",
+            "secret_value": "its value looks like a secret",
+        }[self.reason]
+        return f"{self.name!r} ({why})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Environment:
+    values: dict[str, str]
+    dropped: tuple[Dropped, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Declared credential values, to be redacted from captured output."""
+
+    def call_drops(self) -> list[Dropped]:
+        """What the call asked for and did not get (platform drops are routine)."""
+        return [d for d in self.dropped if d.origin != "platform"]
+
+
+def _judge(name: str, value: str, *, secrets_allowed: bool) -> Reason | None:
+    if not _NAME.match(name):
+        return "invalid_name"
+    if "\x00" in value or len(value) > _VALUE_MAX:
+        return "invalid_value"
+    if is_hijack_name(name):
+        return "hijack"
+    if secrets_allowed:
+        return None
+    if is_secret_name(name):
+        return "secret_name"
+    if looks_like_secret_value(value):
+        return "secret_value"
+    return None
+
+
+def build_environment(
+    *,
+    platform_env: Mapping[str, str],
+    home: str,
+    user: str = "corral",
+    path: str = SYSTEM_PATH,
+    call_env: Mapping[str, str] | None = None,
+    declared: Mapping[str, str] | None = None,
+) -> Environment:
+    """The environment of one command; ``platform_env`` is only read for allowlisted names."""
+    values: dict[str, str] = {}
+    dropped: list[Dropped] = []
+    for name, value in platform_env.items():
+        if name not in _INHERITED and not name.startswith(_INHERITED_PREFIXES):
+            continue
+        reason = _judge(name, value, secrets_allowed=False)
+        if reason is None:
+            values[name] = value
+        else:
+            dropped.append(Dropped(name, reason, "platform"))
+    values.update(
+        {
+            "PATH": path,
+            "HOME": home,
+            "USER": user,
+            "LOGNAME": user,
+            "SHELL": "/bin/bash",
+            "TMPDIR": "/tmp",
+        }
+    )
+    values.setdefault("LANG", "C.UTF-8")
+    values.setdefault("TERM", "dumb")
+    for name, value in (call_env or {}).items():
+        reason = _judge(name, value, secrets_allowed=False)
+        if reason is None:
+            values[name] = value
+        else:
+            dropped.append(Dropped(name, reason, "call"))
+    secrets: list[str] = []
+    for name, value in (declared or {}).items():
+        reason = _judge(name, value, secrets_allowed=True)
+        if reason is None:
+            values[name] = value
+            secrets.append(value)
+        else:
+            dropped.append(Dropped(name, reason, "skill"))
+    return Environment(values=values, dropped=tuple(dropped), secrets=tuple(secrets))

@@ -1,0 +1,266 @@
+"""Running one command: spawn it as its own process group, stream its output, end it.
+
+Stop and timeout end the whole group the same way: SIGTERM to every process of the command
+(the sandbox's own bubblewrap processes are spared so the command sees the signal first),
+a short grace, then SIGKILL to the group. Inside bubblewrap the command also has its own
+PID namespace, so anything that left the group dies when the namespace's init does; in
+unconfined mode the runner also signals every descendant it can find. Output is read in
+chunks and handed to sinks (the capture, live frames, a background shell's log) as text;
+nothing keeps more than its own cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from corral.shell.capture import TailBuffer
+from corral.shell.processes import (
+    descendants,
+    group_members,
+    kill_group,
+    signal_members,
+    start_time,
+    wait_gone,
+)
+
+__all__ = [
+    "CHUNK_BYTES",
+    "Execution",
+    "OutputSink",
+    "ProcessSpec",
+    "RunOutcome",
+    "RunStatus",
+    "Spawner",
+    "spawn_process",
+]
+
+log = logging.getLogger("corral.shell")
+
+CHUNK_BYTES = 65_536
+DRAIN_SECONDS = 2.0
+"""How long output is still read after the command ended (a detached process may hold the
+pipe open in unconfined mode; inside the sandbox the namespace is gone by then)."""
+
+RunStatus = Literal["exited", "stopped", "timed_out"]
+OutputSink = Callable[[str, str], None]
+_SANDBOX_PROCESSES = frozenset({"bwrap"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessSpec:
+    """What to start: the full argv (bubblewrap's or bash's), environment and folder."""
+
+    argv: Sequence[str]
+    env: dict[str, str]
+    cwd: str
+    sandboxed: bool
+    """True when ``argv`` starts bubblewrap (own PID namespace, dies with its parent)."""
+
+
+class Spawner(Protocol):
+    """Starts a process; the seam tests replace to simulate a spawn failure."""
+
+    def __call__(self, spec: ProcessSpec) -> Awaitable[asyncio.subprocess.Process]: ...
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+async def spawn_process(spec: ProcessSpec) -> asyncio.subprocess.Process:
+    """The default spawner: a new session (so a new process group), no stdin, piped output."""
+    return await asyncio.create_subprocess_exec(
+        *spec.argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=spec.env,
+        cwd=spec.cwd,
+        start_new_session=True,
+        preexec_fn=None if spec.sandboxed else _die_with_parent,
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class RunOutcome:
+    status: RunStatus
+    exit_code: int | None
+    duration: float
+    capture: TailBuffer
+    chars: dict[str, int] = field(default_factory=dict)
+    undrained: bool = False
+    """Output was still arriving from a detached process when reading stopped."""
+
+    @property
+    def total_chars(self) -> int:
+        return sum(self.chars.values())
+
+
+class Execution:
+    """One started command, from spawn to a :class:`RunOutcome`."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        spec: ProcessSpec,
+        *,
+        capture_limit: int,
+        sinks: Sequence[OutputSink] = (),
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        self.process = process
+        self.spec = spec
+        self.pid = process.pid
+        self.pgid = process.pid  # leader of its own session and group
+        self.pid_start = start_time(process.pid)
+        self.started = time.monotonic()
+        self.capture = TailBuffer(capture_limit)
+        self.chars = {"stdout": 0, "stderr": 0}
+        self.stop_reason: RunStatus | None = None
+        self._stop = asyncio.Event()
+        self._sinks = [self.capture_sink, *sinks]
+        self._redact = redact
+        self._readers = [
+            asyncio.create_task(self._pump(process.stdout, "stdout")),
+            asyncio.create_task(self._pump(process.stderr, "stderr")),
+        ]
+        self._outcome: RunOutcome | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        spec: ProcessSpec,
+        *,
+        spawner: Spawner = spawn_process,
+        capture_limit: int,
+        sinks: Sequence[OutputSink] = (),
+        redact: Callable[[str], str] | None = None,
+    ) -> Execution:
+        process = await spawner(spec)
+        return cls(process, spec, capture_limit=capture_limit, sinks=sinks, redact=redact)
+
+    def capture_sink(self, stream: str, text: str) -> None:
+        self.capture.append(text)
+
+    def request_stop(self, reason: RunStatus = "stopped") -> None:
+        """Ask the command to end (Stop, a timeout, a kill from the shells route)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self._stop.set()
+
+    @property
+    def done(self) -> bool:
+        return self._outcome is not None
+
+    async def finish(self, *, limit: float | None, grace: float) -> RunOutcome:
+        """Wait for the command to end by itself, by Stop, or ``limit`` seconds after start."""
+        waiter = asyncio.ensure_future(self.process.wait())
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            remaining = None
+            if limit is not None:
+                remaining = max(0.0, self.started + limit - time.monotonic())
+            done, _ = await asyncio.wait(
+                {waiter, stopper}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+            if waiter not in done:
+                if not done:
+                    self.request_stop("timed_out")
+                await self._terminate(grace, waiter)
+            else:
+                self._sweep()
+            await waiter
+            undrained = await self._drain()
+        except asyncio.CancelledError:
+            self.kill_now()
+            waiter.cancel()
+            raise
+        finally:
+            stopper.cancel()
+        duration = time.monotonic() - self.started
+        code = self.process.returncode
+        self._outcome = RunOutcome(
+            status=self.stop_reason or "exited",
+            exit_code=code,
+            duration=duration,
+            capture=self.capture,
+            chars=dict(self.chars),
+            undrained=undrained,
+        )
+        return self._outcome
+
+    def kill_now(self) -> None:
+        """SIGKILL everything at once (the task running :meth:`finish` was cancelled)."""
+        if not self.spec.sandboxed:
+            for pid in descendants(self.pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        kill_group(self.pgid)
+        for reader in self._readers:
+            reader.cancel()
+
+    async def _terminate(self, grace: float, waiter: asyncio.Future[int]) -> None:
+        spare = _SANDBOX_PROCESSES if self.spec.sandboxed else frozenset()
+        inits = [
+            m.pid
+            for m in group_members(self.pgid)
+            if m.comm in _SANDBOX_PROCESSES and m.pid != self.pid
+        ]
+        strays = [] if self.spec.sandboxed else descendants(self.pid)
+        signal_members(self.pgid, signal.SIGTERM, spare=spare)
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(waiter), grace)
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        kill_group(self.pgid)
+        await waiter
+        for init in inits:
+            # The namespace's init exits only after every process inside it is gone.
+            await wait_gone(init, 1.0)
+
+    def _sweep(self) -> None:
+        """After a normal exit: nothing the command left behind outlives it."""
+        kill_group(self.pgid)
+
+    async def _drain(self) -> bool:
+        _, pending = await asyncio.wait(self._readers, timeout=DRAIN_SECONDS)
+        for reader in pending:
+            reader.cancel()
+        return bool(pending)
+
+    async def _pump(self, reader: asyncio.StreamReader | None, stream: str) -> None:
+        if reader is None:
+            return
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while True:
+            data = await reader.read(CHUNK_BYTES)
+            text = decoder.decode(data, final=not data)
+            if text:
+                self._emit(stream, text)
+            if not data:
+                return
+
+    def _emit(self, stream: str, text: str) -> None:
+        if self._redact is not None:
+            text = self._redact(text)
+        self.chars[stream] = self.chars.get(stream, 0) + len(text)
+        for sink in self._sinks:
+            try:
+                sink(stream, text)
+            except Exception:
+                log.exception("an output sink failed")

@@ -1,0 +1,416 @@
+"""The shell service: ``platform.services["shells"]``, what the ``execute`` handler and the
+shells routes and commands use.
+
+It joins the pieces: both guards (:mod:`corral.shell.check`), the environment, the
+sandbox layout for the caller's sources, the runner for foreground commands, the host
+broker for the host plane, and :class:`corral.shell.background.BackgroundShells`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.errors import PolicyDenied, ToolError, UsageError
+from corral.policy.identity import Caller
+from corral.policy.sources import SourcePolicy
+from corral.secrets import Redactor
+from corral.settings import Settings
+from corral.shell.background import BackgroundShells, ShellLaunch
+from corral.shell.capture import TailBuffer, trim_marker
+from corral.shell.check import CheckedCommand, check_command, platform_protected
+from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
+from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
+from corral.shell.live import LivePacer, LiveSink
+from corral.shell.records import ShellRecord, ShellStore
+from corral.shell.runner import Execution, ProcessSpec, Spawner, spawn_process
+from corral.shell.sandbox import (
+    SANDBOX_HOME,
+    BoundSource,
+    SandboxFiles,
+    SandboxStatus,
+    bwrap_argv,
+    plan_mounts,
+)
+from corral.shell.verdict import Verdict
+
+__all__ = ["SHELLS", "ShellOutcome", "ShellRequest", "ShellService", "shell_service"]
+
+SHELLS = "shells"
+"""Key of the :class:`ShellService` in ``platform.services``."""
+
+BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
+OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
+
+
+class _State(Protocol):
+    @property
+    def live(self) -> Mapping[str, Any]: ...
+    @property
+    def sources(self) -> SourcePolicy: ...
+
+
+class StateSource(Protocol):
+    async def dispatch_state(self) -> _State: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShellRequest:
+    command: str
+    cwd: str | None
+    caller: Caller
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: int | None = None
+    """Seconds; None means the default (120 s in the foreground, the background ceiling)."""
+    reason: str = ""
+    agent: str = "default"
+    conversation_id: str | None = None
+    run_id: str | None = None
+    declared: Mapping[str, str] = field(default_factory=dict)
+    """Credentials the active skill declared (the skills issue provides them)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ShellOutcome:
+    status: Literal["exited", "stopped", "timed_out"]
+    exit_code: int | None
+    duration: float
+    plane: Literal["app", "host"]
+    confinement: str
+    network: str
+    cwd: str
+    output: str
+    total_chars: int
+    trimmed: int
+    chars: dict[str, int]
+    env_dropped: list[str]
+    notes: list[str]
+    host: dict[str, Any] | None = None
+
+
+DEFAULT_TIMEOUT = 120
+
+
+def captured_text(capture: TailBuffer, limit: int) -> tuple[str, int]:
+    """The capture with a leading marker when it was trimmed, and how much was trimmed."""
+    text = capture.text()
+    trimmed = capture.total - len(text)
+    if trimmed:
+        text = trim_marker(trimmed, capture.total, "shell_max_output", limit) + "\n" + text
+    return text, trimmed
+
+
+class ShellService:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        sessions: async_sessionmaker[AsyncSession],
+        state: StateSource,
+        services: Mapping[str, Any],
+        status: SandboxStatus,
+        files: SandboxFiles,
+        spawner: Spawner = spawn_process,
+        broker: HostBrokerClient | None = None,
+    ) -> None:
+        self.settings = settings
+        self.status = status
+        self.files = files
+        self.broker = broker
+        self._state = state
+        self._spawner = spawner
+        self._foreground: set[Execution] = set()
+        self.store = ShellStore(sessions)
+        self.background = BackgroundShells(
+            store=self.store,
+            settings=settings,
+            services=services,
+            live=self._live,
+            spawner=spawner,
+        )
+
+    async def _live(self) -> Mapping[str, Any]:
+        return (await self._state.dispatch_state()).live
+
+    @property
+    def confinement(self) -> Literal["bubblewrap", "unconfined"]:
+        return self.settings.sandbox
+
+    # -- judging ----------------------------------------------------------------------------
+
+    async def check(
+        self,
+        command: str,
+        *,
+        cwd: str | None,
+        caller: Caller,
+        policy: SourcePolicy | None = None,
+    ) -> CheckedCommand:
+        """Both guards, off the event loop (a long script takes a while to analyse)."""
+        if policy is None:
+            policy = (await self._state.dispatch_state()).sources
+        return await asyncio.to_thread(
+            check_command,
+            command,
+            cwd=cwd,
+            caller=caller,
+            policy=policy,
+            settings=self.settings,
+            confinement=self.confinement,
+        )
+
+    async def verdict(self, command: str, *, cwd: str | None, caller: Caller) -> Verdict:
+        """Would ``command`` run in ``cwd`` for ``caller``? Nothing runs."""
+        return (await self.check(command, cwd=cwd, caller=caller)).verdict
+
+    async def _allowed(self, request: ShellRequest, policy: SourcePolicy) -> CheckedCommand:
+        checked = await self.check(
+            request.command, cwd=request.cwd, caller=request.caller, policy=policy
+        )
+        if not checked.verdict.allowed:
+            raise checked.verdict.error()
+        if checked.plane == "app" and not self.status.usable:
+            raise ToolError(self.status.refusal(), code="sandbox_unavailable")
+        return checked
+
+    # -- the app plane ----------------------------------------------------------------------
+
+    def _prepare(
+        self, checked: CheckedCommand, request: ShellRequest, policy: SourcePolicy, network: bool
+    ) -> tuple[ProcessSpec, Environment, Callable[[], None]]:
+        assert checked.cwd is not None
+        argv = (*BASH, request.command)
+        if self.confinement == "bubblewrap" and self.status.binary is not None:
+            environment = build_environment(
+                platform_env=os.environ,
+                home=SANDBOX_HOME,
+                call_env=request.env,
+                declared=request.declared,
+            )
+            bound = [
+                BoundSource(name=s.name, root=str(s.real_root), writable="write" in rights)
+                for s in policy.sources.values()
+                if s.connector == "local" and (rights := s.rights_for(request.caller))
+            ]
+            mounts = plan_mounts(
+                self.files,
+                bound,
+                data_dir=str(self.settings.data_dir),
+                protected=platform_protected(self.settings),
+                network=network,
+            )
+            binary = self.status.binary
+            full = bwrap_argv(binary, mounts, network=network, cwd=checked.cwd, argv=argv)
+            spec = ProcessSpec(argv=full, env=environment.values, cwd=checked.cwd, sandboxed=True)
+            return spec, environment, lambda: None
+        home = tempfile.mkdtemp(prefix="corral-home-")
+        environment = build_environment(
+            platform_env=os.environ,
+            home=home,
+            path=os.environ.get("PATH", SYSTEM_PATH),
+            call_env=request.env,
+            declared=request.declared,
+        )
+        spec = ProcessSpec(argv=argv, env=environment.values, cwd=checked.cwd, sandboxed=False)
+        return spec, environment, lambda: shutil.rmtree(home, ignore_errors=True)
+
+    def _network(self, live: Mapping[str, Any]) -> tuple[bool, str]:
+        if self.confinement == "unconfined":
+            return True, "unrestricted (unconfined)"
+        on = bool(live["shell_network"])
+        return on, "on (live setting shell_network)" if on else "off"
+
+    async def run(
+        self, request: ShellRequest, *, on_cancel: OnCancel, live_sink: LiveSink
+    ) -> ShellOutcome:
+        """Run a command in the foreground; Stop (``on_cancel``) ends its process group."""
+        state = await self._state.dispatch_state()
+        live = state.live
+        checked = await self._allowed(request, state.sources)
+        pacer = LivePacer(
+            live_sink,
+            flush_ms=int(live["live_shell_flush_ms"]),
+            frame_max=int(live["live_shell_frame_max"]),
+            stream_cap=int(live["live_shell_stream_cap"]),
+        )
+        limit = int(live["shell_max_output"])
+        timeout = request.timeout or DEFAULT_TIMEOUT
+        if checked.plane == "host":
+            return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
+        network, network_label = self._network(live)
+        spec, environment, cleanup = self._prepare(checked, request, state.sources, network)
+        redact = Redactor(environment.secrets) if environment.secrets else None
+        try:
+            execution = await Execution.start(
+                spec, spawner=self._spawner, capture_limit=limit, sinks=[pacer.feed], redact=redact
+            )
+        except OSError as exc:
+            cleanup()
+            raise _spawn_failed(exc) from None
+        self._foreground.add(execution)
+        unregister = on_cancel(lambda: execution.request_stop("stopped"))
+        try:
+            outcome = await execution.finish(
+                limit=timeout, grace=int(live["shell_stop_grace_ms"]) / 1000
+            )
+        finally:
+            unregister()
+            pacer.close()
+            self._foreground.discard(execution)
+            cleanup()
+        text, trimmed = captured_text(outcome.capture, limit)
+        notes = []
+        if outcome.undrained:
+            notes.append(
+                "A detached process kept the output open after the command ended; output it "
+                "printed after that was not collected."
+            )
+        return ShellOutcome(
+            status=outcome.status,
+            exit_code=outcome.exit_code,
+            duration=outcome.duration,
+            plane="app",
+            confinement=self.confinement,
+            network=network_label,
+            cwd=str(checked.cwd),
+            output=text,
+            total_chars=outcome.total_chars,
+            trimmed=trimmed,
+            chars=outcome.chars,
+            env_dropped=[d.describe() for d in environment.call_drops()],
+            notes=notes,
+        )
+
+    # -- the host plane ---------------------------------------------------------------------
+
+    async def _run_host(
+        self,
+        request: ShellRequest,
+        checked: CheckedCommand,
+        pacer: LivePacer,
+        on_cancel: OnCancel,
+        seconds: int,
+        limit: int,
+    ) -> ShellOutcome:
+        if self.broker is None:
+            raise ToolError(
+                f"cwd {request.cwd!r} is on the host plane, but no host broker is provisioned "
+                "(start-up setting host_broker_socket); run the command in a local source",
+                code="host_unavailable",
+            )
+        environment = build_environment(platform_env={}, home="", call_env=request.env)
+        call_env = {k: v for k, v in environment.values.items() if k in request.env}
+        stop = asyncio.Event()
+        unregister = on_cancel(stop.set)
+        try:
+            outcome = await self.broker.run(
+                request.command,
+                cwd=str(checked.cwd),
+                limit=seconds,
+                env=call_env,
+                capture_limit=limit,
+                sinks=[pacer.feed],
+                stop=stop,
+            )
+        except BrokerRefused as refused:
+            raise PolicyDenied(
+                f"the host broker refused the command (rule {refused.rule!r}): {refused.detail}",
+                data={"guard": "host_broker", "rule": refused.rule, "word": refused.word},
+            ) from None
+        except BrokerUnavailable as exc:
+            raise ToolError(str(exc), code="host_unavailable") from None
+        finally:
+            unregister()
+            pacer.close()
+        text, trimmed = captured_text(outcome.capture, limit)
+        notes = []
+        if outcome.status == "stopped":
+            ceiling = f"{outcome.timeout} s" if outcome.timeout else "its own limit"
+            notes.append(
+                "Stopped waiting only: the host broker cannot cancel a command in flight, so it "
+                f"keeps running on the host until it ends or reaches the broker's timeout of "
+                f"{ceiling}. Check its effects before running it again."
+            )
+        if outcome.broker_trimmed:
+            notes.append(
+                f"The broker dropped {outcome.broker_trimmed:,} characters of output that "
+                "arrived faster than they could be sent."
+            )
+        return ShellOutcome(
+            status=outcome.status,
+            exit_code=outcome.exit_code,
+            duration=outcome.duration,
+            plane="host",
+            confinement=outcome.confinement,
+            network="as the host allows",
+            cwd=str(checked.cwd),
+            output=text,
+            total_chars=sum(outcome.chars.values()),
+            trimmed=trimmed,
+            chars=outcome.chars,
+            env_dropped=[d.describe() for d in environment.call_drops()],
+            notes=notes,
+            host={"roots": outcome.roots, "timeout": outcome.timeout},
+        )
+
+    # -- background -------------------------------------------------------------------------
+
+    async def start_background(self, request: ShellRequest) -> tuple[ShellRecord, list[str]]:
+        """Start a detached shell; returns its record and notes (dropped env variables)."""
+        state = await self._state.dispatch_state()
+        checked = await self._allowed(request, state.sources)
+        if checked.plane == "host":
+            raise ToolError(
+                "background: true is not available on the host plane: the operator's broker "
+                "names no lifetime limit for detached runs. Run it in the foreground (at most "
+                "300 s) or in a local source.",
+                code="host_background_unavailable",
+            )
+        live = state.live
+        network, _ = self._network(live)
+        spec, environment, cleanup = self._prepare(checked, request, state.sources, network)
+        limit = float(request.timeout or int(live["background_shell_max_seconds"]))
+        launch = ShellLaunch(
+            spec=spec,
+            user_id=request.caller.user_id,
+            conversation_id=request.conversation_id,
+            run_id=request.run_id,
+            agent=request.agent,
+            command=request.command,
+            cwd=str(checked.cwd),
+            reason=request.reason,
+            plane="app",
+            confinement=self.confinement,
+            limit=limit,
+            cleanup=cleanup,
+            redact=Redactor(environment.secrets) if environment.secrets else None,
+        )
+        try:
+            record = await self.background.start(launch)
+        except OSError as exc:
+            raise _spawn_failed(exc) from None
+        return record, [d.describe() for d in environment.call_drops()]
+
+    async def close(self) -> None:
+        for execution in list(self._foreground):
+            execution.request_stop("stopped")
+        await self.background.close()
+
+
+def _spawn_failed(exc: OSError) -> ToolError:
+    return ToolError(f"the command could not be started: {exc}", code="spawn_failed")
+
+
+def shell_service(services: Mapping[str, Any]) -> ShellService:
+    """The installed shell service, or a UsageError saying it is missing."""
+    service = services.get(SHELLS)
+    if not isinstance(service, ShellService):
+        raise UsageError("shell execution is not installed on this platform")
+    return service

@@ -1,0 +1,52 @@
+"""Tables of shell execution: background shells and their durable completion reports."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from corral.store.tables import Base, utcnow
+
+__all__ = ["Shell"]
+
+
+class Shell(Base):
+    """A background shell: who started it, where it runs, how it ended, its report.
+
+    ``status`` moves once from ``running`` to ``exited``, ``stopped``, ``timed_out``,
+    ``failed`` or ``lost``; every move is a conditional update, so exactly one writer
+    finishes a shell and queues its report. ``owner`` names the platform instance that
+    runs the process (``host:pid:start:instance``), so a second process opening the same
+    store can tell a live shell from one lost to a restart.
+    """
+
+    __tablename__ = "shells"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    user_id: Mapped[str] = mapped_column(String(64), index=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    agent: Mapped[str] = mapped_column(String(100))
+    command: Mapped[str] = mapped_column(Text)
+    cwd: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    plane: Mapped[str] = mapped_column(String(16), default="app")
+    confinement: Mapped[str] = mapped_column(String(32))
+    owner: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pid_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The process's start time in clock ticks since boot, against pid reuse."""
+    log_path: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    detail: Mapped[str] = mapped_column(Text, default="")
+    output_chars: Mapped[int] = mapped_column(Integer, default=0)
+    stop_requested_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    report_state: Mapped[str] = mapped_column(String(16), default="none", index=True)
+    """none (still running), pending, reported, disabled (notify off), no_conversation."""
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)

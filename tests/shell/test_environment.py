@@ -1,0 +1,107 @@
+"""The child's environment: an allowlist, the call's own variables, never a secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from corral.platform import Platform
+from corral.shell.environment import build_environment, is_hijack_name
+from tests.shell.conftest import BWRAP
+
+GITHUB_TOKEN_VALUE = "ghp_" + "Z" * 36
+PLATFORM_SECRETS = {
+    "TEST_API_TOKEN": "platform-token-value-1234",  # a secret-looking name
+    "GREETING": GITHUB_TOKEN_VALUE,  # an innocent name holding a key
+    "DATABASE_URL": "postgres://corral:hunter22@db.internal/corral",  # user:pass@
+    "HARMLESS_SETTING": "not-on-the-allowlist",
+}
+
+
+def test_only_allowlisted_platform_variables_pass() -> None:
+    env = build_environment(
+        platform_env={"LANG": "de_DE.UTF-8", "LC_ALL": "C", "TERM": "xterm", **PLATFORM_SECRETS},
+        home="/tmp/home",
+    )
+    assert env.values["LANG"] == "de_DE.UTF-8" and env.values["LC_ALL"] == "C"
+    assert env.values["HOME"] == "/tmp/home" and env.values["USER"] == "corral"
+    assert not set(PLATFORM_SECRETS) & set(env.values)
+    assert env.call_drops() == []  # the platform's own drops are routine, not reported
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("DEPLOY_TOKEN", "abc", "secret_name"),
+        ("db_password", "abc", "secret_name"),
+        ("SESSION_ID", "abc", "secret_name"),
+        ("COOKIE_JAR", "abc", "secret_name"),
+        ("AWS_SECRET_ACCESS_KEY", "abc", "secret_name"),
+        ("SMTP_PASS", "abc", "secret_name"),
+        ("NOTE", GITHUB_TOKEN_VALUE, "secret_value"),
+        ("NOTE", "sk-ant-" + "a" * 40, "secret_value"),
+        ("NOTE", "AKIA" + "B" * 16, "secret_value"),
+        ("NOTE", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc", "secret_value"),
+        ("NOTE", "https://bob:s3cret@example.org/x", "secret_value"),
+        ("NOTE", "Bearer " + "x" * 30, "secret_value"),
+        ("LD_PRELOAD", "/tmp/evil.so", "hijack"),
+        ("BASH_ENV", "/tmp/rc", "hijack"),
+        ("PYTHONPATH", "/tmp", "hijack"),
+        ("GIT_SSH_COMMAND", "sh -c id", "hijack"),
+        ("BASH_FUNC_ls%%", "() { id; }", "invalid_name"),
+        ("1BAD", "x", "invalid_name"),
+        ("NUL", "a\x00b", "invalid_value"),
+    ],
+)
+def test_call_variables_that_look_secret_or_hijack_are_dropped(
+    name: str, value: str, reason: str
+) -> None:
+    env = build_environment(platform_env={}, home="/h", call_env={name: value, "KEEP_ME": "yes"})
+    assert name not in env.values and env.values["KEEP_ME"] == "yes"
+    (dropped,) = env.call_drops()
+    assert (dropped.name, dropped.reason) == (name, reason)
+    assert value not in dropped.describe() or not value
+
+
+def test_ordinary_names_are_not_mistaken_for_secrets() -> None:
+    call = {"GIT_AUTHOR_NAME": "Ada", "KEYBOARD": "us", "NODE_ENV": "test", "CI": "1"}
+    env = build_environment(platform_env={}, home="/h", call_env=call)
+    assert all(env.values[k] == v for k, v in call.items())
+    assert not is_hijack_name("GIT_AUTHOR_NAME") and is_hijack_name("LD_AUDIT")
+
+
+def test_declared_credentials_pass_and_are_remembered_for_redaction() -> None:
+    env = build_environment(
+        platform_env={}, home="/h", declared={"SERVICE_TOKEN": GITHUB_TOKEN_VALUE}
+    )
+    assert env.values["SERVICE_TOKEN"] == GITHUB_TOKEN_VALUE
+    assert env.secrets == (GITHUB_TOKEN_VALUE,)
+
+
+@pytest.mark.parametrize("mode", ["bubblewrap", "unconfined"])
+async def test_a_platform_secret_never_reaches_env_output(
+    mode: str, data_dir: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if mode == "bubblewrap" and not BWRAP:
+        pytest.skip("bubblewrap cannot run on this machine")
+    import corral
+
+    for name, value in PLATFORM_SECRETS.items():
+        monkeypatch.setenv(name, value)
+    async with corral.open(data_dir, sandbox=mode) as platform:  # type: ignore[arg-type]
+        result = await _env(platform)
+    for name, value in PLATFORM_SECRETS.items():
+        assert name not in result and value not in result
+    assert "hunter22" not in result and "OK_VAR=fine\n" in result
+    assert "DEPLOY_TOKEN" not in result.split("Environment variables not passed")[0]
+    assert "Environment variables not passed: 'DEPLOY_TOKEN' (its name looks like a secret)" in (
+        result
+    )
+
+
+async def _env(platform: Platform) -> str:
+    result = await platform.call_tool(
+        "execute",
+        {"command": "env", "env": {"DEPLOY_TOKEN": "call-token-value-987", "OK_VAR": "fine"}},
+    )
+    assert result.data is not None and result.data["env_dropped"]
+    return result.text
