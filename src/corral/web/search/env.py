@@ -1,0 +1,59 @@
+"""What providers may use during one web_search call: fetcher, settings, services, clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import SecretStr
+
+from corral.settings import Settings
+from corral.tools.services import CREDENTIALS, CredentialLookup
+from corral.web.fetch import Fetcher
+
+from .config import SearchConfig
+
+__all__ = ["SearchEnv"]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(slots=True, kw_only=True)
+class SearchEnv:
+    """The call's environment; providers reach the network only through :attr:`fetcher`."""
+
+    fetcher: Fetcher
+    settings: Settings
+    config: SearchConfig = field(default_factory=SearchConfig)
+    services: Mapping[str, Any] = field(default_factory=dict)
+    user_id: str = ""
+    conversation_id: str | None = None
+    run_id: str | None = None
+    clock: Callable[[], datetime] = _utc_now
+    """Current time (UTC), for relative dates, freshness and the year in query variants."""
+    _secrets: dict[str, str | None] = field(default_factory=dict, repr=False)
+
+    async def secret(self, name: str, configured: SecretStr | str | None) -> str | None:
+        """The caller's stored credential ``name``, else the configured setting, else None.
+
+        Stored credentials come from the ``credentials`` service when the platform has one;
+        the value is looked up once per call.
+        """
+        if name not in self._secrets:
+            value: str | None = None
+            store = self.services.get(CREDENTIALS)
+            if store is not None and self.user_id:
+                lookup: CredentialLookup = store
+                value = await lookup.lookup(name, user_id=self.user_id)
+            if not value and configured is not None:
+                value = (
+                    configured.get_secret_value()
+                    if isinstance(configured, SecretStr)
+                    else configured
+                )
+            self._secrets[name] = value.strip() if value and value.strip() else None
+        return self._secrets[name]
