@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,3 +33,23 @@ def data_dir(tmp_path: Path) -> Path:
 async def platform(data_dir: Path) -> AsyncIterator[Platform]:
     async with corral.open(data_dir, package_paths=[DEMO]) as opened:
         yield opened
+
+
+@pytest.fixture(autouse=True)
+def _no_real_models(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Fail any test that would reach a real model: tests use scripted or registered models."""
+    import pydantic_ai.models
+
+    from corral.runtime.models import providers
+
+    attempts: list[str] = []
+
+    def refuse(spec: str) -> None:
+        attempts.append(spec)
+        raise RuntimeError(f"tests must not reach a real model ({spec!r}); use script:PATH")
+
+    monkeypatch.setattr(providers, "REAL_MODEL_GUARD", refuse)
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
+    yield attempts
+    if attempts:
+        pytest.fail(f"the test tried to reach a real model: {', '.join(attempts)}")

@@ -12,8 +12,9 @@ from collections.abc import Iterable
 __all__ = ["Redactor", "is_secret_name", "looks_like_secret_value"]
 
 _SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|(^|_)PWD$|KEY($|_|S$)|APIKEY|AUTH|CREDENTIAL|PRIVATE"
-    r"|COOKIE|SESSION|SIGNATURE|BEARER|DSN$|CONN(ECTION)?_?STR)",
+    r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|(^|_)PWD$|(^|_)PASS($|_)|KEY($|_|S$)|APIKEY"
+    r"|AUTH(?!OR)|CREDENTIAL|PRIVATE|COOKIE|SESSION|SIGNATURE|BEARER|JWT|DSN$"
+    r"|CONN(ECTION)?_?STR)",
     re.IGNORECASE,
 )
 
@@ -48,6 +49,14 @@ _KEY_PREFIXES = (
     "shpat_",
     "dop_v1_",
     "eyJ",  # a JWT
+    "gsk_",
+    "r8_",
+    "pplx-",
+    "lin_api_",
+    "xoxs-",
+    "xoxr-",
+    "glsa_",
+    "AGE-SECRET-KEY-",
 )
 
 _SECRET_VALUE = re.compile(
@@ -55,6 +64,7 @@ _SECRET_VALUE = re.compile(
     r"|-----BEGIN OPENSSH PRIVATE KEY-----"
     r"|-----BEGIN PGP PRIVATE KEY BLOCK-----"
     r"|[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"  # scheme://user:pass@host
+    r"|^\s*(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{16,}\s*$"  # an Authorization header value
 )
 
 

@@ -16,16 +16,31 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from corral.errors import ConfigError
 
-__all__ = ["DEFAULT_DATA_DIR", "Settings", "load_settings"]
+__all__ = ["DEFAULT_DATA_DIR", "ModelEndpoint", "Settings", "load_settings"]
 
 DEFAULT_DATA_DIR = Path("corral-data")
 
 SandboxMode = Literal["bubblewrap", "unconfined"]
+
+
+class ModelEndpoint(BaseModel):
+    """An OpenAI-compatible model server reached by base URL."""
+
+    base_url: str = Field(description="e.g. http://gpu-box:8000/v1 for vLLM.")
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable holding the key (the key itself is "
+        "never written in settings); unset sends a placeholder key.",
+    )
+    accepts: list[Literal["image", "audio"]] = Field(
+        default_factory=list,
+        description="Media the served model reads as real content; others get a marker.",
+    )
 
 
 class Settings(BaseSettings):
@@ -51,11 +66,53 @@ class Settings(BaseSettings):
         description="Kernel boundary for shell commands; 'unconfined' is an explicit "
         "operator opt-out for machines where bubblewrap cannot run.",
     )
+    bwrap_path: str = Field(
+        default="bwrap",
+        description="The bubblewrap binary (a name looked up on PATH, or an absolute path).",
+    )
+    host_broker_socket: Path | None = Field(
+        default=None,
+        description="Unix socket of the operator's host broker (`corral host-broker`); "
+        "unset means no host plane.",
+    )
+    default_model: str | None = Field(
+        default=None,
+        description="`provider:model` used when neither the chat nor the agent names one "
+        "(e.g. anthropic:claude-sonnet-4-5, openai:gpt-5, google:gemini-2.5-pro, "
+        "ollama:llama3.2, or an endpoint from model_endpoints).",
+    )
+    model_endpoints: dict[str, ModelEndpoint] = Field(
+        default_factory=dict,
+        description="OpenAI-compatible servers (vLLM, Ollama, LM Studio…) by name: "
+        "`<name>:<model>` then reaches the endpoint's base_url.",
+    )
     live_refresh_seconds: float = Field(
         default=1.0,
         ge=0,
         description="How stale cached live settings and tool configuration may get before "
         "they are re-read from the database (changes made by this process apply at once).",
+    )
+
+    tavily_api_key: SecretStr | None = Field(
+        default=None, description="Tavily search API key (web_search); unset skips Tavily."
+    )
+    tavily_api_url: str = Field(
+        default="https://api.tavily.com/search", description="Tavily's search endpoint."
+    )
+    brave_api_key: SecretStr | None = Field(
+        default=None, description="Brave Search API subscription token (web_search)."
+    )
+    brave_api_url: str = Field(
+        default="https://api.search.brave.com/res/v1/web/search",
+        description="Brave's web search endpoint.",
+    )
+    searxng_url: str | None = Field(
+        default=None,
+        description="Base URL of a SearXNG instance with the JSON format enabled (web_search).",
+    )
+    keyless_search_url: str = Field(
+        default="https://html.duckduckgo.com/html/",
+        description="The keyless engine web_search falls back to (DuckDuckGo's HTML endpoint).",
     )
 
     @field_validator("data_dir")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, err_console, print_json, run_with_platform
+from corral.cli._turns import TurnPrinter, follow
 from corral.errors import UsageError
 from corral.platform import Platform
 from corral.platform.approvals import ApprovalRecord, Decision
+from corral.runtime.runs import RunRecord
+from corral.runtime.runtime import runtime_of
 from corral.tools.results import ToolResult
 
 app = typer.Typer(help="List and decide pending approvals.", no_args_is_help=True)
@@ -45,17 +48,38 @@ def decide(
     note: Annotated[str | None, typer.Option(help="A note for the agent.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole result.")] = False,
 ) -> None:
-    """Approve (the call runs now) or deny a pending approval."""
+    """Approve (the call runs now) or deny a pending approval; a parked run continues."""
 
-    async def work(platform: Platform) -> ToolResult:
+    async def work(platform: Platform) -> tuple[ToolResult, dict[str, Any] | None]:
         if decision not in ("approve", "deny"):
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
-        return await platform.decide_approval(approval_id, cast(Decision, decision), note=note)
+        chosen = cast(Decision, decision)
+        record = await platform.approvals.get(approval_id)
+        run = await _run_of(platform, record.run_id)
+        if run is None:
+            return await platform.decide_approval(approval_id, chosen, note=note), None
 
-    result = run_with_platform(work)
+        async def decide_it() -> ToolResult:
+            return await platform.decide_approval(approval_id, chosen, note=note)
+
+        printer = None if as_json else TurnPrinter(console)
+        result = await follow(platform, run.conversation_id, printer, decide_it)
+        return result, (await runtime_of(platform).runs.get(run.id)).to_json()
+
+    result, run = run_with_platform(work)
     if as_json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "run": run})
+    elif run is not None:
+        reason = f" ({run['reason']})" if run["reason"] else ""
+        console.print(f"run {run['id']}: {run['status']}{reason}", highlight=False)
     elif result.is_error:
         err_console.print(result.text, highlight=False, markup=False)
     else:
         console.print(result.text, highlight=False, markup=False)
+
+
+async def _run_of(platform: Platform, run_id: str | None) -> RunRecord | None:
+    """The runtime's run an approval belongs to, if any."""
+    if run_id is None or "runtime" not in platform.services:
+        return None
+    return await runtime_of(platform).runs.find(run_id)

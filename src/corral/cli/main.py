@@ -7,7 +7,21 @@ from typing import Annotated
 
 import typer
 
-from corral.cli import approvals, config_cmd, identity_cmd, serve, settings_cmd, tools
+from corral.cli import (
+    agents_cmd,
+    approvals,
+    broker_cmd,
+    chat_cmd,
+    check_cmd,
+    config_cmd,
+    conversations_cmd,
+    identity_cmd,
+    runs_cmd,
+    serve,
+    settings_cmd,
+    shells_cmd,
+    tools,
+)
 from corral.cli._run import state
 
 app = typer.Typer(
@@ -41,3 +55,10 @@ app.add_typer(identity_cmd.tokens, name="tokens")
 app.add_typer(config_cmd.sources, name="sources")
 app.add_typer(config_cmd.agents, name="agents")
 app.add_typer(config_cmd.packages, name="packages")
+app.add_typer(shells_cmd.app, name="shells")
+app.command("check-command")(check_cmd.check_command)
+app.command("host-broker")(broker_cmd.host_broker)
+app.command("chat")(chat_cmd.chat)
+app.add_typer(conversations_cmd.app, name="conversations")
+app.add_typer(runs_cmd.app, name="runs")
+config_cmd.agents.command("set")(agents_cmd.set_agent)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from corral.runtime.install import install_runtime
+from corral.shell.install import install_shell
 from corral.web.access import WEB, WebAccess
 
 if TYPE_CHECKING:
@@ -17,15 +19,19 @@ if TYPE_CHECKING:
 
 __all__ = ["INSTALLERS", "install_components"]
 
-Installer = Callable[["Platform"], Awaitable[None]]
+Installer = Callable[["Platform"], Awaitable[object]]
 
 
 async def install_web(platform: Platform) -> None:
     """Web access for web_fetch and the search providers: public addresses only."""
     platform.services.setdefault(WEB, WebAccess())
+    # Search provider keys may come from the settings file; keep them out of every result.
+    keys = (platform.settings.tavily_api_key, platform.settings.brave_api_key)
+    platform.config.add_secrets([key.get_secret_value() for key in keys if key is not None])
 
 
-INSTALLERS: list[Installer] = [install_web]
+# The runtime comes before the shells: shells found lost at start-up report through it.
+INSTALLERS: list[Installer] = [install_web, install_runtime, install_shell]
 
 
 async def install_components(platform: Platform) -> None:

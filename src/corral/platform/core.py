@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -20,13 +20,23 @@ from corral.platform.logs import LogStore
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
 from corral.settings import Settings, load_settings
+from corral.shell.service import shell_service
+from corral.shell.verdict import Verdict
 from corral.store import make_engine, make_sessionmaker, upgrade
 from corral.tools.context import Cancellation, Narrowing, OutputSink
 from corral.tools.dispatch import CallRequest, Dispatcher
 from corral.tools.registry import LoadedTool, Registry, discover
 from corral.tools.results import ToolResult
 
-__all__ = ["Platform", "open", "open_platform"]
+if TYPE_CHECKING:
+    from corral.runtime.results import ChatTurn
+
+__all__ = ["ApprovalHook", "Platform", "open", "open_platform"]
+
+ApprovalHook = Callable[
+    [ApprovalRecord, Decision, Caller, "str | None"], Awaitable["ToolResult | None"]
+]
+"""Answers a decided approval that belongs to a run; None leaves it to the platform."""
 
 
 class Platform:
@@ -63,6 +73,8 @@ class Platform:
         self.services: dict[str, Any] = {"platform": self}
         """Services handed to every handler as ``ctx.services`` (shells, runtime…)."""
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self.approval_hook: ApprovalHook | None = None
+        """Set by the runtime: a decision on a run's approval resumes that run."""
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
         self._closers.append(closer)
@@ -144,6 +156,14 @@ class Platform:
         )
         return self.dispatcher.visible_tools(request, await self.config.dispatch_state())
 
+    async def check_command(
+        self, command: str, *, cwd: str | None = None, user: str | None = None
+    ) -> Verdict:
+        """Judge a shell command as ``execute`` would (analysis, then the URI-policy gate)
+        for ``user`` in ``cwd``, without running anything."""
+        caller = await self.caller(user)
+        return await shell_service(self.services).verdict(command, cwd=cwd, caller=caller)
+
     # -- approvals --------------------------------------------------------------------------
 
     async def pending_approvals(self, *, user: str | None = None) -> list[ApprovalRecord]:
@@ -163,6 +183,10 @@ class Platform:
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
         decider = await self.caller(user)
         record = await self.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
+        if record.run_id is not None and self.approval_hook is not None:
+            resumed = await self.approval_hook(record, decision, decider, note)
+            if resumed is not None:
+                return resumed
         if decision == "deny":
             reason = f": {note}" if note else ""
             result = ToolResult.from_error(
@@ -188,6 +212,32 @@ class Platform:
             result = await self.dispatcher.dispatch(request, approved=True)
         await self.approvals.store_result(approval_id, result.to_json())
         return result
+
+    # -- agents -----------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        message: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        profile: str | None = None,
+        conversation_id: str | None = None,
+        user: str | None = None,
+    ) -> ChatTurn:
+        """Send ``message`` to an agent and run the turn until it finishes, parks or stops."""
+        runtime = self.services.get("runtime")
+        if runtime is None:
+            raise UsageError("the agent runtime is not installed on this platform")
+        turn: ChatTurn = await runtime.chat(
+            message,
+            agent=agent,
+            model=model,
+            profile=profile,
+            conversation_id=conversation_id,
+            user=user,
+        )
+        return turn
 
     # -- live settings ----------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ KNOWN_FEATURES: dict[str, str] = {
     "sources.mount": "register new sources",
     "admin.users": "manage users, roles and tokens",
     "admin.settings": "change live settings",
+    "conversations.manage": "read and write conversations of other users",
 }
 
 _MEMBER = (

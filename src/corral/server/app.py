@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 import corral
 from corral.errors import NotFound, ToolError, UsageError
 from corral.platform import Platform
-from corral.server.routes import approvals, settings, tools
+from corral.server.routes import approvals, conversations, settings, shells, tools
 
 __all__ = ["create_app"]
 
@@ -22,6 +22,8 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if "runtime" in platform.services:  # a host delivers what waited while none ran
+            await platform.services["runtime"].wake_all()
         yield
         if close_platform:
             await platform.close()
@@ -58,4 +60,6 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(tools.router)
     app.include_router(approvals.router)
     app.include_router(settings.router)
+    app.include_router(shells.router)
+    app.include_router(conversations.router)
     return app

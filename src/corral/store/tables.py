@@ -123,6 +123,7 @@ class Agent(Base):
     tool_mode: Mapped[str] = mapped_column(String(8), default="all")  # "all" | "custom"
     tools_off: Mapped[list[str]] = mapped_column(JSON, default=list)
     allowlist: Mapped[list[str]] = mapped_column(JSON, default=list)
+    step_budget: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

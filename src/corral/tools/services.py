@@ -7,9 +7,24 @@ the implementations when it is installed. A handler must cope with a service bei
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["REPORTS", "ReportSink"]
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+__all__ = [
+    "CONVERSATION_MODEL",
+    "CREDENTIALS",
+    "REPORTS",
+    "USAGE",
+    "ConversationModel",
+    "CredentialLookup",
+    "ReportSink",
+    "UsageRecord",
+    "UsageRecorder",
+]
 
 REPORTS = "reports"
 """Key of the :class:`ReportSink` in ``platform.services`` / ``ctx.services``."""
@@ -34,3 +49,73 @@ class ReportSink(Protocol):
         text: str,
         data: dict[str, Any],
     ) -> None: ...
+
+
+CONVERSATION_MODEL = "conversation_model"
+"""Key of the :class:`ConversationModel` in ``ctx.services`` (absent outside a conversation)."""
+
+
+class ConversationModel(Protocol):
+    """The model the calling conversation runs on, as the runtime resolved it.
+
+    Tools that use the conversation's own model (web_search's native strategy, research
+    query variants) run on exactly this model and never switch vendors.
+    """
+
+    @property
+    def spec(self) -> str:
+        """The ``provider:model`` string, e.g. ``anthropic:claude-sonnet-4-5``."""
+        ...
+
+    @property
+    def model(self) -> Model:
+        """The pydantic-ai model instance to send requests to."""
+        ...
+
+
+USAGE = "usage"
+"""Key of the :class:`UsageRecorder` in ``ctx.services``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageRecord:
+    """Model use a tool made on the conversation's behalf, to count against its limits."""
+
+    source: str
+    """What spent it, e.g. ``web_search.native`` or ``web_search.variants``."""
+    model: str
+    """The ``provider:model`` string the requests went to."""
+    user_id: str
+    conversation_id: str | None
+    run_id: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 1
+    fee_usd: float = 0.0
+    """Per-use fees billed on top of tokens (e.g. the vendor's per-search fee)."""
+    details: Mapping[str, int] = field(default_factory=dict)
+    """Counts behind the fee, e.g. ``{"web_searches": 2}``."""
+
+
+class UsageRecorder(Protocol):
+    """Where tools record model use so it counts towards usage and spend limits.
+
+    The runtime provides it; a tool that would spend model tokens without a recorder in
+    ``ctx.services`` must not run that step.
+    """
+
+    async def record(self, usage: UsageRecord) -> None: ...
+
+
+CREDENTIALS = "credentials"
+"""Key of the :class:`CredentialLookup` in ``ctx.services`` (stored provider credentials)."""
+
+
+class CredentialLookup(Protocol):
+    """Stored credentials (API keys, instance URLs) by name, as the caller may use them.
+
+    Returns ``None`` when nothing is stored under ``name`` for ``user_id``. Values never
+    come from tool arguments and never appear in results.
+    """
+
+    async def lookup(self, name: str, *, user_id: str) -> str | None: ...

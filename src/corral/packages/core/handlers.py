@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.packages.core.execute import execute, execute_policy
 from corral.packages.core.web_fetch import web_fetch
+from corral.packages.core.web_search import web_search
 
-POLICY_HOOKS: dict[str, Any] = {}
+POLICY_HOOKS: dict[str, Any] = {"execute": execute_policy}
 
-__all__ = ["POLICY_HOOKS", "web_fetch"]
+__all__ = ["POLICY_HOOKS", "execute", "web_fetch", "web_search"]

@@ -1,0 +1,210 @@
+"""Steps per second of the agent loop against pydantic-ai's own Agent, and prompt build time.
+
+    .venv/bin/python bench/loop.py [--steps N] [--rows N]
+
+Both loops run in the same process on the same model function (a pydantic-ai
+``FunctionModel`` that calls a trivial tool until the last step) and the same trivial tool,
+so model and tool cost the same on both sides and the difference is loop overhead. Ours
+also persists every step in SQLite, rebuilds the prompt from the timeline and sends each
+call through the dispatch pipeline. A third line runs our loop on the ``script:`` model.
+
+Then a conversation of ``--rows`` timeline rows: a cold prompt build (reads every row),
+warm builds (one new row since the last build, as every step of a long conversation) and
+warm builds with an overlay installed (every row passes the overlay each step).
+Targets: our per-step time no more than pydantic-ai's; a warm 10,000-row build under 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage, UsageLimits
+
+import corral
+from corral.runtime.models.providers import MediaSupport
+from corral.runtime.prompt import PromptRequest
+from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.timeline import NewRow
+
+TOOL = {
+    "name": "noop",
+    "description": "Return the given text; a trivial tool for measuring the loop.",
+    "input_schema": {
+        "type": "object",
+        "required": ["text"],
+        "properties": {"text": {"type": "string", "description": "Text to return."}},
+        "additionalProperties": False,
+    },
+    "annotations": {"readOnlyHint": True},
+}
+HANDLERS = "async def noop(args, ctx):\n    return args['text']\n"
+
+
+def write_package(root: Path) -> Path:
+    package = root / "bench_pkg"
+    (package / "tools").mkdir(parents=True)
+    (package / "tools" / "noop.json").write_text(json.dumps(TOOL))
+    (package / "handlers.py").write_text(HANDLERS)
+    return package
+
+
+def model_function(steps: int) -> Any:
+    """Call noop until ``steps`` responses were given, then answer in text."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        done = sum(1 for m in messages if isinstance(m, ModelResponse))
+        usage = RequestUsage(input_tokens=10, output_tokens=5)
+        if done + 1 >= steps:
+            return ModelResponse(parts=[TextPart("done")], usage=usage)
+        call = ToolCallPart("noop", {"text": "hi"}, tool_call_id=f"c{done}")
+        return ModelResponse(parts=[call], usage=usage)
+
+    return respond
+
+
+async def pydantic_ai_agent(steps: int) -> float:
+    agent = Agent(FunctionModel(model_function(steps)))
+
+    @agent.tool_plain
+    async def noop(text: str) -> str:
+        """Return the given text."""
+        return text
+
+    limits = UsageLimits(request_limit=None)
+    await agent.run("warm up", usage_limits=limits)
+    started = time.perf_counter()
+    result = await agent.run("go", usage_limits=limits)
+    elapsed = time.perf_counter() - started
+    assert result.output == "done"
+    return elapsed / steps
+
+
+async def our_loop(platform: Any, model: str, steps: int) -> float:
+    await platform.chat("warm up", model=model)
+    started = time.perf_counter()
+    turn = await platform.chat("go", model=model)
+    elapsed = time.perf_counter() - started
+    assert turn.status == "finished" and turn.steps == steps, (turn.status, turn.detail)
+    return elapsed / steps
+
+
+async def prompt_builds(rt: Runtime, rows: int) -> tuple[float, list[float], list[float]]:
+    owner = await rt.platform.caller()
+    conversation = await rt.start_conversation(model="bench:fn")
+    ok = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
+    batch: list[NewRow] = []
+    for i in range(rows // 4):
+        batch += [
+            NewRow(kind="user_message", data={"text": f"question {i}"}),
+            NewRow(kind="model_turn", data={"text": f"answer {i}"}),
+            NewRow(kind="tool_call", call_id=f"k{i}", data={"tool": "noop", "args": {"text": "x"}}),
+            NewRow(kind="tool_result", call_id=f"k{i}", data={"tool": "noop", "result": ok}),
+        ]
+        if len(batch) >= 2_000:
+            await rt.append(conversation.id, batch)
+            batch = []
+    if batch:
+        await rt.append(conversation.id, batch)
+    turn = await rt.platform.chat("one step", conversation_id=conversation.id)
+    run = await rt.runs.get(turn.run_id)
+    state = await rt.platform.config.dispatch_state()
+    request = PromptRequest(
+        conversation_id=conversation.id,
+        run=run,
+        agent=run.agent,
+        instructions="You are a benchmark.",
+        caller=owner,
+        tools=await rt.visible_tools(run, owner),
+        media=MediaSupport(),
+        sources=state.sources,
+        live=state.live,
+    )
+    rt.prompt.forget(conversation.id)
+    started = time.perf_counter()
+    await rt.prompt.build(request)
+    cold = time.perf_counter() - started
+    warm = []
+    for i in range(20):
+        await rt.append(conversation.id, [NewRow(kind="user_message", data={"text": f"more {i}"})])
+        started = time.perf_counter()
+        prompt = await rt.prompt.build(request)
+        warm.append(time.perf_counter() - started)
+    assert len(prompt.messages) >= rows // 2
+    # An overlay (issue 7's compact_history) hands over a new row list: every group is
+    # checked again, reusing the messages of unchanged rows.
+    rt.prompt.add_overlay(lambda rows, view: list(rows))
+    overlaid = []
+    for i in range(20):
+        await rt.append(conversation.id, [NewRow(kind="user_message", data={"text": f"o {i}"})])
+        started = time.perf_counter()
+        await rt.prompt.build(request)
+        overlaid.append(time.perf_counter() - started)
+    rt.prompt.overlays.clear()
+    return cold, warm, overlaid
+
+
+async def measure(steps: int, rows: int) -> None:
+    theirs = await pydantic_ai_agent(steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        package = write_package(Path(tmp))
+        script = Path(tmp) / "script.json"
+        script.write_text(
+            json.dumps(
+                {
+                    "turns": [{"tool_calls": [{"name": "noop", "args": {"text": "hi"}}]}]
+                    * (steps - 1),
+                    "final_text": "done",
+                }
+            )
+        )
+        async with corral.open(Path(tmp) / "data", package_paths=[package]) as platform:
+            await platform.admin.set_live("run_step_budget", steps + 10)
+            rt = runtime_of(platform)
+            rt.models.register("bench:fn", FunctionModel(model_function(steps)))
+            ours = await our_loop(platform, "bench:fn", steps)
+            scripted = await our_loop(platform, f"script:{script}", steps)
+            cold, warm, overlaid = await prompt_builds(rt, rows)
+    print(f"steps per run:                     {steps}")
+    print(
+        f"pydantic-ai Agent + FunctionModel: {theirs * 1e3:7.3f} ms/step  {1 / theirs:8.0f} steps/s"
+    )
+    print(
+        f"corral loop + same FunctionModel:  {ours * 1e3:7.3f} ms/step  {1 / ours:8.0f} steps/s"
+        f"  ratio {ours / theirs:5.2f}x"
+    )
+    print(
+        f"corral loop + script: model:      {scripted * 1e3:7.3f} ms/step  "
+        f"{1 / scripted:8.0f} steps/s  ratio {scripted / theirs:5.2f}x"
+    )
+    median, with_overlay = statistics.median(warm), statistics.median(overlaid)
+    print(
+        f"prompt build, {rows:,} rows:        cold {cold * 1e3:7.1f} ms   warm median "
+        f"{median * 1e3:5.1f} ms   with an overlay {with_overlay * 1e3:5.1f} ms"
+    )
+    print(
+        "targets: per-step time ≤ pydantic-ai's -> "
+        + ("met" if ours <= theirs else "NOT met")
+        + f"; warm build < 20 ms -> {'met' if max(median, with_overlay) < 0.020 else 'NOT met'}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--rows", type=int, default=10_000)
+    options = parser.parse_args()
+    asyncio.run(measure(options.steps, options.rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The agent runtime: conversations, the loop, runs that park and resume, reports, inbox.
+
+Installed on every platform (``platform.services["runtime"]``); ``platform.chat(...)`` is
+the short way in. Module map:
+
+- ``timeline``, ``conversations``, ``appends``: rows with sequence numbers, the store;
+- ``runs``, ``turns``, ``loop``, ``calls``, ``endings``: a run's life, the step loop
+  (``advance_run``, the job function), concurrent tool calls, how runs end;
+- ``parking``: waits (approvals now, questions later) and the answers that resume a run;
+- ``reports``, ``inbox``, ``deliveries``: background reports and agent messages queued
+  until their conversation is free;
+- ``prompt/``: the prompt rebuilt from the timeline each step; ``models/``: model strings;
+- ``jobs``, ``events``, ``recovery``, ``runtime``, ``install``: plumbing and the facade.
+
+Extension points for later issues:
+
+- state blocks: ``runtime.prompt.add_state_block(block)`` — ``await block.render(view)``
+  returns text for the system prompt's state section (goal, todos, closed cycles line);
+- overlays: ``runtime.prompt.add_overlay(fn)`` — ``fn(rows, view) -> rows`` applied to the
+  history every step, never to the system part (compact_history);
+- waits: a handler returns ``ToolResult(status="pending", data={"wait": {"kind": "question",
+  "id": qid}})`` and the run parks; ``runtime.resolve_wait(run_id, call_id, result)``
+  answers it; ``runtime.run_end_hooks`` close what an ended run left open.
+"""
+
+from corral.runtime.models import MediaSupport, ModelRegistry
+from corral.runtime.prompt import Overlay, PromptView, StateBlock
+from corral.runtime.results import ChatTurn, RunResult
+from corral.runtime.runs import RunRecord, RunStatus, Wait
+from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.timeline import NewRow, TimelineRow
+
+__all__ = [
+    "ChatTurn",
+    "MediaSupport",
+    "ModelRegistry",
+    "NewRow",
+    "Overlay",
+    "PromptView",
+    "RunRecord",
+    "RunResult",
+    "RunStatus",
+    "Runtime",
+    "StateBlock",
+    "TimelineRow",
+    "Wait",
+    "runtime_of",
+]

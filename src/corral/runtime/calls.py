@@ -1,0 +1,137 @@
+"""Running the tool calls of one model turn, concurrently, through the dispatch pipeline.
+
+Each result is stored as its ``tool_result`` row the moment it arrives. A call that comes
+back ``pending`` (an approval now; a question in issue 7) stores a ``waiting`` card instead
+and becomes a :class:`~corral.runtime.runs.Wait` the run parks on.
+
+A pending result names what it waits for in ``data``: ``{"approval_id": …}`` from the
+pipeline, or generically ``{"wait": {"kind": …, "id": …}}`` from any handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.messages import ToolCallPart
+
+from corral.errors import InvalidArguments
+from corral.policy.identity import Caller
+from corral.runtime.runs import RunRecord, Wait
+from corral.runtime.timeline import NewRow
+from corral.tools.context import Cancellation
+from corral.tools.dispatch import CallRequest
+from corral.tools.results import ToolResult
+
+if TYPE_CHECKING:
+    from corral.runtime.runtime import Runtime
+
+__all__ = ["CallOutcome", "StepScope", "result_row", "run_calls", "wait_of"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepScope:
+    """What every call of one step shares."""
+
+    run: RunRecord
+    caller: Caller
+    cancellation: Cancellation
+    services: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallOutcome:
+    call_id: str
+    tool: str
+    result: ToolResult
+    wait: Wait | None
+
+
+def wait_of(result: ToolResult, call_id: str, tool: str) -> Wait | None:
+    """The wait a pending result parks on, or None for any other result."""
+    if result.status != "pending":
+        return None
+    data = result.data or {}
+    named = data.get("wait")
+    if isinstance(named, dict) and "kind" in named and "id" in named:
+        return Wait(kind=str(named["kind"]), id=str(named["id"]), call_id=call_id, tool=tool)
+    if "approval_id" in data:
+        return Wait(kind="approval", id=str(data["approval_id"]), call_id=call_id, tool=tool)
+    return None
+
+
+def result_row(run: RunRecord, call_id: str, tool: str, result: ToolResult) -> NewRow:
+    return NewRow(
+        kind="tool_result",
+        run_id=run.id,
+        user_id=run.user_id,
+        call_id=call_id,
+        data={"tool": tool, "result": result.to_json()},
+    )
+
+
+def _arguments(call: ToolCallPart) -> dict[str, Any] | ToolResult:
+    args = call.args_as_dict()
+    if set(args) == {"INVALID_JSON"}:
+        return ToolResult.from_error(
+            InvalidArguments(
+                f"the arguments for {call.tool_name!r} were not valid JSON; send one JSON "
+                "object that matches the tool's input schema"
+            )
+        )
+    return args
+
+
+async def _one(rt: Runtime, scope: StepScope, call: ToolCallPart) -> CallOutcome:
+    run = scope.run
+    call_id = call.tool_call_id
+    args = _arguments(call)
+    if isinstance(args, ToolResult):
+        result = args
+    else:
+        result = await rt.platform.dispatcher.dispatch(
+            CallRequest(
+                tool=call.tool_name,
+                arguments=args,
+                caller=scope.caller,
+                agent=run.agent,
+                profile=run.profile,
+                run_id=run.id,
+                conversation_id=run.conversation_id,
+                call_id=call_id,
+                narrowing=run.narrowing,
+                cancellation=scope.cancellation,
+                output=rt.output_sink(run, call_id),
+                services=scope.services,
+            )
+        )
+    wait = wait_of(result, call_id, call.tool_name)
+    if wait is None:
+        row = result_row(run, call_id, call.tool_name, result)
+    else:
+        row = NewRow(
+            kind="card",
+            run_id=run.id,
+            user_id=run.user_id,
+            call_id=call_id,
+            data={
+                "card": "waiting",
+                "wait": wait.to_json(),
+                "args": args if isinstance(args, dict) else {},
+                "text": result.text,
+                "reason": (result.data or {}).get("reason"),
+            },
+        )
+    await rt.append(run.conversation_id, [row])
+    return CallOutcome(call_id=call_id, tool=call.tool_name, result=result, wait=wait)
+
+
+async def run_calls(
+    rt: Runtime, scope: StepScope, calls: Sequence[ToolCallPart]
+) -> list[CallOutcome]:
+    """Run every call of a turn at once; each result is stored as it arrives."""
+    if len(calls) == 1:
+        return [await _one(rt, scope, calls[0])]
+    return list(await asyncio.gather(*(_one(rt, scope, call) for call in calls)))

@@ -1,0 +1,151 @@
+"""A chat turn: a person's message to an agent, run to its end or its first wait."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from corral.errors import UsageError
+from corral.policy.profiles import parse_profile
+from corral.runtime.events import Event, Subscription
+from corral.runtime.results import RunResult
+from corral.runtime.timeline import NewRow
+from corral.runtime.turns import start_turn, turn_spec
+
+if TYPE_CHECKING:
+    from corral.policy.identity import Caller
+    from corral.runtime.conversations import ConversationInfo
+    from corral.runtime.runs import RunRecord
+    from corral.runtime.runtime import Runtime
+
+__all__ = ["EventCallback", "busy_message", "chat"]
+
+EventCallback = Callable[[Event], None]
+
+
+async def busy_message(rt: Runtime, conversation: ConversationInfo) -> str:
+    run = await rt.runs.find(conversation.active_run_id or "")
+    if run is None:
+        return f"conversation {conversation.id!r} has a turn in flight; wait for it to end"
+    if run.status == "parked":
+        asks = ", ".join(f"{w.kind} {w.id}" for w in run.waiting) or "an answer"
+        return (
+            f"conversation {conversation.id!r} is waiting: run {run.id} is parked on {asks}; "
+            f"answer it (e.g. `corral approvals decide ID approve`) or stop the run "
+            f"(`corral runs stop {run.id}`)"
+        )
+    return (
+        f"conversation {conversation.id!r} has a turn in flight (run {run.id}, {run.status}); "
+        f"wait for it to end or stop it (`corral runs stop {run.id}`)"
+    )
+
+
+async def _forward(subscription: Subscription, on_event: EventCallback) -> None:
+    async for event in subscription:
+        on_event(event)
+
+
+async def _conversation(
+    rt: Runtime,
+    caller: Caller,
+    *,
+    agent: str | None,
+    model: str | None,
+    profile: str | None,
+    conversation_id: str | None,
+) -> ConversationInfo:
+    """The conversation a message goes to: a new one, or an existing one (switched to
+    ``model``/``profile`` when given: the switch lasts for the conversation's later turns)."""
+    if conversation_id is None:
+        return await rt.start_conversation(
+            agent=agent, user=caller.user_id, model=model, profile=profile
+        )
+    conversation = await rt.conversations.get(conversation_id)
+    conversation.check_access(caller)
+    if agent is not None and agent != conversation.agent:
+        raise UsageError(
+            f"conversation {conversation.id!r} belongs to agent {conversation.agent!r}; "
+            "start a new conversation to talk to another agent"
+        )
+    changes: dict[str, str] = {}
+    if profile is not None and profile != conversation.profile:
+        changes["profile"] = parse_profile(profile)
+    if model is not None and model != conversation.model:
+        changes["model"] = model
+    if changes:
+        await rt.conversations.update(conversation.id, **changes)
+        conversation = await rt.conversations.get(conversation.id)
+    return conversation
+
+
+async def _start(
+    rt: Runtime, caller: Caller, conversation: ConversationInfo, message: str
+) -> RunRecord:
+    spec = await turn_spec(rt, conversation, user_id=caller.user_id, trigger="user_message")
+    rt.models.resolve(spec.model)  # a model that cannot be used fails before any row is written
+    started = await start_turn(
+        rt, spec, [NewRow(kind="user_message", user_id=caller.user_id, data={"text": message})]
+    )
+    if started is None:
+        raise UsageError(await busy_message(rt, await rt.conversations.get(conversation.id)))
+    return started[0]
+
+
+async def start_chat(
+    rt: Runtime,
+    message: str,
+    *,
+    agent: str | None = None,
+    model: str | None = None,
+    profile: str | None = None,
+    conversation_id: str | None = None,
+    user: str | None = None,
+) -> RunRecord:
+    """Write the message and queue its run; returns at once (the run advances as a job)."""
+    if not message.strip():
+        raise UsageError("a chat message needs some text")
+    caller = await rt.platform.caller(user)
+    conversation = await _conversation(
+        rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
+    )
+    return await _start(rt, caller, conversation, message)
+
+
+async def chat(
+    rt: Runtime,
+    message: str,
+    *,
+    agent: str | None = None,
+    model: str | None = None,
+    profile: str | None = None,
+    conversation_id: str | None = None,
+    user: str | None = None,
+    on_event: EventCallback | None = None,
+) -> RunResult:
+    """Run one turn; returns when the run finished, parked or stopped.
+
+    ``on_event`` receives the conversation's live events while the turn runs (see
+    :mod:`corral.runtime.events`), from the user's own message on.
+    """
+    if not message.strip():
+        raise UsageError("a chat message needs some text")
+    caller = await rt.platform.caller(user)
+    conversation = await _conversation(
+        rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
+    )
+    if on_event is None:
+        run = await _start(rt, caller, conversation, message)
+        await rt.wait_run(run.id)
+        return await rt.result(run.id)
+    async with rt.events.subscribe(conversation.id) as subscription:
+        run = await _start(rt, caller, conversation, message)
+        pump = asyncio.create_task(_forward(subscription, on_event))
+        try:
+            await rt.wait_run(run.id)
+        finally:
+            pump.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+        while (event := subscription.get_nowait()) is not None:
+            on_event(event)
+    return await rt.result(run.id)

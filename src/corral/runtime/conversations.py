@@ -1,0 +1,192 @@
+"""Conversations in the store: creation, access, appending rows, the one-active-run claim.
+
+Rows are appended through :mod:`corral.runtime.appends`. ``active_run_id`` is claimed
+with a compare-and-set: a conversation never has two turns in flight, in any process.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.errors import NotFound, UsageError
+from corral.policy.identity import Caller
+from corral.runtime.timeline import TimelineRow
+from corral.store import runtime_tables as rt
+from corral.store.tables import utcnow
+
+__all__ = [
+    "ConversationInfo",
+    "ConversationStore",
+    "claim_conversation",
+    "release_conversation",
+]
+
+MANAGE_FEATURE = "conversations.manage"
+"""Reading and writing conversations one does not own."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationInfo:
+    id: str
+    owner_id: str
+    agent: str
+    model: str | None
+    profile: str
+    title: str
+    last_seq: int
+    active_run_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: rt.Conversation, last_seq: int | None = None) -> ConversationInfo:
+        return cls(
+            id=row.id,
+            owner_id=row.owner_id,
+            agent=row.agent,
+            model=row.model,
+            profile=row.profile,
+            title=row.title,
+            last_seq=int(last_seq or 0),
+            active_run_id=row.active_run_id,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "owner_id": self.owner_id,
+            "agent": self.agent,
+            "model": self.model,
+            "profile": self.profile,
+            "title": self.title,
+            "last_seq": self.last_seq,
+            "active_run_id": self.active_run_id,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+    def check_access(self, caller: Caller) -> None:
+        """Only the owner (or a holder of ``conversations.manage``) reads and writes it."""
+        if caller.user_id != self.owner_id and not caller.grants.has(MANAGE_FEATURE):
+            raise NotFound(f"no conversation {self.id!r} of yours; `corral conversations list`")
+
+
+async def claim_conversation(session: AsyncSession, conversation_id: str, run_id: str) -> bool:
+    """Make ``run_id`` the conversation's active run if none is; False when busy."""
+    outcome = await session.execute(
+        update(rt.Conversation)
+        .where(rt.Conversation.id == conversation_id, rt.Conversation.active_run_id.is_(None))
+        .values(active_run_id=run_id, updated_at=utcnow())
+    )
+    return int(getattr(outcome, "rowcount", 0)) == 1
+
+
+async def release_conversation(session: AsyncSession, conversation_id: str, run_id: str) -> None:
+    await session.execute(
+        update(rt.Conversation)
+        .where(rt.Conversation.id == conversation_id, rt.Conversation.active_run_id == run_id)
+        .values(active_run_id=None)
+    )
+
+
+class ConversationStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def create(
+        self, *, owner_id: str, agent: str, profile: str, model: str | None, title: str = ""
+    ) -> ConversationInfo:
+        row = rt.Conversation(
+            id="c_" + secrets.token_hex(8),
+            owner_id=owner_id,
+            agent=agent,
+            model=model,
+            profile=profile,
+            title=title,
+        )
+        async with self._sessions.begin() as session:
+            session.add(row)
+        return ConversationInfo.of(row)
+
+    def _with_last_seq(self) -> Any:
+        c = rt.ConversationRow
+        last = (
+            select(func.max(c.seq))
+            .where(c.conversation_id == rt.Conversation.id)
+            .correlate(rt.Conversation)
+            .scalar_subquery()
+        )
+        return select(rt.Conversation, last)
+
+    async def get(self, conversation_id: str) -> ConversationInfo:
+        async with self._sessions() as session:
+            found = (
+                await session.execute(
+                    self._with_last_seq().where(rt.Conversation.id == conversation_id)
+                )
+            ).first()
+        if found is None:
+            raise NotFound(f"no conversation {conversation_id!r}; `corral conversations list`")
+        return ConversationInfo.of(found[0], found[1])
+
+    async def list_conversations(
+        self, *, owner_id: str | None = None, limit: int = 100
+    ) -> list[ConversationInfo]:
+        query = self._with_last_seq().order_by(rt.Conversation.updated_at.desc()).limit(limit)
+        if owner_id is not None:
+            query = query.where(rt.Conversation.owner_id == owner_id)
+        async with self._sessions() as session:
+            return [ConversationInfo.of(row, last) for row, last in await session.execute(query)]
+
+    async def update(self, conversation_id: str, **values: Any) -> None:
+        allowed = {"model", "profile", "title", "agent"}
+        if not set(values) <= allowed:
+            raise UsageError(f"cannot change {sorted(set(values) - allowed)} of a conversation")
+        async with self._sessions.begin() as session:
+            await session.execute(
+                update(rt.Conversation)
+                .where(rt.Conversation.id == conversation_id)
+                .values(**values, updated_at=utcnow())
+            )
+
+    async def rows(
+        self,
+        conversation_id: str,
+        *,
+        after: int = 0,
+        limit: int | None = None,
+        run_id: str | None = None,
+    ) -> list[TimelineRow]:
+        """Rows after sequence number ``after`` (of one run if given), oldest first."""
+        c = rt.ConversationRow
+        query = (
+            select(c.seq, c.kind, c.data, c.run_id, c.user_id, c.call_id, c.created_at)
+            .where(c.conversation_id == conversation_id, c.seq > after)
+            .order_by(c.seq)
+        )
+        if run_id is not None:
+            query = query.where(c.run_id == run_id)
+        if limit is not None:
+            query = query.limit(limit)
+        async with self._sessions() as session:
+            result = await session.execute(query)
+            return [
+                TimelineRow(
+                    seq=seq,
+                    kind=kind,
+                    data=data,
+                    run_id=run_id,
+                    user_id=user_id,
+                    call_id=call_id,
+                    created_at=created_at,
+                )
+                for seq, kind, data, run_id, user_id, call_id, created_at in result
+            ]

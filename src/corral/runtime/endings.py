@@ -1,0 +1,102 @@
+"""How a run stops advancing: it parks, or it ends and leaves nothing open behind it.
+
+Ending a run — finished, stopped, failed or partial, by the loop, by Stop or by start-up
+recovery — always goes through :func:`end_run`: it closes every approval (and, through the
+run-end hooks, every question) the run still had open, writes a ``run_ended`` card, frees
+the conversation and wakes it, so a report that waited for this turn is delivered now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from corral.runtime.appends import append_rows, write
+from corral.runtime.conversations import release_conversation
+from corral.runtime.runs import RunRecord, RunStatus, Wait, move_run
+from corral.runtime.timeline import NewRow, TimelineRow
+
+if TYPE_CHECKING:
+    from corral.runtime.runtime import Runtime
+
+__all__ = ["Outcome", "end_run", "park_run"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    status: RunStatus
+    reason: str | None = None
+    detail: str = ""
+    waits: tuple[Wait, ...] = ()
+
+
+async def park_run(rt: Runtime, run: RunRecord, outcome: Outcome, active_seconds: float) -> None:
+    """Park a running run on its waits; nothing is held open while it waits."""
+    await rt.runs.move(
+        run.id,
+        from_statuses=["running"],
+        to="parked",
+        waiting=[w.to_json() for w in outcome.waits],
+        active_seconds=active_seconds,
+        steps=run.steps,
+    )
+    await rt.board.set(run.id, "parked")
+    rt.publish_run(run.conversation_id, run.id, "parked", None, "")
+
+
+async def end_run(
+    rt: Runtime,
+    run: RunRecord,
+    outcome: Outcome,
+    *,
+    from_statuses: Sequence[str] = ("running",),
+    active_seconds: float | None = None,
+    steps: int | None = None,
+    wake: bool = True,
+) -> bool:
+    """End ``run`` with ``outcome``; False when it was no longer in ``from_statuses``.
+
+    With ``wake`` the freed conversation continues with any delivery that waited for it.
+    """
+    note = f"the run ended ({outcome.status}" + (f": {outcome.reason})" if outcome.reason else ")")
+    await rt.platform.approvals.close_for_run(run.id, note)
+    values: dict[str, Any] = {"reason": outcome.reason, "detail": outcome.detail, "waiting": []}
+    if active_seconds is not None:
+        values["active_seconds"] = active_seconds
+    if steps is not None:
+        values["steps"] = steps
+    card = NewRow(
+        kind="card",
+        run_id=run.id,
+        user_id=run.user_id,
+        data={
+            "card": "run_ended",
+            "status": outcome.status,
+            "reason": outcome.reason,
+            "detail": outcome.detail,
+        },
+    )
+
+    async def work(session: AsyncSession) -> list[TimelineRow] | None:
+        if not await move_run(
+            session, run.id, from_statuses=from_statuses, to=outcome.status, **values
+        ):
+            return None
+        stored = await append_rows(session, run.conversation_id, [card])
+        await release_conversation(session, run.conversation_id, run.id)
+        return stored
+
+    stored = await write(rt.platform.sessions, work)
+    if stored is None:
+        return False
+    rt.publish_rows(run.conversation_id, stored)
+    for hook in rt.run_end_hooks:
+        await hook(run, outcome.status)
+    await rt.board.set(run.id, outcome.status)
+    rt.publish_run(run.conversation_id, run.id, outcome.status, outcome.reason, outcome.detail)
+    if wake:
+        await rt.wake(run.conversation_id)
+    return True

@@ -1,0 +1,306 @@
+"""The agent loop: ``advance_run(run_id)``, the job that takes a run's steps.
+
+A step is one model turn: build the prompt from the timeline, ask the model, store its
+turn, run its tool calls concurrently (each result stored as it arrives). The run ends
+*finished* when the model answers without calls, *parked* when a call waits for a person,
+*stopped* on Stop, *partial* when its step budget or wall-clock limit runs out (or the
+process closes), *failed* when the model cannot be reached.
+
+Stop and the wall-clock limit share one :class:`~corral.tools.context.Cancellation` with
+every call of the run, so whatever the run started ends with it; what was captured is kept.
+Wall-clock time counts while the run runs, not while it is parked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from pydantic_ai.messages import (
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ToolCallPart,
+)
+
+from corral.errors import CorralError
+from corral.policy.profiles import parse_profile, stricter
+from corral.runtime.agents import AgentConfig, load_agent
+from corral.runtime.background import BACKGROUND_WORK
+from corral.runtime.calls import StepScope, run_calls
+from corral.runtime.endings import Outcome, end_run, park_run
+from corral.runtime.models import ResolvedModel
+from corral.runtime.parking import open_waits, resume_if_answered
+from corral.runtime.prompt import Prompt, PromptRequest
+from corral.runtime.runs import RunRecord
+from corral.runtime.timeline import NewRow
+from corral.tools.context import Cancellation
+
+if TYPE_CHECKING:
+    from corral.policy.identity import Caller
+    from corral.runtime.runtime import Runtime
+
+__all__ = ["advance_run"]
+
+log = logging.getLogger("corral.runtime")
+
+STOP_CHECK_SECONDS = 1.0
+"""How often a running run looks for a Stop requested from another process."""
+
+
+async def advance_run(rt: Runtime, run_id: str) -> None:
+    """Take the steps of a queued run until it finishes, parks or stops."""
+    run = await rt.runs.find(run_id)
+    if run is None or run.status != "queued":
+        return
+    conversation = await rt.conversations.get(run.conversation_id)
+    # A run may only become stricter: it adopts a stricter conversation profile on resume.
+    profile = stricter(run.profile, parse_profile(conversation.profile))
+    if not await rt.runs.move(
+        run_id, from_statuses=["queued"], to="running", worker=rt.worker, profile=profile
+    ):
+        return
+    run = await rt.runs.get(run_id)
+    cancellation = Cancellation()
+    rt.live[run_id] = cancellation
+    await rt.board.set(run_id, "running")
+    rt.publish_run(run.conversation_id, run_id, "running", None, "")
+    started = time.monotonic()
+    step = _Loop(rt, run, cancellation, started)
+    try:
+        outcome = await step.run()
+    except asyncio.CancelledError:
+        await end_run(
+            rt,
+            run,
+            Outcome(status="partial", reason="shutdown", detail="the process running it closed"),
+            active_seconds=step.active_seconds(),
+            steps=step.run_record.steps,
+        )
+        raise
+    except Exception as exc:
+        log.exception("run %s failed", run_id)
+        outcome = Outcome(status="failed", reason="error", detail=f"{type(exc).__name__}: {exc}")
+    finally:
+        rt.live.pop(run_id, None)
+    if outcome.status == "parked":
+        await park_run(rt, step.run_record, outcome, step.active_seconds())
+        await resume_if_answered(rt, step.run_record)
+    else:
+        await end_run(
+            rt,
+            step.run_record,
+            outcome,
+            active_seconds=step.active_seconds(),
+            steps=step.run_record.steps,
+        )
+
+
+@dataclass(slots=True)
+class _Context:
+    agent: AgentConfig
+    caller: Caller
+    model: ResolvedModel
+
+
+class _Loop:
+    def __init__(self, rt: Runtime, run: RunRecord, cancellation: Cancellation, started: float):
+        self.rt = rt
+        self.run_record = run
+        self.cancellation = cancellation
+        self.started = started
+        self._stop_checked = started
+
+    def active_seconds(self) -> float:
+        return self.run_record.active_seconds + (time.monotonic() - self.started)
+
+    async def run(self) -> Outcome:
+        run = self.run_record
+        try:
+            agent = await load_agent(self.rt.platform.sessions, run.agent)
+            # Rights are re-resolved whenever a run (re)starts: it can lose reach, never gain.
+            caller = await self.rt.platform.caller(run.user_id)
+        except CorralError as exc:
+            return Outcome(status="failed", reason="error", detail=str(exc))
+        try:
+            model = self.rt.models.resolve(run.model)
+        except CorralError as exc:
+            return Outcome(status="failed", reason="model_error", detail=str(exc))
+        context = _Context(agent=agent, caller=caller, model=model)
+        remaining = run.wall_clock_limit_s - run.active_seconds
+        if remaining <= 0:
+            return self._wall_clock()
+        timer = asyncio.get_running_loop().call_later(
+            remaining, self.cancellation.cancel, "wall_clock"
+        )
+        try:
+            return await self._steps(context)
+        finally:
+            timer.cancel()
+
+    async def _steps(self, context: _Context) -> Outcome:
+        first = True
+        while True:
+            if self.cancellation.cancelled or await self._stop_requested():
+                return self._cancelled()
+            run = self.run_record
+            if run.steps >= run.step_budget:
+                return Outcome(
+                    status="partial",
+                    reason="step_budget",
+                    detail=f"the step budget of {run.step_budget} model turns is used up",
+                )
+            prompt = await self._prompt(context, refresh=first)
+            first = False
+            try:
+                response = await self._model_turn(context.model, prompt)
+            except CorralError:
+                raise
+            except Exception as exc:
+                if self.cancellation.cancelled:
+                    return self._cancelled()
+                log.warning("model %s failed in run %s: %s", run.model, run.id, exc)
+                done = f" after {run.steps} steps" if run.steps else " before its first step"
+                return Outcome(
+                    status="failed",
+                    reason="model_error",
+                    detail=f"the model {run.model!r} failed{done}: {type(exc).__name__}: {exc}",
+                )
+            if response is None:
+                return self._cancelled()
+            calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+            await self._store_turn(response, calls)
+            if not calls:
+                return Outcome(status="finished")
+            scope = StepScope(
+                run=self.run_record,
+                caller=context.caller,
+                cancellation=self.cancellation,
+                services=self.rt.services_for(context.model),
+            )
+            outcomes = await run_calls(self.rt, scope, calls)
+            waits = tuple(o.wait for o in outcomes if o.wait is not None)
+            if waits and not self.cancellation.cancelled:
+                still = await open_waits(self.rt, run.id, waits)
+                if still:
+                    return Outcome(status="parked", waits=still)
+                # Answered while the turn ran, possibly by another process: re-read the rows.
+                self.rt.prompt.invalidate(run.conversation_id)
+
+    async def _prompt(self, context: _Context, *, refresh: bool) -> Prompt:
+        rt, run = self.rt, self.run_record
+        state = await rt.platform.config.dispatch_state()
+        tools = await rt.visible_tools(run, context.caller)
+        return await rt.prompt.build(
+            PromptRequest(
+                conversation_id=run.conversation_id,
+                run=run,
+                agent=context.agent.name,
+                instructions=context.agent.instructions,
+                caller=context.caller,
+                tools=tools,
+                media=context.model.media,
+                sources=state.sources,
+                live=state.live,
+                background=rt.platform.services.get(BACKGROUND_WORK, ()),
+                refresh=refresh,
+            )
+        )
+
+    async def _model_turn(self, model: ResolvedModel, prompt: Prompt) -> ModelResponse | None:
+        task = asyncio.ensure_future(self._request(model, prompt))
+        unregister = self.cancellation.on_cancel(task.cancel)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            return None
+        finally:
+            unregister()
+
+    async def _request(self, resolved: ResolvedModel, prompt: Prompt) -> ModelResponse:
+        run = self.run_record
+        if not self.rt.events.has_subscribers(run.conversation_id):
+            return await resolved.model.request(prompt.messages, None, prompt.parameters)
+        async with resolved.model.request_stream(
+            prompt.messages, None, prompt.parameters
+        ) as stream:
+            async for event in stream:
+                text = ""
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    text = event.part.content
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    text = event.delta.content_delta
+                if text:
+                    self.rt.events.publish(
+                        run.conversation_id, {"type": "delta", "run_id": run.id, "text": text}
+                    )
+            return stream.get()
+
+    async def _store_turn(self, response: ModelResponse, calls: list[ToolCallPart]) -> None:
+        run = self.run_record
+        usage = response.usage
+        rows = [
+            NewRow(
+                kind="model_turn",
+                run_id=run.id,
+                user_id=run.user_id,
+                data={
+                    "text": response.text or "",
+                    "model": response.model_name or run.model,
+                    "usage": {"input": usage.input_tokens, "output": usage.output_tokens},
+                },
+            )
+        ]
+        rows += [
+            NewRow(
+                kind="tool_call",
+                run_id=run.id,
+                user_id=run.user_id,
+                call_id=call.tool_call_id,
+                data={"tool": call.tool_name, "args": call.args_as_dict()},
+            )
+            for call in calls
+        ]
+        await self.rt.append(run.conversation_id, rows)
+        # The Steps counter is stored when the run parks or ends; the rows are stored now.
+        self.run_record = replace(run, steps=run.steps + 1)
+
+    async def _stop_requested(self) -> bool:
+        now = time.monotonic()
+        if now - self._stop_checked < STOP_CHECK_SECONDS:
+            return False
+        self._stop_checked = now
+        if await self.rt.runs.stop_requested(self.run_record.id):
+            self.cancellation.cancel("stopped")
+            return True
+        return False
+
+    def _cancelled(self) -> Outcome:
+        reason = self.cancellation.reason or "stopped"
+        if reason == "wall_clock":
+            return self._wall_clock()
+        if reason == "shutdown":
+            return Outcome(
+                status="partial", reason="shutdown", detail="the process running it closed"
+            )
+        return Outcome(
+            status="stopped",
+            reason="stopped",
+            detail=f"stopped after {self.run_record.steps} steps; what it captured is kept",
+        )
+
+    def _wall_clock(self) -> Outcome:
+        limit = self.run_record.wall_clock_limit_s
+        return Outcome(
+            status="partial",
+            reason="wall_clock",
+            detail=f"the wall-clock limit of {limit:g} s of running time was reached",
+        )

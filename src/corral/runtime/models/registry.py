@@ -1,0 +1,65 @@
+"""Resolving a model string to a pydantic-ai model: registered, scripted or real.
+
+Order: names registered in this process (tests and embedding programs inject any
+pydantic-ai ``Model`` here, e.g. a ``FunctionModel``), then ``script:PATH``, then real
+providers (:mod:`corral.runtime.models.providers`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic_ai.models import Model
+
+from corral.runtime.models.providers import MediaSupport, build_real_model, media_support
+from corral.runtime.models.script import load_script, script_model
+from corral.settings import Settings
+
+__all__ = ["ModelRegistry", "ResolvedModel"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    spec: str
+    model: Model
+    media: MediaSupport
+
+
+class ModelRegistry:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._registered: dict[str, ResolvedModel] = {}
+        self._scripts: dict[str, tuple[int, ResolvedModel]] = {}
+        self._real: dict[str, ResolvedModel] = {}
+
+    def register(self, name: str, model: Model, *, media: MediaSupport | None = None) -> None:
+        """Make ``name`` resolve to ``model`` in this process (a seam for fakes)."""
+        self._registered[name] = ResolvedModel(name, model, media or media_support(model))
+
+    def resolve(self, spec: str) -> ResolvedModel:
+        registered = self._registered.get(spec)
+        if registered is not None:
+            return registered
+        if spec.startswith("script:"):
+            return self._script(spec)
+        real = self._real.get(spec)
+        if real is None:
+            model, media = build_real_model(spec, self._settings)
+            real = self._real[spec] = ResolvedModel(spec, model, media)
+        return real
+
+    def _script(self, spec: str) -> ResolvedModel:
+        path = Path(spec.removeprefix("script:")).expanduser()
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            stamp = -1
+        cached = self._scripts.get(spec)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        script = load_script(path)
+        media = MediaSupport(images="image" in script.accepts, audio="audio" in script.accepts)
+        resolved = ResolvedModel(spec, script_model(script, spec), media)
+        self._scripts[spec] = (stamp, resolved)
+        return resolved

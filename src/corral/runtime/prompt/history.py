@@ -1,0 +1,235 @@
+"""Timeline rows to pydantic-ai messages, reused from one build to the next.
+
+Rows group into messages: ``model_turn`` and its ``tool_call`` rows form a ``ModelResponse``;
+user messages, reports, inbox messages and tool results between two responses form a
+``ModelRequest``. Cards never reach the model.
+
+Building pydantic-ai messages is the expensive part of a prompt (about 12 µs a message), so
+each message is kept with the exact row objects it was built from and reused while they are
+the same objects. Overlays that change a row return a new row object, so only what they
+changed is rebuilt. Results that re-read files (``volatile``) are rebuilt every time.
+
+Calls left without a result (a run cut short by a restart) get a synthetic "no result"
+return, and a result whose call is not in the preceding response is left out, so the
+history always pairs calls with returns as providers require.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    ModelResponsePart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from corral.policy.identity import Caller
+from corral.policy.sources import SourcePolicy
+from corral.runtime.models.providers import MediaSupport
+from corral.runtime.prompt.envelopes import render_message, render_report
+from corral.runtime.prompt.media import MediaReader, result_content
+from corral.runtime.timeline import TimelineRow
+
+__all__ = ["History", "RenderContext"]
+
+_RESPONSE_KINDS = frozenset({"model_turn", "tool_call"})
+_REQUEST_KINDS = frozenset({"user_message", "background_report", "message", "tool_result"})
+NO_RESULT = "No result: the run ended before this call finished. Check its effect before retrying."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RenderContext:
+    media: MediaSupport
+    reader: MediaReader
+    caller: Caller
+    sources: SourcePolicy
+
+
+def _outcome(result: dict[str, Any]) -> Any:
+    if result.get("status") == "denied":
+        return "denied"
+    return "failed" if result.get("is_error") else "success"
+
+
+def _request_parts(row: TimelineRow, ctx: RenderContext) -> tuple[list[ModelRequestPart], bool]:
+    data = row.data
+    kind = row.kind
+    if kind == "user_message":
+        return [UserPromptPart(str(data.get("text", "")))], False
+    if kind == "background_report":
+        return [UserPromptPart(render_report(data))], False
+    if kind == "message":
+        return [UserPromptPart(render_message(data))], False
+    result = data.get("result") or {}
+    content, volatile = result_content(result, ctx.media, ctx.reader, ctx.caller, ctx.sources)
+    body: Any = content[0] if len(content) == 1 else (content or "(no output)")
+    part = ToolReturnPart(
+        str(data.get("tool", "")),
+        body,
+        tool_call_id=row.call_id or "",
+        outcome=_outcome(result),
+    )
+    return [part], volatile
+
+
+def _response_parts(row: TimelineRow) -> list[ModelResponsePart]:
+    if row.kind == "model_turn":
+        text = str(row.data.get("text", ""))
+        return [TextPart(text)] if text else []
+    return [
+        ToolCallPart(
+            str(row.data.get("tool", "")),
+            row.data.get("args") or {},
+            tool_call_id=row.call_id or "",
+        )
+    ]
+
+
+class History:
+    """One conversation's rows, and the messages built from them."""
+
+    def __init__(self) -> None:
+        self.rows: list[TimelineRow] = []
+        self.last_seq = 0
+        self.stale = False
+        """True when rows may exist in the store that this cache has not read."""
+        self._media: MediaSupport | None = None
+        self._groups: dict[int, tuple[tuple[TimelineRow, ...], tuple[str, ...], ModelMessage]] = {}
+        self._volatile: set[int] = set()
+        self._resume: tuple[int, list[ModelMessage], dict[str, str]] | None = None
+
+    def extend(self, rows: Sequence[TimelineRow]) -> None:
+        for row in rows:
+            if row.seq > self.last_seq:
+                self.rows.append(row)
+                self.last_seq = row.seq
+
+    def messages(self, rows: Sequence[TimelineRow], ctx: RenderContext) -> list[ModelMessage]:
+        """Messages for ``rows`` (the timeline after overlays).
+
+        Without overlays (``rows`` is :attr:`rows` itself) and without file-backed results,
+        a build resumes where the previous one's last group began: a long conversation
+        costs only its newest rows.
+        """
+        if ctx.media != self._media:
+            self._groups.clear()
+            self._volatile.clear()
+            self._resume = None
+            self._media = ctx.media
+        incremental = rows is self.rows and not self._volatile
+        out: list[ModelMessage] = []
+        start, open_calls = 0, dict[str, str]()
+        if incremental and self._resume is not None:
+            start, prefix, open_calls = self._resume
+            out = list(prefix)
+        group: list[TimelineRow] = []
+        responding = False
+        group_start, prefix_len, prefix_calls = start, len(out), open_calls
+        for index in range(start, len(rows)):
+            row = rows[index]
+            kind = row.kind
+            if kind in _RESPONSE_KINDS:
+                if group and not responding:
+                    out.append(self._request(group, open_calls, ctx))
+                    open_calls = {}
+                    group = []
+                if not group:
+                    group_start, prefix_len, prefix_calls = index, len(out), open_calls
+                responding = True
+                group.append(row)
+            elif kind in _REQUEST_KINDS:
+                if group and responding:
+                    message, open_calls = self._response(group)
+                    out.append(message)
+                    group = []
+                if not group:
+                    group_start, prefix_len, prefix_calls = index, len(out), open_calls
+                responding = False
+                group.append(row)
+        if group:
+            if responding:
+                message, open_calls = self._response(group)
+                out.append(message)
+                if open_calls:
+                    out.append(self._synthetic(open_calls))
+            else:
+                out.append(self._request(group, open_calls, ctx))
+        if rows is self.rows and not self._volatile:
+            self._resume = (group_start, out[:prefix_len], prefix_calls)
+        return out
+
+    def _cached(self, key: int, rows: tuple[TimelineRow, ...], context: tuple[str, ...]) -> Any:
+        cached = self._groups.get(key)
+        if cached is None or key in self._volatile or cached[1] != context:
+            return None
+        previous = cached[0]
+        if len(previous) != len(rows):
+            return None
+        for a, b in zip(previous, rows, strict=True):
+            if a is not b:
+                return None
+        return cached[2]
+
+    def _response(self, group: list[TimelineRow]) -> tuple[ModelMessage, dict[str, str]]:
+        rows = tuple(group)
+        calls = {
+            r.call_id or "": str(r.data.get("tool", "")) for r in rows if r.kind == "tool_call"
+        }
+        message = self._cached(rows[0].seq, rows, ())
+        if message is None:
+            parts: list[ModelResponsePart] = []
+            for row in rows:
+                parts.extend(_response_parts(row))
+            message = ModelResponse(parts=parts or [TextPart("")])
+            self._groups[rows[0].seq] = (rows, (), message)
+        return message, calls
+
+    def _request(
+        self, group: list[TimelineRow], open_calls: dict[str, str], ctx: RenderContext
+    ) -> ModelMessage:
+        rows = tuple(group)
+        context = tuple(open_calls)
+        message = self._cached(rows[0].seq, rows, context)
+        if message is not None:
+            return message  # type: ignore[no-any-return]
+        parts: list[ModelRequestPart] = []
+        returned: set[str] = set()
+        volatile = False
+        for row in rows:
+            if row.kind == "tool_result":
+                if row.call_id not in open_calls or row.call_id in returned:
+                    continue  # its call is not in the response before it
+                returned.add(row.call_id)
+            row_parts, row_volatile = _request_parts(row, ctx)
+            parts.extend(row_parts)
+            volatile = volatile or row_volatile
+        missing = [
+            ToolReturnPart(tool, NO_RESULT, tool_call_id=call_id, outcome="interrupted")
+            for call_id, tool in open_calls.items()
+            if call_id not in returned
+        ]
+        request = ModelRequest(parts=[*missing, *parts] if missing else parts)
+        self._groups[rows[0].seq] = (rows, context, request)
+        if volatile:
+            self._volatile.add(rows[0].seq)
+        else:
+            self._volatile.discard(rows[0].seq)
+        return request
+
+    @staticmethod
+    def _synthetic(open_calls: dict[str, str]) -> ModelMessage:
+        return ModelRequest(
+            parts=[
+                ToolReturnPart(tool, NO_RESULT, tool_call_id=call_id, outcome="interrupted")
+                for call_id, tool in open_calls.items()
+            ]
+        )

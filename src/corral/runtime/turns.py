@@ -1,0 +1,151 @@
+"""Starting turns: a user message, or a conversation continuing by itself.
+
+A turn starts in one transaction that claims the conversation (no turn may be in flight
+and no approval open: a parked run keeps its claim), writes the rows that open it and
+creates its queued run; then the job runner advances it.
+
+Queued deliveries ride in on whichever turn starts next for the person they continue as:
+a report that waited behind a long turn is delivered right after it, and never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from corral.errors import NotFound, UsageError
+from corral.policy.profiles import Profile, parse_profile
+from corral.runtime.agents import AgentConfig, load_agent
+from corral.runtime.appends import append_rows, write
+from corral.runtime.conversations import ConversationInfo, claim_conversation
+from corral.runtime.deliveries import mark_delivered, take_queued
+from corral.runtime.runs import RunRecord, Trigger, new_run_id, run_row
+from corral.runtime.timeline import NewRow, TimelineRow
+from corral.tools.context import Narrowing
+
+if TYPE_CHECKING:
+    from corral.runtime.runtime import Runtime
+
+__all__ = ["TurnSpec", "start_turn", "turn_spec", "wake"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnSpec:
+    conversation_id: str
+    user_id: str
+    agent: str
+    model: str
+    profile: Profile
+    trigger: Trigger
+    hop: int
+    step_budget: int
+    wall_clock_limit_s: float
+    narrowing: Narrowing = field(default_factory=Narrowing)
+
+
+async def turn_spec(
+    rt: Runtime,
+    conversation: ConversationInfo,
+    *,
+    user_id: str,
+    trigger: Trigger,
+    hop: int = 0,
+    model: str | None = None,
+    agent: AgentConfig | None = None,
+) -> TurnSpec:
+    """The run a turn of ``conversation`` gets: its model, profile and limits."""
+    agent = agent or await load_agent(rt.platform.sessions, conversation.agent)
+    live = await rt.platform.live_settings()
+    return TurnSpec(
+        conversation_id=conversation.id,
+        user_id=user_id,
+        agent=agent.name,
+        model=rt.pick_model(model, conversation, agent),
+        profile=parse_profile(conversation.profile),
+        trigger=trigger,
+        hop=hop,
+        step_budget=agent.step_budget or int(live["run_step_budget"]),
+        wall_clock_limit_s=float(live["run_wall_clock_limit_s"]),
+    )
+
+
+async def start_turn(
+    rt: Runtime, spec: TurnSpec, rows: Sequence[NewRow]
+) -> tuple[RunRecord, list[TimelineRow]] | None:
+    """Claim the conversation and queue a run opened by ``rows``; None when it is busy."""
+    run_id = new_run_id()
+
+    async def work(session: AsyncSession) -> tuple[RunRecord, list[TimelineRow]] | None:
+        if not await claim_conversation(session, spec.conversation_id, run_id):
+            return None
+        riding = await take_queued(session, spec.conversation_id, user_id=spec.user_id)
+        row = run_row(
+            run_id=run_id,
+            conversation_id=spec.conversation_id,
+            user_id=spec.user_id,
+            agent=spec.agent,
+            model=spec.model,
+            profile=spec.profile,
+            narrowing=spec.narrowing,
+            trigger=spec.trigger,
+            hop=max([spec.hop, *(d.hop for d in riding)]),
+            step_budget=spec.step_budget,
+            wall_clock_limit_s=spec.wall_clock_limit_s,
+        )
+        row.worker = rt.worker
+        session.add(row)
+        opening = [d.as_row() for d in riding] + list(rows)
+        stored = await append_rows(
+            session,
+            spec.conversation_id,
+            [
+                NewRow(
+                    kind=r.kind, data=r.data, run_id=run_id, user_id=r.user_id, call_id=r.call_id
+                )
+                for r in opening
+            ],
+        )
+        await mark_delivered(session, riding, [r.seq for r in stored[: len(riding)]])
+        await session.flush()
+        return RunRecord.of(row), stored
+
+    started = await write(rt.platform.sessions, work)
+    if started is None:
+        return None
+    record, stored = started
+    rt.publish_rows(spec.conversation_id, stored)
+    await rt.board.set(run_id, "queued")
+    rt.publish_run(spec.conversation_id, run_id, "queued", None, "")
+    rt.jobs.submit(run_id)
+    return record, stored
+
+
+async def wake(rt: Runtime, conversation_id: str) -> RunRecord | None:
+    """Continue a free conversation with its queued deliveries, as the person they name."""
+    try:
+        conversation = await rt.conversations.get(conversation_id)
+    except NotFound:
+        return None
+    if conversation.active_run_id is not None:
+        return None
+    queued = await rt.deliveries.list_deliveries(conversation_id, status="queued")
+    if not queued:
+        return None
+    first = queued[0]
+    mine = [d for d in queued if d.user_id == first.user_id]
+    trigger: Trigger = "report" if all(d.kind == "report" for d in mine) else "message"
+    try:
+        spec = await turn_spec(
+            rt,
+            conversation,
+            user_id=first.user_id,
+            trigger=trigger,
+            hop=max(d.hop for d in mine),
+        )
+    except UsageError:
+        return None  # no agent or model to continue with: the deliveries stay queued
+    started = await start_turn(rt, spec, [])
+    return started[0] if started else None
