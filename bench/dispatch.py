@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -19,27 +18,7 @@ from typing import Any
 
 import corral
 from corral.tools.dispatch import CallRequest
-
-TOOL = {
-    "name": "noop",
-    "description": "Return the given text; a trivial tool for measuring the pipeline.",
-    "input_schema": {
-        "type": "object",
-        "required": ["text"],
-        "properties": {"text": {"type": "string", "description": "Text to return."}},
-        "additionalProperties": False,
-    },
-    "annotations": {"readOnlyHint": True},
-}
-HANDLERS = "async def noop(args, ctx):\n    return args['text']\n"
-
-
-def write_package(root: Path) -> Path:
-    package = root / "bench_pkg"
-    (package / "tools").mkdir(parents=True)
-    (package / "tools" / "noop.json").write_text(json.dumps(TOOL))
-    (package / "handlers.py").write_text(HANDLERS)
-    return package
+from noop_package import write_package
 
 
 async def measure(calls: int) -> dict[str, float]:

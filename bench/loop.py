@@ -35,27 +35,7 @@ from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt import PromptRequest
 from corral.runtime.runtime import Runtime, runtime_of
 from corral.runtime.timeline import NewRow
-
-TOOL = {
-    "name": "noop",
-    "description": "Return the given text; a trivial tool for measuring the loop.",
-    "input_schema": {
-        "type": "object",
-        "required": ["text"],
-        "properties": {"text": {"type": "string", "description": "Text to return."}},
-        "additionalProperties": False,
-    },
-    "annotations": {"readOnlyHint": True},
-}
-HANDLERS = "async def noop(args, ctx):\n    return args['text']\n"
-
-
-def write_package(root: Path) -> Path:
-    package = root / "bench_pkg"
-    (package / "tools").mkdir(parents=True)
-    (package / "tools" / "noop.json").write_text(json.dumps(TOOL))
-    (package / "handlers.py").write_text(HANDLERS)
-    return package
+from noop_package import write_package
 
 
 def model_function(steps: int) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from corral.errors import PolicyDenied
 
@@ -49,27 +49,7 @@ Rule = Literal[
 ]
 """Stable identifiers of the refusals; clients may match on them."""
 
-RULES: tuple[Rule, ...] = (
-    "control_character",
-    "too_large",
-    "parse_error",
-    "nesting_too_deep",
-    "blocked_binary",
-    "eval",
-    "fork_bomb",
-    "dangerous_rm",
-    "dangerous_permissions",
-    "dangerous_kill",
-    "block_device",
-    "network_redirect",
-    "unresolvable_command",
-    "dynamic_script",
-    "shell_stdin",
-    "env_hijack",
-    "config_hijack",
-    "shell_hijack",
-    "protected_path",
-)
+RULES: tuple[Rule, ...] = get_args(Rule)
 
 Access = Literal["read", "write", "exec"]
 """What a path needs: read, write (mutating commands, output redirects) or exec (a new cwd)."""
