@@ -109,6 +109,16 @@ class TurnPrinter:
             )
         elif card == "decided":
             self.console.print(Text(f"  ✔ {data['decision']} by {data['by']}", style="yellow"))
+        elif card == "answered":
+            self.console.print(Text(f"  ✔ answered by {data['by']}", style="yellow"))
+        elif card == "compaction":
+            self.console.print(
+                Text(
+                    f"  ✂ {data['action']} {data['id']}: about {data['tokens_saved']:,} tokens "
+                    "saved",
+                    style="dim",
+                )
+            )
 
 
 def print_result(console: Console, result: RunResult) -> None:
@@ -124,6 +134,8 @@ def print_result(console: Console, result: RunResult) -> None:
         console.print(
             Text(f"  answer with: corral approvals decide {approval} approve|deny", style="yellow")
         )
+    for question in result.questions:
+        console.print(Text(f"  answer with: corral questions answer {question} …", style="yellow"))
 
 
 def exit_code(result: RunResult) -> int:

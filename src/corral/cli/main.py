@@ -13,9 +13,13 @@ from corral.cli import (
     broker_cmd,
     chat_cmd,
     check_cmd,
+    compactions_cmd,
     config_cmd,
     conversations_cmd,
+    goals_cmd,
     identity_cmd,
+    meta_cmd,
+    questions_cmd,
     runs_cmd,
     serve,
     settings_cmd,
@@ -62,3 +66,8 @@ app.command("chat")(chat_cmd.chat)
 app.add_typer(conversations_cmd.app, name="conversations")
 app.add_typer(runs_cmd.app, name="runs")
 config_cmd.agents.command("set")(agents_cmd.set_agent)
+app.add_typer(questions_cmd.app, name="questions")
+app.add_typer(goals_cmd.app, name="goals")
+app.add_typer(compactions_cmd.app, name="compactions")
+app.command("summarize")(compactions_cmd.summarize)
+conversations_cmd.app.command("meta")(meta_cmd.meta)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from corral.runtime.context_tools import install_context_tools
 from corral.runtime.install import install_runtime
 from corral.shell.install import install_shell
 from corral.web.access import WEB, WebAccess
@@ -31,7 +32,7 @@ async def install_web(platform: Platform) -> None:
 
 
 # The runtime comes before the shells: shells found lost at start-up report through it.
-INSTALLERS: list[Installer] = [install_web, install_runtime, install_shell]
+INSTALLERS: list[Installer] = [install_web, install_runtime, install_context_tools, install_shell]
 
 
 async def install_components(platform: Platform) -> None:

@@ -10,9 +10,12 @@ the short way in. Module map:
 - ``reports``, ``inbox``, ``deliveries``: background reports and agent messages queued
   until their conversation is free;
 - ``prompt/``: the prompt rebuilt from the timeline each step; ``models/``: model strings;
-- ``jobs``, ``events``, ``recovery``, ``runtime``, ``install``: plumbing and the facade.
+- ``jobs``, ``events``, ``recovery``, ``runtime``, ``install``: plumbing and the facade;
+- ``questions/``, ``goals/``, ``compaction/``: the services of ask_question, todos and
+  compact_history (and /summarize), installed by ``context_tools``; ``meta``: a
+  conversation's meta document (goal state, sessionLedger, compactions, questions).
 
-Extension points for later issues:
+Extension points (the context tools use all three):
 
 - state blocks: ``runtime.prompt.add_state_block(block)`` — ``await block.render(view)``
   returns text for the system prompt's state section (goal, todos, closed cycles line);

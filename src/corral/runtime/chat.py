@@ -32,7 +32,8 @@ async def busy_message(rt: Runtime, conversation: ConversationInfo) -> str:
         asks = ", ".join(f"{w.kind} {w.id}" for w in run.waiting) or "an answer"
         return (
             f"conversation {conversation.id!r} is waiting: run {run.id} is parked on {asks}; "
-            f"answer it (e.g. `corral approvals decide ID approve`) or stop the run "
+            f"answer it (`corral approvals decide ID approve`, `corral questions answer ID "
+            f"…`) or stop the run "
             f"(`corral runs stop {run.id}`)"
         )
     return (

@@ -32,6 +32,11 @@ class RunResult:
         """Ids of the approvals a parked run waits for."""
         return [w.id for w in self.waiting if w.kind == "approval"]
 
+    @property
+    def questions(self) -> list[str]:
+        """Ids of the questions a parked run waits for."""
+        return [w.id for w in self.waiting if w.kind == "question"]
+
     @classmethod
     def of(cls, run: RunRecord, rows: list[TimelineRow]) -> RunResult:
         mine = tuple(r for r in rows if r.run_id == run.id)

@@ -11,11 +11,12 @@ Row kinds and their ``data``:
 - ``background_report``: ``{"source", "source_id", "title", "text", "data"}`` — written only
   by the platform when background work ends; no model output can create one.
 - ``message``: ``{"text", "sender": {...}, "hop"}`` — an inbox message from another agent.
-- ``card``: ``{"card": <name>, ...}`` — events for people (approval asked/decided, run
-  ended); never part of the model's prompt.
+- ``card``: ``{"card": <name>, ...}`` — events for people (approval or question waiting,
+  decided, answered; run ended; ``compaction`` and ``compaction_applied``); never part of
+  the model's prompt.
 
-Rows are appended, never rewritten; compaction (a later issue) applies *overlays* when the
-prompt is built instead of changing rows.
+Rows are appended, never rewritten; compaction applies *overlays* when the prompt is built
+instead of changing rows (:mod:`corral.runtime.compaction`).
 """
 
 from __future__ import annotations

@@ -8,10 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.packages.core.ask_question import ask_question
+from corral.packages.core.compact_history import compact_history
 from corral.packages.core.execute import execute, execute_policy
+from corral.packages.core.todos import todos
 from corral.packages.core.web_fetch import web_fetch
 from corral.packages.core.web_search import web_search
 
 POLICY_HOOKS: dict[str, Any] = {"execute": execute_policy}
 
-__all__ = ["POLICY_HOOKS", "execute", "web_fetch", "web_search"]
+__all__ = [
+    "POLICY_HOOKS",
+    "ask_question",
+    "compact_history",
+    "execute",
+    "todos",
+    "web_fetch",
+    "web_search",
+]

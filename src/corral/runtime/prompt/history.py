@@ -106,6 +106,8 @@ class History:
         self._groups: dict[int, tuple[tuple[TimelineRow, ...], tuple[str, ...], ModelMessage]] = {}
         self._volatile: set[int] = set()
         self._resume: tuple[int, list[ModelMessage], dict[str, str]] | None = None
+        self._resume_rows: list[TimelineRow] | None = None
+        """The rows before the resume point when the last build had overlays applied."""
 
     def extend(self, rows: Sequence[TimelineRow]) -> None:
         for row in rows:
@@ -116,19 +118,21 @@ class History:
     def messages(self, rows: Sequence[TimelineRow], ctx: RenderContext) -> list[ModelMessage]:
         """Messages for ``rows`` (the timeline after overlays).
 
-        Without overlays (``rows`` is :attr:`rows` itself) and without file-backed results,
-        a build resumes where the previous one's last group began: a long conversation
-        costs only its newest rows.
+        Without file-backed results, a build resumes where the previous one's last group
+        began, so a long conversation costs only its newest rows: at once when ``rows`` is
+        :attr:`rows` itself (no overlay changed anything), and after one comparison of the
+        rows before that point when overlays handed over a list of their own (unchanged
+        rows compare by identity, so this is a fast C loop).
         """
         if ctx.media != self._media:
             self._groups.clear()
             self._volatile.clear()
             self._resume = None
+            self._resume_rows = None
             self._media = ctx.media
-        incremental = rows is self.rows and not self._volatile
         out: list[ModelMessage] = []
         start, open_calls = 0, dict[str, str]()
-        if incremental and self._resume is not None:
+        if self._resume is not None and not self._volatile and self._resumes(rows):
             start, prefix, open_calls = self._resume
             out = list(prefix)
         group: list[TimelineRow] = []
@@ -163,9 +167,22 @@ class History:
                     out.append(self._synthetic(open_calls))
             else:
                 out.append(self._request(group, open_calls, ctx))
-        if rows is self.rows and not self._volatile:
+        if not self._volatile:
             self._resume = (group_start, out[:prefix_len], prefix_calls)
+            self._resume_rows = None if rows is self.rows else list(rows[:group_start])
         return out
+
+    def _resumes(self, rows: Sequence[TimelineRow]) -> bool:
+        """Whether the rows before the last build's resume point are still the same."""
+        assert self._resume is not None
+        kept = self._resume_rows
+        if kept is None:
+            return rows is self.rows
+        start = self._resume[0]
+        if len(rows) < start:
+            return False
+        before = rows[:start]
+        return (before if isinstance(before, list) else list(before)) == kept
 
     def _cached(self, key: int, rows: tuple[TimelineRow, ...], context: tuple[str, ...]) -> Any:
         cached = self._groups.get(key)

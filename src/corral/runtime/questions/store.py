@@ -1,0 +1,103 @@
+"""Questions in the store: a parked question is a row, holding nothing open.
+
+Answering and closing are conditional updates from ``open``, so a question is answered at
+most once, by one person, in one process, and never after its run ended.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.errors import NotFound
+from corral.runtime.questions.model import Answer, AskedQuestion, QuestionRecord
+from corral.store import context_tables as ct
+from corral.store.tables import utcnow
+
+__all__ = ["QuestionStore"]
+
+
+class QuestionStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def create(
+        self,
+        *,
+        conversation_id: str,
+        run_id: str,
+        call_id: str,
+        user_id: str,
+        questions: Sequence[AskedQuestion],
+    ) -> QuestionRecord:
+        row = ct.Question(
+            id="q_" + secrets.token_hex(8),
+            status="open",
+            conversation_id=conversation_id,
+            run_id=run_id,
+            call_id=call_id,
+            user_id=user_id,
+            questions=[q.to_json() for q in questions],
+            created_at=utcnow(),
+        )
+        async with self._sessions.begin() as session:
+            session.add(row)
+        return QuestionRecord.of(row)
+
+    async def get(self, question_id: str) -> QuestionRecord:
+        async with self._sessions() as session:
+            row = await session.get(ct.Question, question_id)
+        if row is None:
+            raise NotFound(f"no question {question_id!r}; `corral questions list` shows them")
+        return QuestionRecord.of(row)
+
+    async def list_questions(
+        self,
+        *,
+        status: str | None = "open",
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int = 200,
+    ) -> list[QuestionRecord]:
+        q = ct.Question
+        query: Any = select(q).order_by(q.created_at).limit(limit)
+        if status is not None:
+            query = query.where(q.status == status)
+        if user_id is not None:
+            query = query.where(q.user_id == user_id)
+        if conversation_id is not None:
+            query = query.where(q.conversation_id == conversation_id)
+        async with self._sessions() as session:
+            return [QuestionRecord.of(row) for row in await session.scalars(query)]
+
+    async def mark_answered(
+        self, question_id: str, answers: Sequence[Answer], *, by: str, note: str | None
+    ) -> bool:
+        """Move an open question to answered; False when it was not open any more."""
+        async with self._sessions.begin() as session:
+            outcome = await session.execute(
+                update(ct.Question)
+                .where(ct.Question.id == question_id, ct.Question.status == "open")
+                .values(
+                    status="answered",
+                    answers=list(answers),
+                    answered_by=by,
+                    answered_at=utcnow(),
+                    note=note,
+                )
+            )
+        return int(getattr(outcome, "rowcount", 0)) == 1
+
+    async def close_for_run(self, run_id: str, note: str) -> int:
+        """Close every question a run that ended left open; returns how many."""
+        async with self._sessions.begin() as session:
+            outcome = await session.execute(
+                update(ct.Question)
+                .where(ct.Question.run_id == run_id, ct.Question.status == "open")
+                .values(status="closed", note=note, answered_at=utcnow())
+            )
+        return int(getattr(outcome, "rowcount", 0))

@@ -1,0 +1,125 @@
+"""Overlaid prompt builds: incremental yet equal to full builds, and fast with 200 trims."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from corral.platform import Platform
+from corral.runtime.models.providers import MediaSupport
+from corral.runtime.prompt import Prompt, PromptRequest
+from corral.runtime.prompt.history import History, RenderContext
+from corral.runtime.runtime import Runtime
+from corral.runtime.timeline import NewRow, TimelineRow
+from tests.runtime.conftest import ScriptWriter
+from tests.runtime.test_prompt import KINDS, row, shape
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.sampled_from(KINDS), min_size=1, max_size=36),
+    st.lists(st.frozensets(st.integers(1, 36), max_size=6), min_size=1, max_size=8),
+)
+async def test_overlaid_incremental_builds_equal_full_builds(
+    rt: Runtime, kinds_: list[str], trim_sets: list[frozenset[int]]
+) -> None:
+    owner = await rt.platform.caller()
+    state = await rt.platform.config.dispatch_state()
+    context = RenderContext(
+        media=MediaSupport(), reader=rt.prompt.reader, caller=owner, sources=state.sources
+    )
+    ok = {"content": [{"type": "text", "text": "r"}], "status": "ok"}
+    growing = History()
+    made: dict[int, TimelineRow] = {}
+    calls: list[str] = []
+    for seq, kind in enumerate(kinds_, start=1):
+        if kind == "tool_call":
+            calls.append(f"c{seq}")
+            new = row(seq, kind, f"c{seq}", tool="echo", args={})
+        elif kind == "tool_result":
+            new = row(seq, kind, calls[-1] if calls else "none", tool="echo", result=ok)
+        else:
+            new = row(seq, kind, text=f"t{seq}", title="r", source="shell", source_id="s")
+        growing.extend([new])
+        trims = trim_sets[seq % len(trim_sets)]
+        if trims:
+            shown: list[TimelineRow] = []
+            for r in growing.rows:
+                if r.seq in trims:
+                    if r.seq not in made:  # memoised, as the compaction index does
+                        made[r.seq] = replace(r, data={**r.data, "text": "[trimmed]"})
+                    r = made[r.seq]
+                shown.append(r)
+            rows: list[TimelineRow] = shown
+        else:
+            rows = growing.rows
+        incremental = growing.messages(rows, context)
+        assert shape(incremental) == shape(History().messages(rows, context))
+
+
+async def build(rt: Runtime, run_id: str) -> Prompt:
+    run = await rt.runs.get(run_id)
+    caller = await rt.platform.caller()
+    state = await rt.platform.config.dispatch_state()
+    return await rt.prompt.build(
+        PromptRequest(
+            conversation_id=run.conversation_id,
+            run=run,
+            agent=run.agent,
+            instructions="Be brief.",
+            caller=caller,
+            tools=await rt.visible_tools(run, caller),
+            media=MediaSupport(),
+            sources=state.sources,
+            live=state.live,
+        )
+    )
+
+
+async def test_two_hundred_compactions_on_ten_thousand_rows_build_fast(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    turn = await rt_platform.chat("start", model=write_script({"text": "ok"}))
+    cid = turn.conversation_id
+    ok: dict[str, Any] = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
+    batch: list[NewRow] = []
+    for i in range(2_500):
+        batch += [
+            NewRow(kind="user_message", data={"text": f"question {i}"}),
+            NewRow(kind="model_turn", data={"text": f"answer {i}"}),
+            NewRow(kind="tool_call", call_id=f"k{i}", data={"tool": "echo", "args": {"text": "x"}}),
+            NewRow(kind="tool_result", call_id=f"k{i}", data={"tool": "echo", "result": ok}),
+        ]
+        if len(batch) >= 1_000:
+            await rt.append(cid, batch)
+            batch = []
+    for i in range(200):
+        result = await rt_platform.call_tool(
+            "compact_history",
+            {"action": "truncate", "targets": [{"tool_use_id": f"k{i * 12}"}], "keep_chars": 100},
+            conversation_id=cid,
+        )
+        assert not result.is_error, result.text
+    await build(rt, turn.run_id)  # cold: reads every row, works out the 200 trims
+    timings = []
+    for i in range(5):
+        await rt.append(cid, [NewRow(kind="user_message", data={"text": f"more {i}"})])
+        started = time.perf_counter()
+        prompt = await build(rt, turn.run_id)
+        timings.append((time.perf_counter() - started) * 1000)
+    warm_ms = sorted(timings)[len(timings) // 2]
+    returns = [
+        part
+        for message in prompt.messages
+        for part in message.parts
+        if getattr(part, "tool_call_id", None) == "k12" and part.part_kind == "tool-return"
+    ]
+    assert "characters trimmed by compact_history" in str(returns[0].content)
+    print(f"warm 10,000-row build with 200 compactions: {warm_ms:.2f} ms")
+    assert warm_ms < 100, f"took {warm_ms:.1f} ms (target: 20 ms, see bench/prompt.py)"

@@ -1,0 +1,80 @@
+"""Store fixtures: a real PostgreSQL server for the session, a fresh database per test."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def _pg_bin(name: str) -> str:
+    found = shutil.which(name) or next(
+        iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))), None
+    )
+    if found is None:
+        pytest.fail(f"PostgreSQL's {name} is not installed; `scripts/setup --test` installs it")
+    return found
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    # initdb and postgres refuse to run as root; run them as the postgres account.
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    # Not under pytest's tmp folder: that one is private to root, and the server runs as
+    # the postgres account.
+    root = Path(tempfile.mkdtemp(prefix="corral-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+    data = root / "data"
+    subprocess.run(
+        _as_postgres([_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "corral"]),
+        check=True,
+        capture_output=True,
+    )
+    options = f"-k {root} -c listen_addresses='' -p 5432 -c fsync=off"
+    subprocess.run(
+        _as_postgres(
+            [
+                _pg_bin("pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(root / "log"),
+                "-w",
+                "start",
+            ]
+        ),
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield str(root)
+    finally:
+        subprocess.run(
+            _as_postgres([_pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            capture_output=True,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def database_url(postgres: str) -> str:
+    name = "t_" + uuid.uuid4().hex[:12]
+    subprocess.run(
+        [_pg_bin("createdb"), "-h", postgres, "-U", "corral", name],
+        check=True,
+        capture_output=True,
+    )
+    return f"postgresql+asyncpg://corral@/{name}?host={postgres}&port=5432"

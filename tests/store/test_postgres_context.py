@@ -1,0 +1,54 @@
+"""The context tools on PostgreSQL: concurrent todos calls, a question, a compaction."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import corral
+from corral.runtime.compaction import compactions_of
+from corral.runtime.goals import goals_of
+from corral.runtime.questions import questions_of
+from corral.runtime.runtime import runtime_of
+from tests.conftest import DEMO
+from tests.runtime.conftest import RTKIT, call
+
+
+async def test_context_tools_on_postgresql(
+    data_dir: Path, database_url: str, tmp_path: Path
+) -> None:
+    ask = call("ask_question", questions=[{"question": "Go?", "options": ["yes", "no"]}])
+    trim = call("compact_history", action="remove", targets=[{"sequence": 1}])
+    script = tmp_path / "script.json"
+    turns = [{"tool_calls": [ask]}, {"tool_calls": [trim]}, {"text": "done"}]
+    script.write_text(json.dumps({"turns": turns}))
+    model = f"script:{script}"
+    async with corral.open(
+        data_dir, database_url=database_url, package_paths=[DEMO, RTKIT]
+    ) as platform:
+        rt = runtime_of(platform)
+        cid = (await rt.start_conversation()).id
+        results = await asyncio.gather(
+            *(
+                platform.call_tool("todos", {"plan": {"steps": [f"s{i}"]}}, conversation_id=cid)
+                for i in range(6)
+            )
+        )
+        assert not any(r.is_error for r in results), [r.text for r in results]
+        steps = (await goals_of(platform).state(cid)).steps
+        assert sorted(s.id for s in steps) == [1, 2, 3, 4, 5, 6]
+        done = await platform.call_tool(
+            "todos",
+            {"mark": {"steps": [{"id": i, "status": "done"} for i in range(1, 7)]}},
+            conversation_id=cid,
+        )
+        assert "cycle v1 completed" in done.text
+        assert [e["version"] for e in await goals_of(platform).ledger(cid)] == [1]
+
+        turn = await platform.chat("long " * 300, model=model)
+        assert turn.status == "parked"
+        await questions_of(platform).answer(turn.questions[0], ["yes"])
+        assert (await rt.wait_run(turn.run_id)).status == "finished"
+        [made] = await compactions_of(platform).list_compactions(turn.conversation_id)
+        assert made["applied"] is True and made["tokens_saved"] > 100
