@@ -19,6 +19,7 @@ from corral.errors import NotFound, PolicyDenied
 from corral.platform import Platform, components
 from corral.shell.install import install_shell
 from corral.shell.processes import wait_gone
+from tests.conftest import DEMO
 from tests.shell.conftest import AllowReaders, FakeReports, dead, host_pids, needs_bwrap, shells
 
 
@@ -150,6 +151,34 @@ async def test_closing_the_platform_ends_its_shells_and_reports_them_next_start(
         record = await shells(second).background.get(data["shell_id"])
     assert record.status == "lost" and record.report_state == "reported"
     assert "shut down" in record.detail and "begun" in sink.reports[0]["text"]
+
+
+@needs_bwrap
+async def test_prompt_lists_shells_of_other_instances_without_a_query_per_step(
+    fast: Platform, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = await start(fast, "echo up; sleep 4904")
+    await read_until(fast, data["shell_id"], "up")
+    async with corral.open(data_dir, package_paths=[DEMO]) as other:
+        background = shells(other).background
+        queries = 0
+        find = background.store.find
+
+        async def counting_find(**kwargs: Any) -> Any:
+            nonlocal queries
+            queries += 1
+            return await find(**kwargs)
+
+        monkeypatch.setattr(background.store, "find", counting_find)
+        for _ in range(5):
+            (work,) = await background.running_work("conv-1")
+            assert work["id"] == data["shell_id"]
+        assert queries == 1  # cached between steps
+        monkeypatch.setattr("corral.shell.background.OTHERS_REFRESH_SECONDS", 0.0)
+        await shells(fast).background.stop(data["shell_id"], await fast.caller())
+        assert await background.running_work("conv-1") == []
+    # the starting instance answers from memory
+    assert await shells(fast).background.running_work("conv-1") == []
 
 
 CRASHING_CHILD = textwrap.dedent(

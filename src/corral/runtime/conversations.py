@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound, UsageError
 from corral.policy.identity import Caller
+from corral.runtime.collector import collector_paused
 from corral.runtime.timeline import TimelineRow
 from corral.store import runtime_tables as rt
 from corral.store.tables import utcnow
@@ -176,17 +177,19 @@ class ConversationStore:
             query = query.where(c.run_id == run_id)
         if limit is not None:
             query = query.limit(limit)
-        async with self._sessions() as session:
-            result = await session.execute(query)
-            return [
-                TimelineRow(
-                    seq=seq,
-                    kind=kind,
-                    data=data,
-                    run_id=run_id,
-                    user_id=user_id,
-                    call_id=call_id,
-                    created_at=created_at,
-                )
-                for seq, kind, data, run_id, user_id, call_id, created_at in result
-            ]
+        # Decoding thousands of rows allocates only survivors; see collector_paused.
+        with collector_paused():
+            async with self._sessions() as session:
+                result = await session.execute(query)
+                return [
+                    TimelineRow(
+                        seq=seq,
+                        kind=kind,
+                        data=data,
+                        run_id=run_id,
+                        user_id=user_id,
+                        call_id=call_id,
+                        created_at=created_at,
+                    )
+                    for seq, kind, data, run_id, user_id, call_id, created_at in result
+                ]

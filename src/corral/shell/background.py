@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,20 @@ class _Running:
     """Set whenever output arrives, so a reader can wait for more instead of polling."""
 
 
+OTHERS_REFRESH_SECONDS = 1.0
+"""How stale the list of shells run by other platform instances may be in a prompt."""
+
+
+def _work_item(record: ShellRecord) -> dict[str, str]:
+    command = record.command
+    return {
+        "kind": "shell",
+        "id": record.id,
+        "title": command if len(command) <= 120 else command[:119] + "…",
+        "started_at": record.started_at.isoformat(),
+    }
+
+
 class BackgroundShells:
     def __init__(
         self,
@@ -109,6 +124,7 @@ class BackgroundShells:
         self.owner = Owner.this_process()
         LIVE_INSTANCES.add(self.owner.instance)
         self._running: dict[str, _Running] = {}
+        self._others: dict[str, tuple[float, list[ShellRecord]]] = {}
 
     # -- starting -----------------------------------------------------------------------------
 
@@ -357,17 +373,26 @@ class BackgroundShells:
     # -- reading and stopping -----------------------------------------------------------------
 
     async def running_work(self, conversation_id: str) -> list[dict[str, str]]:
-        """Shells still running in a conversation, for the agent's prompt (``background_work``)."""
-        records = await self.store.find(conversation_id=conversation_id, status="running")
-        return [
-            {
-                "kind": "shell",
-                "id": r.id,
-                "title": r.command if len(r.command) <= 120 else r.command[:119] + "…",
-                "started_at": r.started_at.isoformat(),
-            }
-            for r in records
+        """Shells still running in a conversation, for the agent's prompt (``background_work``).
+
+        Read on every step of every run, so it must be cheap: this instance's shells come
+        from memory (exact), shells other platform instances started for the conversation
+        from the store at most once per ``OTHERS_REFRESH_SECONDS``.
+        """
+        mine = [
+            r.record for r in self._running.values() if r.record.conversation_id == conversation_id
         ]
+        return [_work_item(r) for r in [*mine, *await self._others_running(conversation_id)]]
+
+    async def _others_running(self, conversation_id: str) -> list[ShellRecord]:
+        now = time.monotonic()
+        cached = self._others.get(conversation_id)
+        if cached is not None and now - cached[0] < OTHERS_REFRESH_SECONDS:
+            return cached[1]
+        records = await self.store.find(conversation_id=conversation_id, status="running")
+        others = [r for r in records if r.owner != str(self.owner)]
+        self._others[conversation_id] = (now, others)
+        return others
 
     async def get(self, shell_id: str) -> ShellRecord:
         record = await self.store.get(shell_id)

@@ -34,6 +34,7 @@ from pydantic_ai.messages import (
 
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
+from corral.runtime.collector import collector_paused
 from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt.envelopes import render_message, render_report
 from corral.runtime.prompt.media import MediaReader, result_content
@@ -116,6 +117,10 @@ class History:
                 self.last_seq = row.seq
 
     def messages(self, rows: Sequence[TimelineRow], ctx: RenderContext) -> list[ModelMessage]:
+        with collector_paused():
+            return self._messages(rows, ctx)
+
+    def _messages(self, rows: Sequence[TimelineRow], ctx: RenderContext) -> list[ModelMessage]:
         """Messages for ``rows`` (the timeline after overlays).
 
         Without file-backed results, a build resumes where the previous one's last group
