@@ -35,6 +35,7 @@ from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt import PromptRequest
 from corral.runtime.runtime import Runtime, runtime_of
 from corral.runtime.timeline import NewRow
+from long_conversation import fill
 from noop_package import write_package
 
 
@@ -81,20 +82,7 @@ async def our_loop(platform: Any, model: str, steps: int) -> float:
 async def prompt_builds(rt: Runtime, rows: int) -> tuple[float, list[float], list[float]]:
     owner = await rt.platform.caller()
     conversation = await rt.start_conversation(model="bench:fn")
-    ok = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
-    batch: list[NewRow] = []
-    for i in range(rows // 4):
-        batch += [
-            NewRow(kind="user_message", data={"text": f"question {i}"}),
-            NewRow(kind="model_turn", data={"text": f"answer {i}"}),
-            NewRow(kind="tool_call", call_id=f"k{i}", data={"tool": "noop", "args": {"text": "x"}}),
-            NewRow(kind="tool_result", call_id=f"k{i}", data={"tool": "noop", "result": ok}),
-        ]
-        if len(batch) >= 2_000:
-            await rt.append(conversation.id, batch)
-            batch = []
-    if batch:
-        await rt.append(conversation.id, batch)
+    await fill(rt, conversation.id, rows, tool="noop")
     turn = await rt.platform.chat("one step", conversation_id=conversation.id)
     run = await rt.runs.get(turn.run_id)
     state = await rt.platform.config.dispatch_state()

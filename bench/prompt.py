@@ -34,26 +34,10 @@ from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt import PromptRequest, PromptView
 from corral.runtime.runtime import Runtime, runtime_of
 from corral.runtime.timeline import NewRow, TimelineRow
+from long_conversation import fill
 
 DEMO = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "packages" / "demo"
 """The demo test package: it has the ``echo`` tool the compacted outputs belong to."""
-
-
-async def fill(rt: Runtime, conversation_id: str, rows: int) -> None:
-    ok = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
-    batch: list[NewRow] = []
-    for i in range(rows // 4):
-        batch += [
-            NewRow(kind="user_message", data={"text": f"question {i}"}),
-            NewRow(kind="model_turn", data={"text": f"answer {i}"}),
-            NewRow(kind="tool_call", call_id=f"k{i}", data={"tool": "echo", "args": {"text": "x"}}),
-            NewRow(kind="tool_result", call_id=f"k{i}", data={"tool": "echo", "result": ok}),
-        ]
-        if len(batch) >= 2_000:
-            await rt.append(conversation_id, batch)
-            batch = []
-    if batch:
-        await rt.append(conversation_id, batch)
 
 
 async def warm_builds(rt: Runtime, request: PromptRequest, builds: int, tag: str) -> list[float]:
@@ -85,7 +69,7 @@ async def measure(folder: Path, rows: int, compactions: int, builds: int) -> Non
     async with corral.open(folder / "data", package_paths=[DEMO]) as platform:
         rt = runtime_of(platform)
         conversation = await rt.start_conversation(model=f"script:{script}")
-        await fill(rt, conversation.id, rows)
+        await fill(rt, conversation.id, rows, tool="echo")
         turn = await platform.chat("one step", conversation_id=conversation.id)
         run = await rt.runs.get(turn.run_id)
         owner = await platform.caller()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -82,7 +81,7 @@ async def build(rt: Runtime, run_id: str) -> Prompt:
     )
 
 
-async def test_two_hundred_compactions_on_ten_thousand_rows_build_fast(
+async def test_two_hundred_compactions_keep_warm_builds_incremental(
     rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
 ) -> None:
     turn = await rt_platform.chat("start", model=write_script({"text": "ok"}))
@@ -106,14 +105,13 @@ async def test_two_hundred_compactions_on_ten_thousand_rows_build_fast(
             conversation_id=cid,
         )
         assert not result.is_error, result.text
-    await build(rt, turn.run_id)  # cold: reads every row, works out the 200 trims
-    timings = []
-    for i in range(5):
-        await rt.append(cid, [NewRow(kind="user_message", data={"text": f"more {i}"})])
-        started = time.perf_counter()
-        prompt = await build(rt, turn.run_id)
-        timings.append((time.perf_counter() - started) * 1000)
-    warm_ms = sorted(timings)[len(timings) // 2]
+    cold = await build(rt, turn.run_id)  # reads every row, works out the 200 trims
+    await rt.append(cid, [NewRow(kind="user_message", data={"text": "more"})])
+    prompt = await build(rt, turn.run_id)
+    # Speed is measured in bench/prompt.py; this checks what makes it fast: with the 200
+    # trims in place a build after one new row still reuses every earlier message.
+    kept = len(cold.messages) - 1
+    assert all(a is b for a, b in zip(cold.messages[:kept], prompt.messages[:kept], strict=True))
     returns = [
         part
         for message in prompt.messages
@@ -121,5 +119,3 @@ async def test_two_hundred_compactions_on_ten_thousand_rows_build_fast(
         if getattr(part, "tool_call_id", None) == "k12" and part.part_kind == "tool-return"
     ]
     assert "characters trimmed by compact_history" in str(returns[0].content)
-    print(f"warm 10,000-row build with 200 compactions: {warm_ms:.2f} ms")
-    assert warm_ms < 100, f"took {warm_ms:.1f} ms (target: 20 ms, see bench/prompt.py)"

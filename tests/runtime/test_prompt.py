@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -145,9 +144,11 @@ async def test_history_pairs_every_call_with_a_return(rt: Runtime) -> None:
     assert third[0] is messages[0] and third[1] is messages[1] and third[2] is not messages[2]
 
 
-async def test_a_ten_thousand_row_prompt_builds_fast(
+async def test_a_warm_ten_thousand_row_build_reuses_every_earlier_message(
     rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
 ) -> None:
+    # Speed itself is measured in bench/prompt.py; this checks what makes it fast: a build
+    # after one new row renders only that row's message and reuses every earlier one.
     turn = await rt_platform.chat("start", model=write_script({"text": "ok"}))
     cid = turn.conversation_id
     ok = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
@@ -162,14 +163,14 @@ async def test_a_ten_thousand_row_prompt_builds_fast(
         if len(batch) >= 1_000:
             await rt.append(cid, batch)
             batch = []
-    await build(rt, turn.run_id)  # cold: reads every row once
+    cold = await build(rt, turn.run_id)  # reads every row once
     await rt.append(cid, [NewRow(kind="user_message", data={"text": "one more"})])
-    started = time.perf_counter()
-    prompt = await build(rt, turn.run_id)
-    warm_ms = (time.perf_counter() - started) * 1000
-    assert len(prompt.messages) > 4_900
-    print(f"warm 10,000-row build: {warm_ms:.1f} ms")
-    assert warm_ms < 100, f"a warm 10,000-row build took {warm_ms:.1f} ms (target: 20 ms)"
+    warm = await build(rt, turn.run_id)
+    assert len(cold.messages) > 4_900
+    kept = len(cold.messages) - 1  # the last request message grows by the new row
+    assert all(a is b for a, b in zip(cold.messages[:kept], warm.messages[:kept], strict=True))
+    assert warm.messages[-1] is not cold.messages[-1]
+    assert "one more" in str(warm.messages[-1])
 
 
 def shape(messages: Sequence[Any]) -> list[Any]:
