@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corral.platform import Platform
 from corral.runtime.models.providers import MediaSupport
-from corral.runtime.prompt import Prompt, PromptRequest
 from corral.runtime.prompt.history import History, RenderContext
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow, TimelineRow
 from tests.runtime.conftest import ScriptWriter
-from tests.runtime.test_prompt import KINDS, row, shape
+from tests.runtime.test_prompt import KINDS, build, fill_ten_thousand_rows, row, shape
 
 
 @settings(
@@ -62,42 +60,12 @@ async def test_overlaid_incremental_builds_equal_full_builds(
         assert shape(incremental) == shape(History().messages(rows, context))
 
 
-async def build(rt: Runtime, run_id: str) -> Prompt:
-    run = await rt.runs.get(run_id)
-    caller = await rt.platform.caller()
-    state = await rt.platform.config.dispatch_state()
-    return await rt.prompt.build(
-        PromptRequest(
-            conversation_id=run.conversation_id,
-            run=run,
-            agent=run.agent,
-            instructions="Be brief.",
-            caller=caller,
-            tools=await rt.visible_tools(run, caller),
-            media=MediaSupport(),
-            sources=state.sources,
-            live=state.live,
-        )
-    )
-
-
 async def test_two_hundred_compactions_keep_warm_builds_incremental(
     rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
 ) -> None:
     turn = await rt_platform.chat("start", model=write_script({"text": "ok"}))
     cid = turn.conversation_id
-    ok: dict[str, Any] = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
-    batch: list[NewRow] = []
-    for i in range(2_500):
-        batch += [
-            NewRow(kind="user_message", data={"text": f"question {i}"}),
-            NewRow(kind="model_turn", data={"text": f"answer {i}"}),
-            NewRow(kind="tool_call", call_id=f"k{i}", data={"tool": "echo", "args": {"text": "x"}}),
-            NewRow(kind="tool_result", call_id=f"k{i}", data={"tool": "echo", "result": ok}),
-        ]
-        if len(batch) >= 1_000:
-            await rt.append(cid, batch)
-            batch = []
+    await fill_ten_thousand_rows(rt, cid)
     for i in range(200):
         result = await rt_platform.call_tool(
             "compact_history",

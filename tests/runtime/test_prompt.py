@@ -57,6 +57,22 @@ async def build(rt: Runtime, run_id: str, *, user: str | None = None) -> Prompt:
     )
 
 
+async def fill_ten_thousand_rows(rt: Runtime, cid: str) -> None:
+    """2,500 rounds of question, answer, an ``echo`` call ``k<i>`` and its result."""
+    ok = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
+    batch: list[NewRow] = []
+    for i in range(2_500):
+        batch += [
+            NewRow(kind="user_message", data={"text": f"question {i}"}),
+            NewRow(kind="model_turn", data={"text": f"answer {i}"}),
+            NewRow(kind="tool_call", call_id=f"k{i}", data={"tool": "echo", "args": {"text": "x"}}),
+            NewRow(kind="tool_result", call_id=f"k{i}", data={"tool": "echo", "result": ok}),
+        ]
+        if len(batch) >= 1_000:
+            await rt.append(cid, batch)
+            batch = []
+
+
 async def test_the_system_part_and_tool_schemas(
     rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
 ) -> None:
@@ -151,18 +167,7 @@ async def test_a_warm_ten_thousand_row_build_reuses_every_earlier_message(
     # after one new row renders only that row's message and reuses every earlier one.
     turn = await rt_platform.chat("start", model=write_script({"text": "ok"}))
     cid = turn.conversation_id
-    ok = {"content": [{"type": "text", "text": "x" * 200}], "status": "ok"}
-    batch: list[NewRow] = []
-    for i in range(2_500):
-        batch += [
-            NewRow(kind="user_message", data={"text": f"question {i}"}),
-            NewRow(kind="model_turn", data={"text": f"answer {i}"}),
-            NewRow(kind="tool_call", call_id=f"k{i}", data={"tool": "echo", "args": {"text": "x"}}),
-            NewRow(kind="tool_result", call_id=f"k{i}", data={"tool": "echo", "result": ok}),
-        ]
-        if len(batch) >= 1_000:
-            await rt.append(cid, batch)
-            batch = []
+    await fill_ten_thousand_rows(rt, cid)
     cold = await build(rt, turn.run_id)  # reads every row once
     await rt.append(cid, [NewRow(kind="user_message", data={"text": "one more"})])
     warm = await build(rt, turn.run_id)

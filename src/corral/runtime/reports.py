@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from corral.runtime.deliveries import DeliveryRecord
-
 if TYPE_CHECKING:
     from corral.runtime.runtime import Runtime
 
@@ -36,27 +34,6 @@ class Reports:
         text: str,
         data: dict[str, Any],
     ) -> None:
-        await self.queue(
-            conversation_id=conversation_id,
-            user_id=user_id,
-            source=source,
-            source_id=source_id,
-            title=title,
-            text=text,
-            data=data,
-        )
-
-    async def queue(
-        self,
-        *,
-        conversation_id: str,
-        user_id: str,
-        source: str,
-        source_id: str,
-        title: str,
-        text: str,
-        data: dict[str, Any],
-    ) -> DeliveryRecord:
         """Store the report and continue its conversation as soon as it is free."""
         await self._rt.conversations.get(conversation_id)  # NotFound for a wrong id
         delivery = await self._rt.deliveries.queue(
@@ -71,4 +48,3 @@ class Reports:
         )
         self._rt.events.publish(conversation_id, {"type": "queued", "delivery": delivery.to_json()})
         await self._rt.wake(conversation_id)
-        return delivery
