@@ -33,7 +33,7 @@ from pydantic_ai.usage import RequestUsage, UsageLimits
 import corral
 from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt import PromptRequest
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow
 from long_conversation import fill
 from noop_package import write_package
@@ -80,12 +80,12 @@ async def our_loop(platform: Any, model: str, steps: int) -> float:
 
 
 async def prompt_builds(rt: Runtime, rows: int) -> tuple[float, list[float], list[float]]:
-    owner = await rt.platform.caller()
+    owner = await rt.kernel.caller()
     conversation = await rt.start_conversation(model="bench:fn")
     await fill(rt, conversation.id, rows, tool="noop")
-    turn = await rt.platform.chat("one step", conversation_id=conversation.id)
+    turn = await rt.kernel.chat("one step", conversation_id=conversation.id)
     run = await rt.runs.get(turn.run_id)
-    state = await rt.platform.config.dispatch_state()
+    state = await rt.kernel.config.dispatch_state()
     request = PromptRequest(
         conversation_id=conversation.id,
         run=run,
@@ -137,7 +137,7 @@ async def measure(steps: int, rows: int) -> None:
         )
         async with corral.open(Path(tmp) / "data", package_paths=[package]) as platform:
             await platform.admin.set_live("run_step_budget", steps + 10)
-            rt = runtime_of(platform)
+            rt = platform.runtime
             rt.models.register("bench:fn", FunctionModel(model_function(steps)))
             ours = await our_loop(platform, "bench:fn", steps)
             scripted = await our_loop(platform, f"script:{script}", steps)

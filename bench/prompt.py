@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import corral
-from corral.runtime.compaction import compactions_of
+from corral.runtime.compaction import Compactions
 from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt import PromptRequest, PromptView
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow, TimelineRow
 from long_conversation import fill
 
@@ -67,7 +67,7 @@ def naive_overlay(seq: int) -> Any:
 async def measure(folder: Path, rows: int, compactions: int, builds: int) -> None:
     script = folder / "script.json"
     async with corral.open(folder / "data", package_paths=[DEMO]) as platform:
-        rt = runtime_of(platform)
+        rt = platform.runtime
         conversation = await rt.start_conversation(model=f"script:{script}")
         await fill(rt, conversation.id, rows, tool="echo")
         turn = await platform.chat("one step", conversation_id=conversation.id)
@@ -116,7 +116,7 @@ async def measure(folder: Path, rows: int, compactions: int, builds: int) -> Non
         assert trimmed == compactions, (trimmed, compactions)
         warm = await warm_builds(rt, request, builds, "warm")
 
-        service = compactions_of(platform)
+        service = platform.services.require(Compactions)
         first = (await service.list_compactions(conversation.id))[0]["id"]
         await service.set_applied(conversation.id, first, False)
         started = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 import corral
 from corral.platform import Platform
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.runtime import Runtime
 from tests.conftest import DEMO
 
 RTKIT = Path(__file__).parent / "fixtures" / "rtkit"
@@ -36,20 +37,23 @@ def write_script(tmp_path: Path) -> ScriptWriter:
 @pytest.fixture
 async def rt_platform(data_dir: Path) -> AsyncIterator[Platform]:
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as opened:
-        opened.services["test_gates"] = {}
-        opened.services["test_barriers"] = {}
         yield opened
 
 
 @pytest.fixture
 def rt(rt_platform: Platform) -> Runtime:
-    return runtime_of(rt_platform)
+    return rt_platform.runtime
 
 
 def gate(platform: Platform, name: str) -> asyncio.Event:
     """The event a ``gate`` call with this name waits for."""
-    gates: dict[str, asyncio.Event] = platform.services["test_gates"]
-    return gates.setdefault(name, asyncio.Event())
+    return steering(platform).gate(name)
+
+
+def steering(platform: Platform) -> Any:
+    """The rtkit package's steering service (its class lives in the loaded package)."""
+    module = importlib.import_module("corral_packages.rtkit.steering")
+    return platform.services.require(module.Steering)
 
 
 def call(tool: str, /, **args: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from corral.platform import Platform
-from corral.runtime.compaction import compactions_of
+from corral.runtime.compaction import Compactions
 from corral.runtime.compaction.tokens import count_tokens, tokenizer_name
 from corral.runtime.runtime import Runtime
 from corral.tools.results import ToolResult
@@ -72,7 +72,7 @@ async def test_the_prompt_before_and_after_a_compaction_and_after_show_full(
     assert data["tokens_saved"] == data["tokens_before"] - data["tokens_after"] > 2_000
     assert data["tokenizer"] == "cl100k_base" and data["reason"] == "raw build log"
 
-    service = compactions_of(rt_platform)
+    service = rt_platform.services.require(Compactions)
     everything = await stored(rt, turn.conversation_id)
     [shown_full] = await service.show_full(turn.conversation_id)
     assert shown_full["applied"] is False and shown_full["id"] == data["id"]
@@ -122,7 +122,7 @@ async def test_remove_and_summarize_by_tool_use_id_and_sequence(
     assert removed.result_of("call_0_0").startswith("[removed from your context by")
     # The structure stays valid: every call still has its one return.
     assert removed.call_ids("echo") == ["call_0_0", "call_0_1"]
-    cards = await compactions_of(rt_platform).list_compactions(turn.conversation_id)
+    cards = await rt_platform.services.require(Compactions).list_compactions(turn.conversation_id)
     assert [c["action"] for c in cards] == ["summarize", "remove"]
     result_b = next(r for r in turn.rows if r.kind == "tool_result" and r.call_id == "call_0_1")
     assert [t["seq"] for t in cards[0]["targets"]] == [1, result_b.seq]  # timeline order

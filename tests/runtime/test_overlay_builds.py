@@ -26,8 +26,8 @@ from tests.runtime.test_prompt import KINDS, build, fill_ten_thousand_rows, row,
 async def test_overlaid_incremental_builds_equal_full_builds(
     rt: Runtime, kinds_: list[str], trim_sets: list[frozenset[int]]
 ) -> None:
-    owner = await rt.platform.caller()
-    state = await rt.platform.config.dispatch_state()
+    owner = await rt.kernel.caller()
+    state = await rt.kernel.config.dispatch_state()
     context = RenderContext(
         media=MediaSupport(), reader=rt.prompt.reader, caller=owner, sources=state.sources
     )

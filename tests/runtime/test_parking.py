@@ -13,7 +13,7 @@ import pytest
 import corral
 from corral.errors import UsageError
 from corral.platform import Platform
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.runtime import Runtime
 from tests.conftest import DEMO
 from tests.runtime.conftest import RTKIT, ScriptWriter, call, gate, kinds
 
@@ -34,11 +34,11 @@ async def test_parked_run_survives_a_restart_and_finishes_when_approved(
         assert [w.tool for w in turn.waiting] == ["write_note"]
         assert not (data_dir / "drive" / "note.md").exists()
         # Nothing is held open: no task of this process waits for the answer.
-        assert runtime_of(platform).jobs.pending == 0 and not runtime_of(platform).live
+        assert platform.runtime.jobs.pending == 0 and not platform.runtime.live
         cards = [r.data["card"] for r in turn.rows if r.kind == "card"]
         assert cards == ["waiting"]
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:
-        rt = runtime_of(platform)
+        rt = platform.runtime
         run = await rt.runs.get(turn.run_id)
         assert run.status == "parked"  # start-up recovery leaves a parked run answerable
         result = await platform.decide_approval(turn.approvals[0], "approve")

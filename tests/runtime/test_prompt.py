@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
 from corral.platform import Platform
-from corral.runtime.background import BACKGROUND_WORK, BackgroundWork
+from corral.runtime.background import BackgroundWork
 from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt import Prompt, PromptRequest, PromptView
 from corral.runtime.prompt.history import NO_RESULT
@@ -39,8 +39,8 @@ class Shells:
 
 async def build(rt: Runtime, run_id: str, *, user: str | None = None) -> Prompt:
     run = await rt.runs.get(run_id)
-    caller = await rt.platform.caller(user)
-    state = await rt.platform.config.dispatch_state()
+    caller = await rt.kernel.caller(user)
+    state = await rt.kernel.config.dispatch_state()
     return await rt.prompt.build(
         PromptRequest(
             conversation_id=run.conversation_id,
@@ -52,7 +52,7 @@ async def build(rt: Runtime, run_id: str, *, user: str | None = None) -> Prompt:
             media=MediaSupport(),
             sources=state.sources,
             live=state.live,
-            background=rt.platform.services.get(BACKGROUND_WORK, ()),
+            background=rt.background_work,
         )
     )
 
@@ -78,7 +78,7 @@ async def test_the_system_part_and_tool_schemas(
 ) -> None:
     goal = Goal()
     rt.prompt.add_state_block(goal)
-    rt_platform.services.setdefault(BACKGROUND_WORK, []).append(Shells())
+    rt.add_background_work(Shells())
     await rt_platform.admin.ensure_agent("default", instructions="Be brief.")
     await rt_platform.admin.set_tool_enabled("default", "explode", False)
     turn = await rt_platform.chat(
@@ -128,8 +128,8 @@ def row(seq: int, kind: Any, call_id: str | None = None, **data: Any) -> Timelin
 async def test_history_pairs_every_call_with_a_return(rt: Runtime) -> None:
     from corral.runtime.prompt.history import History, RenderContext
 
-    owner = await rt.platform.caller()
-    state = await rt.platform.config.dispatch_state()
+    owner = await rt.kernel.caller()
+    state = await rt.kernel.config.dispatch_state()
     context = RenderContext(
         media=MediaSupport(), reader=rt.prompt.reader, caller=owner, sources=state.sources
     )
@@ -202,8 +202,8 @@ KINDS = ["user_message", "model_turn", "tool_call", "tool_result", "card", "back
 async def test_incremental_builds_equal_full_builds(rt: Runtime, kinds_: list[str]) -> None:
     from corral.runtime.prompt.history import History, RenderContext
 
-    owner = await rt.platform.caller()
-    state = await rt.platform.config.dispatch_state()
+    owner = await rt.kernel.caller()
+    state = await rt.kernel.config.dispatch_state()
     context = RenderContext(
         media=MediaSupport(), reader=rt.prompt.reader, caller=owner, sources=state.sources
     )

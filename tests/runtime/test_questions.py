@@ -11,8 +11,8 @@ import pytest
 import corral
 from corral.errors import NotFound, UsageError
 from corral.platform import Platform
-from corral.runtime.questions import questions_of
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.questions import Questions
+from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow
 from corral.runtime.turns import start_turn, turn_spec
 from corral.tools.context import Narrowing
@@ -48,7 +48,7 @@ async def test_a_question_parks_the_run_and_the_answer_resumes_it(
         card.data["text"]
     )
     assert not rt.live and rt.jobs.pending == 0  # nothing is held open while it waits
-    service = questions_of(rt_platform)
+    service = rt_platform.services.require(Questions)
     [open_] = await service.list_questions()
     assert open_.id == turn.questions[0] and open_.status == "open"
     assert [q.multi_select for q in open_.questions] == [False, True]
@@ -73,7 +73,7 @@ async def test_answers_are_checked_before_anything_is_stored(
     rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
 ) -> None:
     turn = await rt_platform.chat("go", model=write_script({"tool_calls": [ASK]}, AFTER))
-    service = questions_of(rt_platform)
+    service = rt_platform.services.require(Questions)
     qid = turn.questions[0]
     with pytest.raises(UsageError, match="2 question"):
         await service.answer(qid, ["SQLite"])
@@ -95,7 +95,7 @@ async def test_only_the_person_the_run_acts_for_answers(
 ) -> None:
     await rt_platform.identity.create_user("mallory", "member")
     turn = await rt_platform.chat("go", model=write_script({"tool_calls": [ASK]}, AFTER))
-    service = questions_of(rt_platform)
+    service = rt_platform.services.require(Questions)
     assert await service.list_questions(user="mallory") == []
     with pytest.raises(NotFound):
         await service.answer(turn.questions[0], ["SQLite", ["auth"]], user="mallory")
@@ -110,9 +110,9 @@ async def test_an_answer_arriving_after_a_restart_finishes_the_run(
         turn = await platform.chat("set it up", model=model)
         assert turn.status == "parked"
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as platform:
-        rt = runtime_of(platform)
+        rt = platform.runtime
         assert (await rt.runs.get(turn.run_id)).status == "parked"
-        service = questions_of(platform)
+        service = platform.services.require(Questions)
         [still] = await service.list_questions()
         assert still.id == turn.questions[0]
         await service.answer(still.id, ["SQLite", "billing"])
@@ -128,13 +128,13 @@ async def test_a_run_ended_by_start_up_recovery_leaves_no_question_open(
         turn = await platform.chat("go", model=write_script({"tool_calls": [ASK]}, AFTER))
         # As if the process died between storing the question and parking the run.
         dead = f"{socket.gethostname()}:999999999:1"
-        moved = await runtime_of(platform).runs.move(
+        moved = await platform.runtime.runs.move(
             turn.run_id, from_statuses=["parked"], to="running", worker=dead
         )
         assert moved
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as platform:
-        assert (await runtime_of(platform).runs.get(turn.run_id)).status == "partial"
-        record = await questions_of(platform).get(turn.questions[0])
+        assert (await platform.runtime.runs.get(turn.run_id)).status == "partial"
+        record = await platform.services.require(Questions).get(turn.questions[0])
         assert record.status == "closed"
 
 
@@ -143,7 +143,7 @@ async def test_a_run_that_ends_closes_its_open_questions(
 ) -> None:
     turn = await rt_platform.chat("go", model=write_script({"tool_calls": [ASK]}, AFTER))
     assert (await rt.stop(turn.run_id)).status == "stopped"
-    service = questions_of(rt_platform)
+    service = rt_platform.services.require(Questions)
     record = await service.get(turn.questions[0])
     assert record.status == "closed" and "stopped" in (record.note or "")
     with pytest.raises(UsageError, match="already closed"):
@@ -163,7 +163,7 @@ async def test_ask_question_never_reaches_a_subagent(rt_platform: Platform, rt: 
             "ask_question", {"questions": [{"question": "Sure?"}]}, narrowing=narrowing
         )
         assert forged.error_code == "not_visible" and "subagent" in forged.text
-    assert await questions_of(rt_platform).store.list_questions(status=None) == []
+    assert await rt_platform.services.require(Questions).store.list_questions(status=None) == []
 
 
 async def test_a_subagent_run_neither_sees_ask_question_nor_may_call_it(

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import corral
-from corral.runtime.recovery import worker_alive, worker_id
-from corral.runtime.runtime import runtime_of
+from corral.runtime.workers import worker_alive, worker_id
 from tests.conftest import DEMO
 from tests.runtime.conftest import RTKIT, ScriptWriter, call, kinds
 
@@ -64,7 +63,7 @@ async def test_a_killed_process_leaves_its_run_partial_and_parked_runs_answerabl
     assert any("stdout: started" in line for line in seen), "".join(seen)
 
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:
-        rt = runtime_of(platform)
+        rt = platform.runtime
         runs = {r.trigger + ":" + r.model: r for r in await rt.runs.list_runs()}
         cut = runs["user_message:" + long_model]
         assert (cut.status, cut.reason) == ("partial", "restart")
@@ -92,7 +91,7 @@ async def test_closing_the_platform_ends_its_running_runs_partial(
 ) -> None:
     model = write_script({"tool_calls": [call("wait", ms=600_000)]})
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:
-        rt = runtime_of(platform)
+        rt = platform.runtime
         conversation = await rt.start_conversation(model=model)
         async with rt.events.subscribe(conversation.id) as events:
             run = await rt.start_chat("wait", conversation_id=conversation.id)
@@ -100,7 +99,7 @@ async def test_closing_the_platform_ends_its_running_runs_partial(
                 if event["type"] == "output":
                     break
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:
-        ended = await runtime_of(platform).runs.get(run.id)
+        ended = await platform.runtime.runs.get(run.id)
         assert (ended.status, ended.reason, ended.steps) == ("partial", "shutdown", 1)
-        rows = await runtime_of(platform).rows(conversation.id)
+        rows = await platform.runtime.rows(conversation.id)
         assert rows[-2].data["result"]["status"] == "stopped"  # what it captured is kept

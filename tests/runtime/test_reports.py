@@ -10,14 +10,15 @@ from corral.errors import NotFound
 from corral.platform import Platform
 from corral.runtime.prompt.envelopes import render_report
 from corral.runtime.runtime import Runtime
-from corral.tools.services import REPORTS, ReportSink
+from corral.service_protocols import ReportSink
 from tests.runtime.conftest import ScriptWriter, call, gate, kinds
 
 REACT = {"when_message_contains": "exit code 0", "text": "The build passed."}
 
 
 def sink(platform: Platform) -> ReportSink:
-    reports: ReportSink = platform.services[REPORTS]
+    reports: ReportSink | None = platform.services.reports
+    assert reports is not None
     return reports
 
 

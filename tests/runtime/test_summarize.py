@@ -6,7 +6,7 @@ import pytest
 
 from corral.errors import UsageError
 from corral.platform import Platform
-from corral.runtime.compaction import compactions_of
+from corral.runtime.compaction import Compactions
 from corral.runtime.compaction.summarize import INSTRUCTIONS, REQUEST
 from corral.runtime.runtime import Runtime
 from tests.runtime.conftest import ScriptWriter, call
@@ -34,7 +34,7 @@ async def test_summarize_replaces_the_history_in_later_prompts_until_shown_in_fu
     await rt_platform.chat("two", conversation_id=cid)
     rows_before = [r.to_json() for r in await rt.conversations.rows(cid)]
 
-    service = compactions_of(rt_platform)
+    service = rt_platform.services.require(Compactions)
     made = await service.summarize(cid, model=summarizer.name)
     assert made["source"] == "summarize" and made["summary"] == SUMMARY
     assert (made["first_seq"], made["last_seq"]) == (1, rows_before[-1]["seq"])
@@ -68,7 +68,7 @@ async def test_summarize_replaces_the_history_in_later_prompts_until_shown_in_fu
 async def test_summarize_refuses_a_busy_or_empty_conversation(
     rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
 ) -> None:
-    service = compactions_of(rt_platform)
+    service = rt_platform.services.require(Compactions)
     empty = await rt.start_conversation(model="script:unused")
     with pytest.raises(UsageError, match="nothing to summarize"):
         await service.summarize(empty.id)

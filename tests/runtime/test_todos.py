@@ -11,8 +11,7 @@ import pytest
 import corral
 from corral.errors import UsageError
 from corral.platform import Platform
-from corral.runtime.goals import goals_of
-from corral.runtime.meta import conversation_meta
+from corral.runtime.goals import Goals
 from corral.runtime.runtime import Runtime
 from corral.tools.results import ToolResult
 from tests.conftest import DEMO
@@ -30,7 +29,7 @@ async def todos(platform: Platform, cid: str, **args: Any) -> ToolResult:
 
 
 async def state(platform: Platform, cid: str) -> dict[str, Any]:
-    return (await goals_of(platform).state(cid)).to_json()
+    return (await platform.services.require(Goals).state(cid)).to_json()
 
 
 GOAL = {"goal": "Ship the parser", "conditions": ["tests pass", "docs updated"], "loop": 3}
@@ -78,7 +77,7 @@ async def test_with_close_mark_and_close_end_the_cycle_before_plan_opens_the_nex
         rt_platform, cid, mark={"conditions": ["x"]}, close="achieved", plan={"goal": "Third"}
     )
     assert not third.is_error, third.text
-    ledger = await goals_of(rt_platform).ledger(cid)
+    ledger = await rt_platform.services.require(Goals).ledger(cid)
     assert [(e["version"], e["outcome"], e["goal"]["text"]) for e in ledger] == [
         (1, "cleared", "First approach"),
         (2, "achieved", "Second approach"),
@@ -115,7 +114,7 @@ async def test_meeting_the_last_condition_archives_goal_and_list_and_empties_bot
     assert "cycle v1 achieved: 'Ship the parser' archived to the ledger" in last.text
     now = await state(rt_platform, cid)
     assert now["goal"] is None and now["steps"] == [] and now["next_step"] == 1
-    [entry] = await goals_of(rt_platform).ledger(cid)
+    [entry] = await rt_platform.services.require(Goals).ledger(cid)
     assert entry["version"] == 1 and entry["outcome"] == "achieved"
     assert [c["met"] for c in entry["goal"]["conditions"]] == [True, True]
     assert entry["todos"] == [{"id": 1, "text": "write it", "status": "done"}]
@@ -159,7 +158,7 @@ async def test_conditions_are_immutable(rt_platform: Platform, cid: str) -> None
 async def test_a_goal_set_by_the_user_is_locked_to_the_agent(
     rt_platform: Platform, cid: str
 ) -> None:
-    goals = goals_of(rt_platform)
+    goals = rt_platform.services.require(Goals)
     await goals.set_goal(cid, "Migrate the database", conditions=["data copied", "old db off"])
     shown = await todos(rt_platform, cid, plan={"steps": ["copy"]})
     assert "Migrate the database [set by user owner — locked]" in shown.text
@@ -191,7 +190,7 @@ async def test_a_goal_set_by_the_user_is_locked_to_the_agent(
 async def test_a_workflow_goal_is_locked_unless_its_template_says_evolve_agent(
     rt_platform: Platform, rt: Runtime
 ) -> None:
-    goals = goals_of(rt_platform)
+    goals = rt_platform.services.require(Goals)
     locked = (await rt.start_conversation()).id
     await goals.set_goal(locked, "Nightly report", workflow="nightly")
     refused = await todos(rt_platform, locked, close="cleared")
@@ -217,7 +216,7 @@ async def test_close_achieved_and_cleared_rules(rt_platform: Platform, cid: str)
     assert no_goal.error_code == "no_goal"
     dropped = await todos(rt_platform, cid, close="cleared")
     assert not dropped.is_error and (await state(rt_platform, cid))["steps"] == []
-    ledger = await goals_of(rt_platform).ledger(cid)
+    ledger = await rt_platform.services.require(Goals).ledger(cid)
     assert [(e["outcome"], e["goal"]) for e in ledger][1] == ("cleared", None)
     assert [e["outcome"] for e in ledger] == ["achieved", "cleared"]
 
@@ -235,7 +234,7 @@ async def test_a_list_without_a_goal_archives_itself_when_every_step_is_done(
     assert [s["text"] for s in (await state(rt_platform, cid))["steps"]] == ["a", "c, reworded"]
     last = await todos(rt_platform, cid, mark={"steps": [{"id": 3, "status": "skipped"}]})
     assert "cycle v1 completed" in last.text
-    [entry] = await goals_of(rt_platform).ledger(cid)
+    [entry] = await rt_platform.services.require(Goals).ledger(cid)
     assert entry["outcome"] == "completed" and entry["goal"] is None
     assert [(s["id"], s["status"]) for s in entry["todos"]] == [(1, "done"), (3, "skipped")]
     empty = await todos(rt_platform, cid, mark={"steps": [{"id": 1}]})
@@ -253,7 +252,9 @@ async def test_the_loop_bound_limits_the_cycles(rt_platform: Platform, cid: str)
     assert "Loop bound reached: 2 of 2 cycles closed" in ended.text
     refused = await todos(rt_platform, cid, plan={"goal": "Three"})
     assert refused.error_code == "loop_exhausted"
-    await goals_of(rt_platform).set_goal(cid, "Four", loop=5)  # a person may always set one
+    await rt_platform.services.require(Goals).set_goal(
+        cid, "Four", loop=5
+    )  # a person may always set one
     raised = await todos(rt_platform, cid, plan={"loop": 9})
     assert raised.error_code == "loop_locked"
 
@@ -287,7 +288,7 @@ async def test_the_state_and_the_closed_cycles_line_are_always_in_the_system_pro
     assert "Goal (cycle 1): Greet [set by you]" in second and "1. [open] said hi" in second
     assert "No goal or todo list is open." in third
     assert 'Closed cycles: v1 achieved "Greet"' in third
-    meta = await conversation_meta(rt_platform, turn.conversation_id)
+    meta = await rt_platform.conversation_meta(turn.conversation_id)
     assert [e["version"] for e in meta["sessionLedger"]] == [1]
     assert meta["goal"] is None and meta["todos"] == []
 
@@ -299,11 +300,11 @@ async def test_a_goal_set_from_another_process_reaches_the_next_prompt(
     first = await rt_platform.chat("hi", model=model.name)
     cid = first.conversation_id
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as other:
-        await goals_of(other).set_goal(cid, "Write the report", conditions=["sent"])
+        await other.services.require(Goals).set_goal(cid, "Write the report", conditions=["sent"])
     await rt_platform.chat("next", conversation_id=cid)
     assert "Write the report [set by user owner — locked]" in model.seen[1].system
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as other:
-        await goals_of(other).clear_goal(cid)
+        await other.services.require(Goals).clear_goal(cid)
     await rt_platform.chat("and now", conversation_id=cid)
     assert "No goal or todo list is open." in model.seen[2].system
     assert 'Closed cycles: v1 cleared "Write the report"' in model.seen[2].system

@@ -8,7 +8,6 @@ from pathlib import Path
 import httpx
 
 from corral.platform import Platform
-from corral.runtime.runtime import runtime_of
 from tests.runtime.conftest import call
 from tests.server.test_conversations_api import api_platform, http, script
 
@@ -36,7 +35,7 @@ async def test_a_question_is_answered_over_http(
     assert bad.status_code == 400 and "option 5" in bad.json()["detail"]
     answered = await http.post(f"/questions/{listed[0]['id']}/answer", json={"answers": [1]})
     assert answered.status_code == 200 and answered.json()["answers"] == ["yes"]
-    final = await runtime_of(api_platform).wait_run(turn["run_id"])
+    final = await api_platform.runtime.wait_run(turn["run_id"])
     assert final.status == "finished"
     run = (await http.get(f"/runs/{turn['run_id']}")).json()
     assert run["text"] == "Going ahead."

@@ -13,7 +13,7 @@ import pytest
 
 import corral
 from corral.platform import Platform
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.runtime import Runtime
 from corral.server import create_app
 from corral.server.sse import conversation_events
 from tests.conftest import DEMO
@@ -23,7 +23,6 @@ from tests.runtime.conftest import RTKIT, call
 @pytest.fixture
 async def api_platform(data_dir: Path) -> AsyncIterator[Platform]:
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as platform:
-        platform.services["test_gates"] = {}
         yield platform
 
 
@@ -75,7 +74,7 @@ async def test_an_approval_decided_over_http_resumes_the_run(
     approval = turn["waiting"][0]["id"]
     decided = await http.post(f"/approvals/{approval}/decision", json={"decision": "approve"})
     assert decided.json()["result"]["content"][0]["text"] == "wrote data://api.md"
-    final = await runtime_of(api_platform).wait_run(turn["run_id"])
+    final = await api_platform.runtime.wait_run(turn["run_id"])
     assert final.status == "finished"
     assert (data_dir / "drive" / "api.md").read_text() == "note:x"
 
@@ -88,7 +87,7 @@ async def test_the_inbox_route_queues_a_message(
     cid = turn["conversation_id"]
     queued = await http.post(f"/conversations/{cid}/inbox", json={"text": "status?"})
     assert queued.status_code == 202 and queued.json()["hop"] == 1
-    await runtime_of(api_platform).wait_idle(cid)
+    await api_platform.runtime.wait_idle(cid)
     rows = (await http.get(f"/conversations/{cid}")).json()["rows"]
     assert [r["kind"] for r in rows][-3:] == ["message", "model_turn", "card"]
     assert rows[-2]["data"]["text"] == "ok"
@@ -131,7 +130,7 @@ async def test_the_event_stream_replays_rows(http: httpx.AsyncClient, tmp_path: 
 
 
 async def test_the_event_stream_follows_a_live_turn(api_platform: Platform, tmp_path: Path) -> None:
-    rt: Runtime = runtime_of(api_platform)
+    rt: Runtime = api_platform.runtime
     model = script(
         tmp_path,
         {"text": "first"},

@@ -20,7 +20,7 @@ import corral
 from corral import Cancellation
 from corral.platform import Platform
 from corral.shell.processes import is_gone
-from corral.shell.service import ShellService, shell_service
+from corral.shell.service import ShellService
 
 
 def _bwrap_works() -> bool:
@@ -81,7 +81,7 @@ async def unconfined(data_dir: Path) -> AsyncIterator[Platform]:
 
 
 def shells(platform: Platform) -> ShellService:
-    return shell_service(platform.services)
+    return platform.services.require(ShellService)
 
 
 def host_pids(token: str) -> list[int]:

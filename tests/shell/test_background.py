@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 import textwrap
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,9 @@ import pytest
 
 import corral
 from corral.errors import NotFound, PolicyDenied
-from corral.platform import Platform, components
-from corral.shell.install import install_shell
+from corral.platform import Platform
 from corral.shell.processes import wait_gone
+from corral.tools.services import Services
 from tests.conftest import DEMO
 from tests.shell.conftest import AllowReaders, FakeReports, dead, host_pids, needs_bwrap, shells
 
@@ -53,7 +52,7 @@ async def read_until(platform: Platform, shell_id: str, marker: str) -> list[dic
 @needs_bwrap
 async def test_lifecycle_output_log_and_report(fast: Platform) -> None:
     sink = FakeReports()
-    fast.services["reports"] = sink
+    fast.provide(reports=sink)
     data = await start(fast, "echo one; echo two >&2; printf 'three\\n'; exit 3")
     shell_id = data["shell_id"]
     assert data["status_uri"] == f"corral://shells/{shell_id}"
@@ -75,7 +74,7 @@ async def test_lifecycle_output_log_and_report(fast: Platform) -> None:
 @needs_bwrap
 async def test_report_keeps_head_and_tail_within_budget(fast: Platform) -> None:
     sink = FakeReports()
-    fast.services["reports"] = sink
+    fast.provide(reports=sink)
     await fast.admin.set_live("shell_report_tail_chars", 400)
     data = await start(fast, "seq -f 'row %g' 20000")
     await shells(fast).background.wait_ended(data["shell_id"], 10)
@@ -89,19 +88,19 @@ async def test_stop_is_for_the_starter_and_reading_for_conversation_readers(
     fast: Platform,
 ) -> None:
     sink = FakeReports()
-    fast.services["reports"] = sink
+    fast.provide(reports=sink)
     await fast.identity.create_role("dev", ["core.exec"])
     bob = await fast.identity.create_user("bob", "dev")
     data = await start(fast, "echo up; sleep 4901")
     shell_id = data["shell_id"]
     await read_until(fast, shell_id, "up")
     background = shells(fast).background
-    (work,) = await fast.services["background_work"][0].running_work("conv-1")
+    (work,) = await fast.runtime.background_work[0].running_work("conv-1")
     assert (work["kind"], work["id"], work["title"]) == ("shell", shell_id, "echo up; sleep 4901")
     bob_caller = await fast.caller("bob")
     with pytest.raises(NotFound):
         await background.output(shell_id, bob_caller)
-    fast.services["conversation_access"] = AllowReaders(bob)
+    fast.provide(conversation_access=AllowReaders(bob))
     page = await background.output(shell_id, bob_caller)
     assert page["rows"][0]["text"] == "up\n" and page["shell"]["status"] == "running"
     with pytest.raises(PolicyDenied, match="not yours to stop"):
@@ -123,7 +122,7 @@ async def test_report_waits_in_the_store_without_a_sink_or_when_notify_is_off(
     record = await shells(fast).background.wait_ended(first["shell_id"], 10)
     assert record.report_state == "pending" and record.report is not None
     sink = FakeReports()
-    fast.services["reports"] = sink
+    fast.provide(reports=sink)
     assert await shells(fast).background.deliver_pending() == 1
     assert sink.reports[0]["source_id"] == first["shell_id"]
     await fast.admin.set_live("shell_background_notify", False)
@@ -143,11 +142,7 @@ async def test_closing_the_platform_ends_its_shells_and_reports_them_next_start(
     assert pids and all(dead(pid) for pid in pids)
     sink = FakeReports()
 
-    async def install_sink(platform: Platform) -> None:
-        platform.services["reports"] = sink
-
-    sink_before_shells(monkeypatch, install_sink)
-    async with corral.open(data_dir) as second:
+    async with corral.open(data_dir, services=Services(reports=sink)) as second:
         record = await shells(second).background.get(data["shell_id"])
     assert record.status == "lost" and record.report_state == "reported"
     assert "shut down" in record.detail and "begun" in sink.reports[0]["text"]
@@ -195,7 +190,7 @@ CRASHING_CHILD = textwrap.dedent(
             )
             shell_id = result.data["shell_id"]
             caller = await platform.caller()
-            shells = platform.services["shells"].background
+            shells = platform.services.shells.background
             text, after = "", 0
             for _ in range(20):
                 page = await shells.output(shell_id, caller, after=after, wait=5)
@@ -236,11 +231,7 @@ async def test_a_shell_is_reported_lost_after_the_platform_dies(
     await child.wait()
     sink = FakeReports()
 
-    async def install_sink(platform: Platform) -> None:
-        platform.services["reports"] = sink
-
-    sink_before_shells(monkeypatch, install_sink)
-    async with corral.open(data_dir) as restarted:
+    async with corral.open(data_dir, services=Services(reports=sink)) as restarted:
         record = await shells(restarted).background.get(shell_id)
     assert (record.status, record.report_state) == ("lost", "reported")
     (report,) = sink.reports
@@ -248,14 +239,3 @@ async def test_a_shell_is_reported_lost_after_the_platform_dies(
     assert "up" in report["text"] and "restarted" in report["text"]
     for pid in pids:
         assert await wait_gone(pid, 5)
-
-
-def sink_before_shells(
-    monkeypatch: pytest.MonkeyPatch, install_sink: Callable[[Platform], Awaitable[None]]
-) -> None:
-    """Put the fake report sink in place after the runtime's and before the shells start."""
-    installers = list(components.INSTALLERS)
-    at = installers.index(install_shell)
-    monkeypatch.setattr(
-        components, "INSTALLERS", [*installers[:at], install_sink, *installers[at:]]
-    )

@@ -99,7 +99,7 @@ async def token(platform: Platform, user: str) -> dict[str, str]:
 async def test_routes_read_for_readers_and_stop_only_for_the_starter(
     fast: Platform, client: httpx.AsyncClient
 ) -> None:
-    fast.services["reports"] = FakeReports()
+    fast.provide(reports=FakeReports())
     await fast.identity.create_role("dev", ["core.exec"])
     bob = await fast.identity.create_user("bob", "dev")
     owner_auth, bob_auth = await token(fast, "owner"), await token(fast, "bob")
@@ -118,7 +118,7 @@ async def test_routes_read_for_readers_and_stop_only_for_the_starter(
             break
     assert page["rows"][0]["text"] == "hello\n" and page["shell"]["status"] == "running"
     assert (await client.get(f"/shells/{shell_id}", headers=bob_auth)).status_code == 404
-    fast.services["conversation_access"] = AllowReaders(bob)
+    fast.provide(conversation_access=AllowReaders(bob))
     listed = await client.get("/shells", params={"conversation_id": "c9"}, headers=bob_auth)
     assert [s["id"] for s in listed.json()["shells"]] == [shell_id]
     denied = await client.post(f"/shells/{shell_id}/stop", headers=bob_auth)

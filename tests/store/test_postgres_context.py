@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import corral
-from corral.runtime.compaction import compactions_of
-from corral.runtime.goals import goals_of
-from corral.runtime.questions import questions_of
-from corral.runtime.runtime import runtime_of
+from corral.runtime.compaction import Compactions
+from corral.runtime.goals import Goals
+from corral.runtime.questions import Questions
 from tests.conftest import DEMO
 from tests.runtime.conftest import RTKIT, call
 
@@ -27,7 +26,7 @@ async def test_context_tools_on_postgresql(
     async with corral.open(
         data_dir, database_url=database_url, package_paths=[DEMO, RTKIT]
     ) as platform:
-        rt = runtime_of(platform)
+        rt = platform.runtime
         cid = (await rt.start_conversation()).id
         results = await asyncio.gather(
             *(
@@ -36,7 +35,7 @@ async def test_context_tools_on_postgresql(
             )
         )
         assert not any(r.is_error for r in results), [r.text for r in results]
-        steps = (await goals_of(platform).state(cid)).steps
+        steps = (await platform.services.require(Goals).state(cid)).steps
         assert sorted(s.id for s in steps) == [1, 2, 3, 4, 5, 6]
         done = await platform.call_tool(
             "todos",
@@ -44,11 +43,11 @@ async def test_context_tools_on_postgresql(
             conversation_id=cid,
         )
         assert "cycle v1 completed" in done.text
-        assert [e["version"] for e in await goals_of(platform).ledger(cid)] == [1]
+        assert [e["version"] for e in await platform.services.require(Goals).ledger(cid)] == [1]
 
         turn = await platform.chat("long " * 300, model=model)
         assert turn.status == "parked"
-        await questions_of(platform).answer(turn.questions[0], ["yes"])
+        await platform.services.require(Questions).answer(turn.questions[0], ["yes"])
         assert (await rt.wait_run(turn.run_id)).status == "finished"
-        [made] = await compactions_of(platform).list_compactions(turn.conversation_id)
+        [made] = await platform.services.require(Compactions).list_compactions(turn.conversation_id)
         assert made["applied"] is True and made["tokens_saved"] > 100

@@ -14,7 +14,7 @@ import pytest
 
 import corral
 from corral.platform import Platform
-from corral.web.access import WEB, WebAccess
+from corral.web.access import WebAccess
 from corral.web.fetch import AddressRules, StaticResolver
 from tests.web.conftest import LoopbackServer
 from tests.web.test_extraction_pdf import make_pdf
@@ -36,9 +36,11 @@ async def web(
     data_dir: Path, other_server: LoopbackServer
 ) -> AsyncIterator[tuple[Platform, LoopbackServer]]:
     async with corral.open(data_dir) as platform:
-        platform.services[WEB] = WebAccess(
-            resolver=StaticResolver({"www.public.test": ["127.0.0.2"]}),
-            addresses=AddressRules.unsafe_allowing(ip_network("127.0.0.2/32")),
+        platform.provide(
+            web=WebAccess(
+                resolver=StaticResolver({"www.public.test": ["127.0.0.2"]}),
+                addresses=AddressRules.unsafe_allowing(ip_network("127.0.0.2/32")),
+            )
         )
         await platform.admin.set_live("web_allowed_ports", str(other_server.port))
         yield platform, other_server

@@ -13,7 +13,7 @@ from rich.text import Text
 from corral.platform import Platform
 from corral.runtime.events import Event
 from corral.runtime.results import RunResult
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.runtime import Runtime
 
 __all__ = ["TurnPrinter", "exit_code", "follow", "print_result", "runtime"]
 
@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 
 def runtime(platform: Platform) -> Runtime:
-    return runtime_of(platform)
+    return platform.runtime
 
 
 def _short(value: Any, limit: int = 160) -> str:

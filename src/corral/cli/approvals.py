@@ -10,10 +10,9 @@ from rich.table import Table
 from corral.cli._run import console, err_console, print_json, run_with_platform
 from corral.cli._turns import TurnPrinter, follow
 from corral.errors import UsageError
+from corral.kernel.approvals import ApprovalRecord, Decision
 from corral.platform import Platform
-from corral.platform.approvals import ApprovalRecord, Decision
 from corral.runtime.runs import RunRecord
-from corral.runtime.runtime import runtime_of
 from corral.tools.results import ToolResult
 
 app = typer.Typer(help="List and decide pending approvals.", no_args_is_help=True)
@@ -64,7 +63,7 @@ def decide(
 
         printer = None if as_json else TurnPrinter(console)
         result = await follow(platform, run.conversation_id, printer, decide_it)
-        return result, (await runtime_of(platform).runs.get(run.id)).to_json()
+        return result, (await platform.runtime.runs.get(run.id)).to_json()
 
     result, run = run_with_platform(work)
     if as_json:
@@ -80,6 +79,6 @@ def decide(
 
 async def _run_of(platform: Platform, run_id: str | None) -> RunRecord | None:
     """The runtime's run an approval belongs to, if any."""
-    if run_id is None or "runtime" not in platform.services:
+    if run_id is None:
         return None
-    return await runtime_of(platform).runs.find(run_id)
+    return await platform.runtime.runs.find(run_id)

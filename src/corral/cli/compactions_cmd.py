@@ -9,7 +9,7 @@ from rich.table import Table
 
 from corral.cli._run import console, print_json, run_with_platform
 from corral.platform import Platform
-from corral.runtime.compaction import compactions_of
+from corral.runtime.compaction import Compactions
 
 __all__ = ["app", "summarize"]
 
@@ -55,7 +55,7 @@ def list_compactions(
     """Every compaction of the conversation and whether it applies now."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        return await compactions_of(platform).list_compactions(conversation_id)
+        return await platform.services.require(Compactions).list_compactions(conversation_id)
 
     rows = run_with_platform(work)
     _show(rows, as_json)
@@ -72,7 +72,7 @@ def show_full(
     """Switch compactions off: the agent reads those rows in full again from its next step."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        service = compactions_of(platform)
+        service = platform.services.require(Compactions)
         if compaction_id is None:
             return await service.show_full(conversation_id)
         await service.set_applied(conversation_id, compaction_id, False)
@@ -91,7 +91,7 @@ def apply(
     """Switch a compaction on again."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        service = compactions_of(platform)
+        service = platform.services.require(Compactions)
         await service.set_applied(conversation_id, compaction_id, True)
         return await service.list_compactions(conversation_id)
 
@@ -110,7 +110,7 @@ def summarize(
     in for it in the agent's prompt (switchable with `corral compactions show-full`)."""
 
     async def work(platform: Platform) -> dict[str, Any]:
-        return await compactions_of(platform).summarize(conversation_id, model=model)
+        return await platform.services.require(Compactions).summarize(conversation_id, model=model)
 
     made = run_with_platform(work)
     if as_json:

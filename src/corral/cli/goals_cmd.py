@@ -8,7 +8,7 @@ import typer
 
 from corral.cli._run import console, fail, print_json, run_with_platform
 from corral.platform import Platform
-from corral.runtime.goals import GoalState, goals_of
+from corral.runtime.goals import Goals, GoalState
 from corral.runtime.goals.render import render_state
 
 __all__ = ["app"]
@@ -34,7 +34,7 @@ def show(
     """The goal state as the agent sees it in its system prompt."""
 
     async def work(platform: Platform) -> GoalState:
-        return await goals_of(platform).state(conversation_id)
+        return await platform.services.require(Goals).state(conversation_id)
 
     _print(run_with_platform(work), as_json)
 
@@ -68,7 +68,7 @@ def set_goal(
         fail(f"--evolve may only be 'agent', not {evolve!r}")
 
     async def work(platform: Platform) -> GoalState:
-        return await goals_of(platform).set_goal(
+        return await platform.services.require(Goals).set_goal(
             conversation_id,
             goal,
             conditions=condition or [],
@@ -90,7 +90,7 @@ def clear(
     """Clear the open goal or list (archived to the ledger as cleared) and the loop bound."""
 
     async def work(platform: Platform) -> GoalState:
-        return await goals_of(platform).clear_goal(conversation_id)
+        return await platform.services.require(Goals).clear_goal(conversation_id)
 
     _print(run_with_platform(work), as_json)
 
@@ -102,6 +102,6 @@ def ledger(
     """The session ledger: every closed cycle as a versioned entry, as JSON."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        return await goals_of(platform).ledger(conversation_id)
+        return await platform.services.require(Goals).ledger(conversation_id)
 
     print_json(run_with_platform(work))

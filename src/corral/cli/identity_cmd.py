@@ -9,8 +9,8 @@ from rich.table import Table
 from sqlalchemy import select
 
 from corral.cli._run import console, print_json, run_with_platform
+from corral.kernel.accounts import NewToken
 from corral.platform import Platform
-from corral.platform.identity import NewToken
 from corral.store import tables as t
 
 users = typer.Typer(help="Users and their roles.", no_args_is_help=True)

@@ -8,7 +8,6 @@ import typer
 
 from corral.cli._run import print_json, run_with_platform
 from corral.platform import Platform
-from corral.runtime.meta import conversation_meta
 
 __all__ = ["meta"]
 
@@ -18,6 +17,6 @@ def meta(conversation_id: Annotated[str, typer.Argument(help="The conversation's
     questions of a conversation, as JSON."""
 
     async def work(platform: Platform) -> dict[str, Any]:
-        return await conversation_meta(platform, conversation_id)
+        return await platform.conversation_meta(conversation_id)
 
     print_json(run_with_platform(work))

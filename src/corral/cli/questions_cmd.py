@@ -10,7 +10,7 @@ from rich.table import Table
 from corral.cli._run import console, print_json, run_with_platform
 from corral.cli._turns import TurnPrinter, follow, runtime
 from corral.platform import Platform
-from corral.runtime.questions import AnswerInput, questions_of
+from corral.runtime.questions import AnswerInput, Questions
 
 __all__ = ["app"]
 
@@ -25,7 +25,9 @@ def list_questions(
     """Your open questions (with --all, every question put to you)."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        found = await questions_of(platform).list_questions(status=None if every else "open")
+        found = await platform.services.require(Questions).list_questions(
+            status=None if every else "open"
+        )
         return [q.to_json() for q in found]
 
     records = run_with_platform(work)
@@ -62,7 +64,7 @@ def answer(
     """Answer a question; the waiting run continues with your answers."""
 
     async def work(platform: Platform) -> dict[str, Any]:
-        service = questions_of(platform)
+        service = platform.services.require(Questions)
         record = await service.get(question_id)
         given: list[AnswerInput] = []
         for question, text in zip(record.questions, answers, strict=False):

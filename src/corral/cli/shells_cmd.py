@@ -9,7 +9,7 @@ from rich.table import Table
 
 from corral.cli._run import console, err_console, print_json, run_with_platform
 from corral.platform import Platform
-from corral.shell.service import shell_service
+from corral.shell.service import ShellService
 
 app = typer.Typer(help="Background shells: list, output, stop.", no_args_is_help=True)
 
@@ -27,7 +27,7 @@ def list_shells(
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
         caller = await platform.caller(user)
-        store = shell_service(platform.services).store
+        store = platform.services.require(ShellService).store
         return [r.to_json() for r in await store.find(user_id=caller.user_id, status=status)]
 
     shells = run_with_platform(work)
@@ -62,7 +62,7 @@ def output(
 
     async def work(platform: Platform) -> dict[str, Any]:
         caller = await platform.caller(user)
-        background = shell_service(platform.services).background
+        background = platform.services.require(ShellService).background
         return await background.output(shell_id, caller, after=after, limit=limit)
 
     result = run_with_platform(work)
@@ -90,7 +90,7 @@ def stop(
 
     async def work(platform: Platform) -> dict[str, Any]:
         caller = await platform.caller(user)
-        record = await shell_service(platform.services).background.stop(shell_id, caller)
+        record = await platform.services.require(ShellService).background.stop(shell_id, caller)
         return record.to_json()
 
     record = run_with_platform(work)

@@ -1,109 +1,80 @@
-"""The Platform: one open store, the loaded tools and the dispatch pipeline."""
+"""The Platform: the facade an embedding program, the CLI and the server use.
+
+It holds the kernel (store, tools, dispatch, configuration, identity, approvals, logs) and
+the runtime that :func:`corral.platform.composition.open_platform` built and wired, and the
+services packages installed.
+"""
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-
-from corral.errors import ApprovalDenied, NotFound, UsageError
-from corral.platform.admin import Admin
-from corral.platform.approvals import ApprovalRecord, ApprovalStore, Decision
-from corral.platform.bootstrap import DEFAULT_AGENT, bootstrap, prepare_folders
-from corral.platform.components import install_components
-from corral.platform.config import ConfigCache
-from corral.platform.identity import Identity
-from corral.platform.logs import LogStore
+from corral.errors import ApprovalDenied, UsageError
+from corral.kernel import DEFAULT_AGENT, ApprovalRecord, Decision, Kernel
+from corral.platform.meta import conversation_meta
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
-from corral.settings import Settings, load_settings
-from corral.shell.service import shell_service
+from corral.runtime.conversations import ConversationInfo
+from corral.runtime.results import ChatTurn
+from corral.runtime.runtime import Runtime
+from corral.runtime.timeline import TimelineRow
 from corral.shell.verdict import Verdict
-from corral.store import make_engine, make_sessionmaker, upgrade
 from corral.tools.context import Cancellation, Narrowing, OutputSink
-from corral.tools.dispatch import CallRequest, Dispatcher
-from corral.tools.registry import LoadedTool, Registry, discover
+from corral.tools.dispatch import CallRequest
+from corral.tools.registry import LoadedTool
 from corral.tools.results import ToolResult
+from corral.tools.services import Services
 
-if TYPE_CHECKING:
-    from corral.runtime.results import ChatTurn
-
-__all__ = ["ApprovalHook", "Platform", "open", "open_platform"]
-
-ApprovalHook = Callable[
-    [ApprovalRecord, Decision, Caller, "str | None"], Awaitable["ToolResult | None"]
-]
-"""Answers a decided approval that belongs to a run; None leaves it to the platform."""
+__all__ = ["Platform"]
 
 
 class Platform:
     """Everything an embedding program, the CLI or the server needs."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        engine: AsyncEngine,
-        sessions: async_sessionmaker[AsyncSession],
-        registry: Registry,
-    ) -> None:
-        self.settings = settings
-        self.engine = engine
-        self.sessions = sessions
-        self.registry = registry
-        self.config = ConfigCache(sessions, settings)
-        self.logs = LogStore(sessions)
-        self.approvals = ApprovalStore(sessions)
-        self.identity = Identity(sessions, self.config)
-        self.admin = Admin(
-            sessions,
-            self.config,
-            known_tools=lambda: set(registry.tools) | set(registry.pending),
-            known_packages=lambda: set(registry.packages),
-        )
-        self.dispatcher = Dispatcher(
-            registry=registry,
-            state=self.config,
-            approvals=self.approvals,
-            slow_calls=self.logs,
-            settings=settings,
-        )
-        self.services: dict[str, Any] = {"platform": self}
-        """Services handed to every handler as ``ctx.services`` (shells, runtime…)."""
+    def __init__(self, kernel: Kernel, runtime: Runtime) -> None:
+        self.kernel = kernel
+        self.runtime = runtime
+        self.settings = kernel.settings
+        self.engine = kernel.engine
+        self.sessions = kernel.sessions
+        self.registry = kernel.registry
+        self.config = kernel.config
+        self.logs = kernel.logs
+        self.approvals = kernel.approvals
+        self.identity = kernel.identity
+        self.admin = kernel.admin
+        self.dispatcher = kernel.dispatcher
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        self.approval_hook: ApprovalHook | None = None
-        """Set by the runtime: a decision on a run's approval resumes that run."""
+
+    @property
+    def services(self) -> Services:
+        """The services every call receives (``ctx.services``), as packages installed them."""
+        return self.kernel.services
+
+    def provide(self, services: Services | None = None, **fields: Any) -> None:
+        """Provide (or replace) services from now on: the fields given win, extras merge.
+
+        For embedding programs and tests, e.g. ``platform.provide(web=WebAccess(...))``."""
+        given = services if services is not None else Services(**fields)
+        self.kernel.services = given.over(self.kernel.services)
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
         self._closers.append(closer)
 
     async def close(self) -> None:
-        while self._closers:
-            await self._closers.pop()()
-        await self.engine.dispose()
+        try:
+            while self._closers:
+                await self._closers.pop()()
+            await self.runtime.close()
+        finally:
+            await self.kernel.close()
 
     # -- callers ----------------------------------------------------------------------------
 
     async def caller(self, user: str | None = None) -> Caller:
         """Resolve a user id or name (None: the local owner) with the role's current grants."""
-        snapshot = await self.config.snapshot()
-        info = None
-        if user is None:
-            info = next((u for u in snapshot.users.values() if u.role == "owner"), None)
-        else:
-            info = snapshot.users.get(user) or next(
-                (u for u in snapshot.users.values() if u.name == user), None
-            )
-        if info is None:
-            raise NotFound(f"no user {user!r}; `corral users list` shows them")
-        if info.disabled:
-            raise UsageError(f"user {info.name!r} is disabled")
-        grants = snapshot.roles.get(info.role)
-        if grants is None:
-            raise NotFound(f"user {info.name!r} has role {info.role!r}, which no longer exists")
-        return Caller(user_id=info.id, name=info.name, role=info.role, grants=grants)
+        return await self.kernel.caller(user)
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -121,9 +92,11 @@ class Platform:
         narrowing: Narrowing | None = None,
         cancellation: Cancellation | None = None,
         output: OutputSink | None = None,
-        services: Mapping[str, Any] | None = None,
+        services: Services | None = None,
     ) -> ToolResult:
-        """Call a tool through the whole dispatch pipeline and return its result."""
+        """Call a tool through the whole dispatch pipeline and return its result.
+
+        ``services`` are laid over the installed ones for this call only."""
         request = CallRequest(
             tool=name,
             arguments=arguments,
@@ -136,7 +109,7 @@ class Platform:
             narrowing=narrowing or Narrowing(),
             cancellation=cancellation,
             output=output,
-            services={**self.services, **(services or {})},
+            services=services.over(self.services) if services is not None else self.services,
         )
         return await self.dispatcher.dispatch(request)
 
@@ -162,7 +135,10 @@ class Platform:
         """Judge a shell command as ``execute`` would (analysis, then the URI-policy gate)
         for ``user`` in ``cwd``, without running anything."""
         caller = await self.caller(user)
-        return await shell_service(self.services).verdict(command, cwd=cwd, caller=caller)
+        shells = self.services.shells
+        if shells is None:
+            raise UsageError("shell execution is not installed on this platform")
+        return await shells.verdict(command, cwd=cwd, caller=caller)
 
     # -- approvals --------------------------------------------------------------------------
 
@@ -183,8 +159,8 @@ class Platform:
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
         decider = await self.caller(user)
         record = await self.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
-        if record.run_id is not None and self.approval_hook is not None:
-            resumed = await self.approval_hook(record, decision, decider, note)
+        if record.run_id is not None:
+            resumed = await self.runtime.decide_approval(record, decision, decider, note)
             if resumed is not None:
                 return resumed
         if decision == "deny":
@@ -226,10 +202,7 @@ class Platform:
         user: str | None = None,
     ) -> ChatTurn:
         """Send ``message`` to an agent and run the turn until it finishes, parks or stops."""
-        runtime = self.services.get("runtime")
-        if runtime is None:
-            raise UsageError("the agent runtime is not installed on this platform")
-        turn: ChatTurn = await runtime.chat(
+        return await self.runtime.chat(
             message,
             agent=agent,
             model=model,
@@ -237,43 +210,29 @@ class Platform:
             conversation_id=conversation_id,
             user=user,
         )
-        return turn
+
+    # -- conversations ----------------------------------------------------------------------
+
+    async def conversation(
+        self, conversation_id: str, *, user: str | None = None
+    ) -> ConversationInfo:
+        """A conversation ``user`` (None: the local owner) may read."""
+        return await self.runtime.conversation(conversation_id, user=user)
+
+    async def rows(
+        self, conversation_id: str, *, after: int = 0, user: str | None = None
+    ) -> list[TimelineRow]:
+        """The conversation's timeline rows after sequence number ``after``, oldest first
+        (each with ``kind``, ``seq`` and ``data``)."""
+        return await self.runtime.rows(conversation_id, user=user, after=after)
+
+    async def conversation_meta(
+        self, conversation_id: str, *, user: str | None = None
+    ) -> dict[str, Any]:
+        """See :func:`corral.platform.meta.conversation_meta`."""
+        return await conversation_meta(self.runtime, self.services, conversation_id, user=user)
 
     # -- live settings ----------------------------------------------------------------------
 
     async def live_settings(self) -> dict[str, Any]:
-        return dict((await self.config.dispatch_state()).live)
-
-
-async def open_platform(
-    data_dir: str | os.PathLike[str] | None = None, **overrides: Any
-) -> Platform:
-    settings = load_settings(data_dir, **overrides)
-    prepare_folders(settings)
-    engine = make_engine(settings.effective_database_url)
-    try:
-        await upgrade(engine)
-        sessions = make_sessionmaker(engine)
-        await bootstrap(sessions, settings)
-    except BaseException:
-        await engine.dispose()
-        raise
-    platform = Platform(settings, engine, sessions, discover(settings.package_paths))
-    try:
-        await install_components(platform)
-    except BaseException:
-        await platform.close()
-        raise
-    return platform
-
-
-@asynccontextmanager
-async def open(
-    data_dir: str | os.PathLike[str] | None = None, **overrides: Any
-) -> AsyncIterator[Platform]:
-    """Open the platform on ``data_dir`` (default: settings), closing it on exit."""
-    platform = await open_platform(data_dir, **overrides)
-    try:
-        yield platform
-    finally:
-        await platform.close()
+        return await self.kernel.live_settings()

@@ -4,14 +4,15 @@ Each result is stored as its ``tool_result`` row the moment it arrives. A call t
 back ``pending`` (an approval now; a question in issue 7) stores a ``waiting`` card instead
 and becomes a :class:`~corral.runtime.runs.Wait` the run parks on.
 
-A pending result names what it waits for in ``data``: ``{"approval_id": …}`` from the
-pipeline, or generically ``{"wait": {"kind": …, "id": …}}`` from any handler.
+A pending result names what it waits for in its typed ``waiting`` field
+(:meth:`~corral.tools.results.ToolResult.wait_for`): an approval from the pipeline, a
+question from ask_question, or any kind a handler defines.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +25,10 @@ from corral.runtime.timeline import NewRow
 from corral.tools.context import Cancellation
 from corral.tools.dispatch import CallRequest
 from corral.tools.results import ToolResult
+from corral.tools.services import Services
 
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["CallOutcome", "StepScope", "result_row", "run_calls", "wait_of"]
 
@@ -38,7 +40,7 @@ class StepScope:
     run: RunRecord
     caller: Caller
     cancellation: Cancellation
-    services: Mapping[str, Any]
+    services: Services
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,15 +53,9 @@ class CallOutcome:
 
 def wait_of(result: ToolResult, call_id: str, tool: str) -> Wait | None:
     """The wait a pending result parks on, or None for any other result."""
-    if result.status != "pending":
+    if result.status != "pending" or result.waiting is None:
         return None
-    data = result.data or {}
-    named = data.get("wait")
-    if isinstance(named, dict) and "kind" in named and "id" in named:
-        return Wait(kind=str(named["kind"]), id=str(named["id"]), call_id=call_id, tool=tool)
-    if "approval_id" in data:
-        return Wait(kind="approval", id=str(data["approval_id"]), call_id=call_id, tool=tool)
-    return None
+    return Wait(kind=result.waiting.kind, id=result.waiting.id, call_id=call_id, tool=tool)
 
 
 def result_row(run: RunRecord, call_id: str, tool: str, result: ToolResult) -> NewRow:
@@ -84,14 +80,14 @@ def _arguments(call: ToolCallPart) -> dict[str, Any] | ToolResult:
     return args
 
 
-async def _one(rt: Runtime, scope: StepScope, call: ToolCallPart) -> CallOutcome:
+async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome:
     run = scope.run
     call_id = call.tool_call_id
     args = _arguments(call)
     if isinstance(args, ToolResult):
         result = args
     else:
-        result = await rt.platform.dispatcher.dispatch(
+        result = await rt.kernel.dispatcher.dispatch(
             CallRequest(
                 tool=call.tool_name,
                 arguments=args,
@@ -129,7 +125,7 @@ async def _one(rt: Runtime, scope: StepScope, call: ToolCallPart) -> CallOutcome
 
 
 async def run_calls(
-    rt: Runtime, scope: StepScope, calls: Sequence[ToolCallPart]
+    rt: RunHost, scope: StepScope, calls: Sequence[ToolCallPart]
 ) -> list[CallOutcome]:
     """Run every call of a turn at once; each result is stored as it arrives."""
     if len(calls) == 1:

@@ -16,15 +16,15 @@ from corral.runtime.turns import start_turn, turn_spec
 if TYPE_CHECKING:
     from corral.policy.identity import Caller
     from corral.runtime.conversations import ConversationInfo
+    from corral.runtime.host import RunHost
     from corral.runtime.runs import RunRecord
-    from corral.runtime.runtime import Runtime
 
 __all__ = ["EventCallback", "busy_message", "chat"]
 
 EventCallback = Callable[[Event], None]
 
 
-async def busy_message(rt: Runtime, conversation: ConversationInfo) -> str:
+async def busy_message(rt: RunHost, conversation: ConversationInfo) -> str:
     run = await rt.runs.find(conversation.active_run_id or "")
     if run is None:
         return f"conversation {conversation.id!r} has a turn in flight; wait for it to end"
@@ -48,7 +48,7 @@ async def _forward(subscription: Subscription, on_event: EventCallback) -> None:
 
 
 async def _conversation(
-    rt: Runtime,
+    rt: RunHost,
     caller: Caller,
     *,
     agent: str | None,
@@ -81,7 +81,7 @@ async def _conversation(
 
 
 async def _start(
-    rt: Runtime, caller: Caller, conversation: ConversationInfo, message: str
+    rt: RunHost, caller: Caller, conversation: ConversationInfo, message: str
 ) -> RunRecord:
     spec = await turn_spec(rt, conversation, user_id=caller.user_id, trigger="user_message")
     rt.models.resolve(spec.model)  # a model that cannot be used fails before any row is written
@@ -94,7 +94,7 @@ async def _start(
 
 
 async def start_chat(
-    rt: Runtime,
+    rt: RunHost,
     message: str,
     *,
     agent: str | None = None,
@@ -106,7 +106,7 @@ async def start_chat(
     """Write the message and queue its run; returns at once (the run advances as a job)."""
     if not message.strip():
         raise UsageError("a chat message needs some text")
-    caller = await rt.platform.caller(user)
+    caller = await rt.kernel.caller(user)
     conversation = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )
@@ -114,7 +114,7 @@ async def start_chat(
 
 
 async def chat(
-    rt: Runtime,
+    rt: RunHost,
     message: str,
     *,
     agent: str | None = None,
@@ -131,7 +131,7 @@ async def chat(
     """
     if not message.strip():
         raise UsageError("a chat message needs some text")
-    caller = await rt.platform.caller(user)
+    caller = await rt.kernel.caller(user)
     conversation = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )

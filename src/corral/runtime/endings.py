@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from corral.runtime import turns
 from corral.runtime.appends import append_rows, write
 from corral.runtime.conversations import release_conversation
 from corral.runtime.runs import RunRecord, RunStatus, Wait, move_run
 from corral.runtime.timeline import NewRow, TimelineRow
 
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["Outcome", "end_run", "park_run"]
 
@@ -33,7 +34,7 @@ class Outcome:
     waits: tuple[Wait, ...] = ()
 
 
-async def park_run(rt: Runtime, run: RunRecord, outcome: Outcome, active_seconds: float) -> None:
+async def park_run(rt: RunHost, run: RunRecord, outcome: Outcome, active_seconds: float) -> None:
     """Park a running run on its waits; nothing is held open while it waits."""
     await rt.runs.move(
         run.id,
@@ -48,7 +49,7 @@ async def park_run(rt: Runtime, run: RunRecord, outcome: Outcome, active_seconds
 
 
 async def end_run(
-    rt: Runtime,
+    rt: RunHost,
     run: RunRecord,
     outcome: Outcome,
     *,
@@ -62,7 +63,7 @@ async def end_run(
     With ``wake`` the freed conversation continues with any delivery that waited for it.
     """
     note = f"the run ended ({outcome.status}" + (f": {outcome.reason})" if outcome.reason else ")")
-    await rt.platform.approvals.close_for_run(run.id, note)
+    await rt.kernel.approvals.close_for_run(run.id, note)
     values: dict[str, Any] = {"reason": outcome.reason, "detail": outcome.detail, "waiting": []}
     if active_seconds is not None:
         values["active_seconds"] = active_seconds
@@ -89,7 +90,7 @@ async def end_run(
         await release_conversation(session, run.conversation_id, run.id)
         return stored
 
-    stored = await write(rt.platform.sessions, work)
+    stored = await write(rt.kernel.sessions, work)
     if stored is None:
         return False
     rt.publish_rows(run.conversation_id, stored)
@@ -98,5 +99,5 @@ async def end_run(
     await rt.board.set(run.id, outcome.status)
     rt.publish_run(run.conversation_id, run.id, outcome.status, outcome.reason, outcome.detail)
     if wake:
-        await rt.wake(run.conversation_id)
+        await turns.wake(rt, run.conversation_id)
     return True

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 from corral.errors import Refusal, UsageError
 from corral.policy.identity import Caller
 from corral.runtime.deliveries import DeliveryRecord
+from corral.runtime.turns import wake
 
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["send_message"]
 
@@ -34,7 +35,7 @@ def _aware(moment: datetime) -> datetime:
 
 
 async def send_message(
-    rt: Runtime,
+    rt: RunHost,
     conversation_id: str,
     text: str,
     *,
@@ -58,7 +59,7 @@ async def send_message(
         agent = source.agent
         if source.active_run_id is not None:
             hop = (await rt.runs.get(source.active_run_id)).hop + 1
-    live = await rt.platform.live_settings()
+    live = await rt.kernel.live_settings()
     ceiling = int(live["inbox_hop_ceiling"])
     if hop > ceiling:
         raise Refusal(
@@ -107,5 +108,5 @@ async def send_message(
         hop=hop,
     )
     rt.events.publish(conversation_id, {"type": "queued", "delivery": delivery.to_json()})
-    await rt.wake(conversation_id)
+    await wake(rt, conversation_id)
     return delivery

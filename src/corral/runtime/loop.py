@@ -31,7 +31,6 @@ from pydantic_ai.messages import (
 from corral.errors import CorralError
 from corral.policy.profiles import parse_profile, stricter
 from corral.runtime.agents import AgentConfig, load_agent
-from corral.runtime.background import BACKGROUND_WORK
 from corral.runtime.calls import StepScope, run_calls
 from corral.runtime.endings import Outcome, end_run, park_run
 from corral.runtime.models import ResolvedModel
@@ -43,7 +42,7 @@ from corral.tools.context import Cancellation
 
 if TYPE_CHECKING:
     from corral.policy.identity import Caller
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["advance_run"]
 
@@ -53,7 +52,7 @@ STOP_CHECK_SECONDS = 1.0
 """How often a running run looks for a Stop requested from another process."""
 
 
-async def advance_run(rt: Runtime, run_id: str) -> None:
+async def advance_run(rt: RunHost, run_id: str) -> None:
     """Take the steps of a queued run until it finishes, parks or stops."""
     run = await rt.runs.find(run_id)
     if run is None or run.status != "queued":
@@ -109,7 +108,7 @@ class _Context:
 
 
 class _Loop:
-    def __init__(self, rt: Runtime, run: RunRecord, cancellation: Cancellation, started: float):
+    def __init__(self, rt: RunHost, run: RunRecord, cancellation: Cancellation, started: float):
         self.rt = rt
         self.run_record = run
         self.cancellation = cancellation
@@ -122,9 +121,9 @@ class _Loop:
     async def run(self) -> Outcome:
         run = self.run_record
         try:
-            agent = await load_agent(self.rt.platform.sessions, run.agent)
+            agent = await load_agent(self.rt.kernel.sessions, run.agent)
             # Rights are re-resolved whenever a run (re)starts: it can lose reach, never gain.
-            caller = await self.rt.platform.caller(run.user_id)
+            caller = await self.rt.kernel.caller(run.user_id)
         except CorralError as exc:
             return Outcome(status="failed", reason="error", detail=str(exc))
         try:
@@ -194,7 +193,7 @@ class _Loop:
 
     async def _prompt(self, context: _Context, *, refresh: bool) -> Prompt:
         rt, run = self.rt, self.run_record
-        state = await rt.platform.config.dispatch_state()
+        state = await rt.kernel.config.dispatch_state()
         tools = await rt.visible_tools(run, context.caller)
         return await rt.prompt.build(
             PromptRequest(
@@ -207,7 +206,7 @@ class _Loop:
                 media=context.model.media,
                 sources=state.sources,
                 live=state.live,
-                background=rt.platform.services.get(BACKGROUND_WORK, ()),
+                background=rt.background_work,
                 refresh=refresh,
             )
         )

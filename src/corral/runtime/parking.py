@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from corral.errors import ApprovalDenied, UsageError
-from corral.platform.approvals import ApprovalRecord, Decision
+from corral.kernel.approvals import ApprovalRecord, Decision
 from corral.policy.identity import Caller
 from corral.policy.profiles import parse_profile
 from corral.runtime.appends import append_rows, write
@@ -32,7 +32,7 @@ from corral.tools.dispatch import CallRequest
 from corral.tools.results import ToolResult
 
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["decide_approval", "denial", "open_waits", "resolve_wait", "resume_if_answered"]
 
@@ -49,7 +49,7 @@ def denial(tool: str, decider: Caller, note: str | None) -> ToolResult:
 
 
 async def decide_approval(
-    rt: Runtime, record: ApprovalRecord, decision: Decision, decider: Caller, note: str | None
+    rt: RunHost, record: ApprovalRecord, decision: Decision, decider: Caller, note: str | None
 ) -> ToolResult | None:
     """Answer an approval that belongs to a run; None when no run of ours owns it."""
     if record.run_id is None or record.call_id is None:
@@ -61,7 +61,7 @@ async def decide_approval(
         result = denial(record.tool, decider, note)
     else:
         result = await _run_approved(rt, run, record)
-    await rt.platform.approvals.store_result(record.id, result.to_json())
+    await rt.kernel.approvals.store_result(record.id, result.to_json())
     card: dict[str, object] = {
         "card": "decided",
         "wait": {"kind": "approval", "id": record.id},
@@ -76,17 +76,17 @@ async def decide_approval(
     return result
 
 
-async def _run_approved(rt: Runtime, run: RunRecord, record: ApprovalRecord) -> ToolResult:
+async def _run_approved(rt: RunHost, run: RunRecord, record: ApprovalRecord) -> ToolResult:
     cancellation = rt.live.get(run.id)
     own = cancellation is None
     if cancellation is None:
         cancellation = rt.live[run.id] = Cancellation()
     try:
-        return await rt.platform.dispatcher.dispatch(
+        return await rt.kernel.dispatcher.dispatch(
             CallRequest(
                 tool=record.tool,
                 arguments=record.arguments,
-                caller=await rt.platform.caller(record.user_id),
+                caller=await rt.kernel.caller(record.user_id),
                 agent=record.agent,
                 profile=parse_profile(record.profile),
                 run_id=run.id,
@@ -114,16 +114,16 @@ async def _answered(session: AsyncSession, run_id: str, call_ids: list[str]) -> 
     return {c for c in found if c is not None}
 
 
-async def open_waits(rt: Runtime, run_id: str, waits: tuple[Wait, ...]) -> tuple[Wait, ...]:
+async def open_waits(rt: RunHost, run_id: str, waits: tuple[Wait, ...]) -> tuple[Wait, ...]:
     """The waits still without a result (an answer may come before the turn ends)."""
-    async with rt.platform.sessions() as session:
+    async with rt.kernel.sessions() as session:
         answered = await _answered(session, run_id, [w.call_id for w in waits])
     return tuple(w for w in waits if w.call_id not in answered)
 
 
-async def resume_if_answered(rt: Runtime, run: RunRecord) -> bool:
+async def resume_if_answered(rt: RunHost, run: RunRecord) -> bool:
     """Queue a just-parked run again if every wait was answered while it parked."""
-    async with rt.platform.sessions.begin() as session:
+    async with rt.kernel.sessions.begin() as session:
         row = await session.get(rt_tables.Run, run.id)
         if row is None or row.status != "parked":
             return False
@@ -136,14 +136,14 @@ async def resume_if_answered(rt: Runtime, run: RunRecord) -> bool:
     return resumed
 
 
-async def _queued(rt: Runtime, run: RunRecord) -> None:
+async def _queued(rt: RunHost, run: RunRecord) -> None:
     await rt.board.set(run.id, "queued")
     rt.publish_run(run.conversation_id, run.id, "queued", None, "")
     rt.jobs.submit(run.id)
 
 
 async def resolve_wait(
-    rt: Runtime,
+    rt: RunHost,
     run_id: str,
     call_id: str,
     result: ToolResult,
@@ -186,7 +186,7 @@ async def resolve_wait(
                 )
         return run, stored, resumed
 
-    run, stored, resumed = await write(rt.platform.sessions, work)
+    run, stored, resumed = await write(rt.kernel.sessions, work)
     rt.publish_rows(run.conversation_id, stored)
     if resumed:
         await _queued(rt, run)

@@ -10,59 +10,22 @@ its own. A ``parked`` run holds nothing and needs nothing.
 
 from __future__ import annotations
 
-import os
-import socket
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
 from corral.runtime.endings import Outcome, end_run
 from corral.runtime.runs import TERMINAL
+from corral.runtime.workers import worker_alive
 from corral.store import runtime_tables as rt_tables
 
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
-__all__ = ["process_start", "recover", "worker_alive", "worker_id"]
-
-
-def process_start(pid: int) -> str | None:
-    """The start time of process ``pid`` (clock ticks since boot), None if there is none."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
+__all__ = ["recover"]
 
 
-def worker_id() -> str:
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{process_start(pid) or '-'}"
-
-
-def worker_alive(worker: str | None) -> bool:
-    """False only when ``worker`` ran on this host and that process is gone."""
-    if not worker:
-        return False
-    host, _, rest = worker.partition(":")
-    pid_text, _, start = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True
-    pid = int(pid_text)
-    if start and start != "-":
-        return process_start(pid) == start
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-async def recover(rt: Runtime) -> list[str]:
+async def recover(rt: RunHost) -> list[str]:
     """End the runs left behind by dead processes; returns their ids."""
     ended: list[str] = []
     for run in await rt.runs.list_runs(statuses=["running", "queued"], limit=100_000):
@@ -87,10 +50,10 @@ async def recover(rt: Runtime) -> list[str]:
     return ended
 
 
-async def _free_conversations(rt: Runtime) -> None:
+async def _free_conversations(rt: RunHost) -> None:
     """Free conversations still claimed by a run that already ended (a crash between)."""
     c, r = rt_tables.Conversation, rt_tables.Run
-    async with rt.platform.sessions.begin() as session:
+    async with rt.kernel.sessions.begin() as session:
         stuck = list(
             await session.scalars(
                 select(c).join(r, r.id == c.active_run_id).where(r.status.in_(list(TERMINAL)))

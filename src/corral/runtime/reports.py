@@ -1,4 +1,4 @@
-"""Background reports: the :class:`~corral.tools.services.ReportSink` the runtime provides.
+"""Background reports: the :class:`~corral.service_protocols.ReportSink` the runtime provides.
 
 Background work (shells now, delegate runs later) calls ``queue_report`` when it ends. The
 report is stored at once, durable; it becomes a ``background_report`` row — a row only the
@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from corral.runtime.turns import wake
+
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["Reports"]
 
 
 class Reports:
-    """Implements :class:`corral.tools.services.ReportSink`."""
+    """Implements :class:`corral.service_protocols.ReportSink`."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
 
     async def queue_report(
@@ -47,4 +49,4 @@ class Reports:
             data=data,
         )
         self._rt.events.publish(conversation_id, {"type": "queued", "delivery": delivery.to_json()})
-        await self._rt.wake(conversation_id)
+        await wake(self._rt, conversation_id)

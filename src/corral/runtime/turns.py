@@ -27,7 +27,7 @@ from corral.runtime.timeline import NewRow, TimelineRow
 from corral.tools.context import Narrowing
 
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["TurnSpec", "start_turn", "turn_spec", "wake"]
 
@@ -47,7 +47,7 @@ class TurnSpec:
 
 
 async def turn_spec(
-    rt: Runtime,
+    rt: RunHost,
     conversation: ConversationInfo,
     *,
     user_id: str,
@@ -57,8 +57,8 @@ async def turn_spec(
     agent: AgentConfig | None = None,
 ) -> TurnSpec:
     """The run a turn of ``conversation`` gets: its model, profile and limits."""
-    agent = agent or await load_agent(rt.platform.sessions, conversation.agent)
-    live = await rt.platform.live_settings()
+    agent = agent or await load_agent(rt.kernel.sessions, conversation.agent)
+    live = await rt.kernel.live_settings()
     return TurnSpec(
         conversation_id=conversation.id,
         user_id=user_id,
@@ -73,7 +73,7 @@ async def turn_spec(
 
 
 async def start_turn(
-    rt: Runtime, spec: TurnSpec, rows: Sequence[NewRow]
+    rt: RunHost, spec: TurnSpec, rows: Sequence[NewRow]
 ) -> tuple[RunRecord, list[TimelineRow]] | None:
     """Claim the conversation and queue a run opened by ``rows``; None when it is busy."""
     run_id = new_run_id()
@@ -112,7 +112,7 @@ async def start_turn(
         await session.flush()
         return RunRecord.of(row), stored
 
-    started = await write(rt.platform.sessions, work)
+    started = await write(rt.kernel.sessions, work)
     if started is None:
         return None
     record, stored = started
@@ -123,8 +123,12 @@ async def start_turn(
     return record, stored
 
 
-async def wake(rt: Runtime, conversation_id: str) -> RunRecord | None:
-    """Continue a free conversation with its queued deliveries, as the person they name."""
+async def wake(rt: RunHost, conversation_id: str) -> RunRecord | None:
+    """Continue a free conversation with its queued deliveries, as the person they name.
+
+    A closing process starts nothing; the next host delivers them."""
+    if rt.closing:
+        return None
     try:
         conversation = await rt.conversations.get(conversation_id)
     except NotFound:

@@ -1,13 +1,13 @@
 """Model use that tools spend on a conversation's behalf, recorded in the platform log.
 
-Implements :class:`corral.tools.services.UsageRecorder` (``ctx.services["usage"]``); the
+Implements :class:`corral.service_protocols.UsageRecorder` (``ctx.services.usage``); the
 loop's own model turns carry their usage on their ``model_turn`` rows.
 """
 
 from __future__ import annotations
 
-from corral.platform.logs import LogStore
-from corral.tools.services import UsageRecord
+from corral.kernel.logs import LogStore
+from corral.service_protocols import UsageRecord
 
 __all__ = ["UsageLog"]
 

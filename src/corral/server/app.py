@@ -22,8 +22,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if "runtime" in platform.services:  # a host delivers what waited while none ran
-            await platform.services["runtime"].wake_all()
+        await platform.runtime.wake_all()  # a host delivers what waited while none ran
         yield
         if close_platform:
             await platform.close()

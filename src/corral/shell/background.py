@@ -4,8 +4,8 @@ A background shell is a row in the store plus, while it runs, a process in this 
 instance. Its output goes to a ring buffer (recent output, in memory), a head buffer (for
 the report) and a JSONL log on disk under the private run folder. When it exits, is
 stopped, times out or is lost, the row is finished once and a completion report is queued
-for the conversation that started it through ``services["reports"]``; without a report
-sink the report waits in the row (``report_state = "pending"``) and is delivered by
+for the conversation that started it through the report sink (``services.reports``); without
+a report sink the report waits in the row (``report_state = "pending"``) and is delivered by
 :meth:`BackgroundShells.deliver_pending`.
 
 At start-up, a row still marked running whose owning platform instance is gone (this
@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from corral.errors import NotFound, PolicyDenied, ToolError
 from corral.policy.identity import Caller
+from corral.service_protocols import ReportSink
 from corral.settings import Settings
 from corral.shell.capture import HeadBuffer
 from corral.shell.processes import proc_info, same_process, signal_members, wait_gone
@@ -37,7 +38,6 @@ from corral.shell.runner import Execution, ProcessSpec, RunOutcome, Spawner
 from corral.shell.shell_log import ShellLog, excerpt, read_rows
 
 __all__ = [
-    "CONVERSATION_ACCESS",
     "LIVE_INSTANCES",
     "BackgroundShells",
     "ConversationAccess",
@@ -45,10 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("corral.shell")
-
-REPORTS = "reports"
-CONVERSATION_ACCESS = "conversation_access"
-"""Key of a :class:`ConversationAccess` in ``platform.services`` (the runtime provides it)."""
 
 LIVE_INSTANCES: set[str] = set()
 """Platform instances open in this process, so start-up recovery spares their shells."""
@@ -112,13 +108,15 @@ class BackgroundShells:
         *,
         store: ShellStore,
         settings: Settings,
-        services: Mapping[str, Any],
+        reports: Callable[[], ReportSink | None],
+        conversation_access: Callable[[], ConversationAccess | None],
         live: Callable[[], Awaitable[Mapping[str, Any]]],
         spawner: Spawner,
     ) -> None:
         self.store = store
         self._settings = settings
-        self._services = services
+        self._reports = reports
+        self._conversation_access = conversation_access
         self._live_settings = live
         self._spawner = spawner
         self.owner = Owner.this_process()
@@ -265,7 +263,7 @@ class BackgroundShells:
 
     async def deliver(self, shell_id: str) -> bool:
         """Queue a pending report with the report sink; False when there is none (yet)."""
-        sink = self._services.get(REPORTS)
+        sink = self._reports()
         if sink is None:
             return False
         if not await self.store.move_report(shell_id, from_state="pending", to_state="delivering"):
@@ -403,7 +401,7 @@ class BackgroundShells:
     async def can_read(self, record: ShellRecord, caller: Caller) -> bool:
         if record.user_id == caller.user_id:
             return True
-        access = self._services.get(CONVERSATION_ACCESS)
+        access = self._conversation_access()
         if access is None or record.conversation_id is None:
             return False
         return bool(await access.can_read(record.conversation_id, caller))

@@ -19,16 +19,12 @@ from typing import Literal, Protocol
 from corral.secrets import is_secret_name, looks_like_secret_value
 
 __all__ = [
-    "CREDENTIALS",
     "DeclaredCredentials",
     "Dropped",
     "Environment",
     "build_environment",
     "is_hijack_name",
 ]
-
-CREDENTIALS = "skill_credentials"
-"""Key of the :class:`DeclaredCredentials` provider in ``ctx.services`` (skills issue)."""
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -1,5 +1,5 @@
-"""The shell service: ``platform.services["shells"]``, what the ``execute`` handler and the
-shells routes and commands use.
+"""The shell service: ``ctx.services.shells``, what the ``execute`` handler and the shells
+routes and commands use.
 
 It joins the pieces: both guards (:mod:`corral.shell.check`), the environment, the
 sandbox layout for the caller's sources, the runner for foreground commands, the host
@@ -18,12 +18,13 @@ from typing import Any, Literal, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from corral.errors import PolicyDenied, ToolError, UsageError
+from corral.errors import PolicyDenied, ToolError
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
 from corral.secrets import Redactor
+from corral.service_protocols import ReportSink
 from corral.settings import Settings
-from corral.shell.background import BackgroundShells, ShellLaunch
+from corral.shell.background import BackgroundShells, ConversationAccess, ShellLaunch
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
@@ -41,10 +42,7 @@ from corral.shell.sandbox import (
 )
 from corral.shell.verdict import Verdict
 
-__all__ = ["SHELLS", "ShellOutcome", "ShellRequest", "ShellService", "shell_service"]
-
-SHELLS = "shells"
-"""Key of the :class:`ShellService` in ``platform.services``."""
+__all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
 
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
 OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
@@ -114,7 +112,8 @@ class ShellService:
         settings: Settings,
         sessions: async_sessionmaker[AsyncSession],
         state: StateSource,
-        services: Mapping[str, Any],
+        reports: Callable[[], ReportSink | None],
+        conversation_access: Callable[[], ConversationAccess | None],
         status: SandboxStatus,
         files: SandboxFiles,
         spawner: Spawner = spawn_process,
@@ -131,7 +130,8 @@ class ShellService:
         self.background = BackgroundShells(
             store=self.store,
             settings=settings,
-            services=services,
+            reports=reports,
+            conversation_access=conversation_access,
             live=self._live,
             spawner=spawner,
         )
@@ -406,11 +406,3 @@ class ShellService:
 
 def _spawn_failed(exc: OSError) -> ToolError:
     return ToolError(f"the command could not be started: {exc}", code="spawn_failed")
-
-
-def shell_service(services: Mapping[str, Any]) -> ShellService:
-    """The installed shell service, or a UsageError saying it is missing."""
-    service = services.get(SHELLS)
-    if not isinstance(service, ShellService):
-        raise UsageError("shell execution is not installed on this platform")
-    return service

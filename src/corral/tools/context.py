@@ -11,6 +11,7 @@ from corral.policy.identity import Caller
 from corral.policy.profiles import Profile
 from corral.policy.sources import SourcePolicy
 from corral.settings import Settings
+from corral.tools.services import Services
 
 __all__ = ["CallContext", "Cancellation", "Narrowing", "OutputSink"]
 
@@ -126,5 +127,5 @@ class CallContext:
     cancellation: Cancellation
     output: OutputSink = _ignore_output
     notes: list[str] = field(default_factory=list)
-    services: Mapping[str, Any] = field(default_factory=dict)
-    """Services registered by higher layers (e.g. the runtime's conversation handle)."""
+    services: Services = field(default_factory=Services)
+    """What packages and the runtime provide (shells, web, questions, the run's model…)."""

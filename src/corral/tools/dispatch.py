@@ -47,6 +47,7 @@ from corral.tools.selection import (
     RunNarrowing,
     Visibility,
 )
+from corral.tools.services import Services
 
 __all__ = [
     "ApprovalSink",
@@ -88,7 +89,7 @@ class CallRequest:
     narrowing: Narrowing = field(default_factory=Narrowing)
     cancellation: Cancellation | None = None
     output: OutputSink | None = None
-    services: Mapping[str, Any] = field(default_factory=dict)
+    services: Services = field(default_factory=Services)
 
 
 class StateProvider(Protocol):
@@ -266,12 +267,13 @@ class Dispatcher:
             "(it always asks)" if tool.spec.approval == "always" else "(it can change things)"
         )
         approval_id = await self._approvals.park(request, arguments, reason)
-        return ToolResult.text_result(
+        return ToolResult.wait_for(
+            "approval",
+            approval_id,
             f"Waiting for approval {approval_id}: {reason}. The call runs once a person "
             "approves it and is refused if they deny it.",
             is_error=True,
             error_code="approval_pending",
-            status="pending",
             data={"approval_id": approval_id, "tool": tool.name, "reason": reason},
         )
 

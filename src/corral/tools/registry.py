@@ -4,7 +4,11 @@ A package is a folder with an optional ``manifest.json`` (name, version, descrip
 ``pending``: tools declared but whose handler is not built yet), a ``tools/`` folder of tool
 files, and a handlers module whose function named like each tool receives ``(args, ctx)``.
 A handlers module may also define ``POLICY_HOOKS = {"tool": hook}``: ``hook(args, ctx)``
-runs at the policy step and raises :class:`corral.errors.PolicyDenied` to refuse.
+runs at the policy step and raises :class:`corral.errors.PolicyDenied` to refuse; and an
+``install`` hook: ``install(setup)`` (sync or async) receives a
+:class:`corral.runtime.package_setup.PackageSetup` when the platform opens and returns the
+:class:`~corral.runtime.package_setup.Installed` services, start-up work and closers the
+package provides. The name ``install`` is therefore not a tool name.
 
 Packages are found through the ``corral.packages`` entry point group (the value is an
 importable Python package whose folder holds ``tools/`` and whose ``handlers`` submodule
@@ -45,6 +49,7 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "corral.packages"
 PACKAGE_PATH_ENV = "CORRAL_PACKAGE_PATH"
+INSTALL_HOOK = "install"
 
 Handler = Callable[[dict[str, Any], CallContext], Any | Awaitable[Any]]
 PolicyHook = Callable[[dict[str, Any], CallContext], Awaitable[None] | None]
@@ -74,6 +79,8 @@ class Package:
     tools: dict[str, LoadedTool] = field(default_factory=dict)
     pending: dict[str, ToolSpec] = field(default_factory=dict)
     errors: list[LoadError] = field(default_factory=list)
+    install: Callable[[Any], Any] | None = None
+    """The package's install hook (see the module docstring), if it has one."""
 
 
 @dataclass(slots=True)
@@ -85,6 +92,16 @@ class Registry:
     @property
     def pending(self) -> dict[str, ToolSpec]:
         return {n: s for p in self.packages.values() for n, s in p.pending.items()}
+
+    def leave_out(self, name: str, error: LoadError) -> None:
+        """Take a loaded package's tools out again (its install hook failed), keeping the
+        package listed with ``error``."""
+        package = self.packages[name]
+        for tool in package.tools:
+            self.tools.pop(tool, None)
+        package.tools.clear()
+        package.errors.append(error)
+        self.errors.append(error)
 
     def add(self, package: Package) -> None:
         if package.name in self.packages:
@@ -221,11 +238,35 @@ def load_package(
         )
         return package
     hooks: dict[str, PolicyHook] = dict(getattr(module, "POLICY_HOOKS", {}) or {})
+    install = getattr(module, INSTALL_HOOK, None) if module is not None else None
+    if install is not None and not callable(install):
+        package.errors.append(
+            LoadError(
+                file=str(getattr(module, "__file__", folder)),
+                pointer="",
+                message=f"{INSTALL_HOOK!r} must be a function install(setup); it is a "
+                f"{type(install).__name__}",
+                package=name,
+            )
+        )
+        return package
+    package.install = install
     pending = set(manifest.get("pending", []))
     for path in sorted(tools_dir.glob("*.json")):
         loaded = load_tool_file(path, package=name)
         if isinstance(loaded, LoadError):
             package.errors.append(loaded)
+            continue
+        if loaded.name == INSTALL_HOOK:
+            package.errors.append(
+                LoadError(
+                    file=str(path),
+                    pointer="/name",
+                    message=f"the tool name {INSTALL_HOOK!r} is reserved for the package's "
+                    "install hook; rename the tool",
+                    package=name,
+                )
+            )
             continue
         handler = getattr(module, loaded.name, None) if module is not None else None
         if handler is None and loaded.name in pending:

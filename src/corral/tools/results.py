@@ -23,6 +23,7 @@ __all__ = [
     "ResultStatus",
     "TextBlock",
     "ToolResult",
+    "Waiting",
     "coerce_result",
     "shape_result",
 ]
@@ -63,6 +64,17 @@ class ResourceBlock:
 ContentBlock = TextBlock | ImageBlock | AudioBlock | ResourceBlock
 
 
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """What a call that cannot finish yet waits for: a person's decision on an approval, an
+    answer to a question… A run parks on it and resumes when it is resolved."""
+
+    kind: str
+    """``approval``, ``question``, or a kind a package defines."""
+    id: str
+    """The id of what is awaited (e.g. ``ap_…``, ``q_…``)."""
+
+
 @dataclass(slots=True, kw_only=True)
 class ToolResult:
     """What a tool call produced.
@@ -77,10 +89,25 @@ class ToolResult:
     error_code: str | None = None
     status: ResultStatus = "ok"
     keep: Literal["head", "tail"] = "head"
+    waiting: Waiting | None = None
+    """Set (with status ``pending``) when the call waits; see :meth:`wait_for`."""
 
     @classmethod
     def text_result(cls, text: str, **kwargs: Any) -> ToolResult:
         return cls(content=[TextBlock(text)], **kwargs)
+
+    @classmethod
+    def wait_for(
+        cls, kind: str, id: str, text: str, *, data: dict[str, Any] | None = None, **kwargs: Any
+    ) -> ToolResult:
+        """A pending result: the call waits for ``kind`` ``id``; the run parks on it."""
+        return cls(
+            content=[TextBlock(text)],
+            data=data,
+            status="pending",
+            waiting=Waiting(kind, id),
+            **kwargs,
+        )
 
     @classmethod
     def from_error(cls, error: ToolError, *, status: ResultStatus = "error") -> ToolResult:
@@ -118,13 +145,16 @@ class ToolResult:
                         "title": block.title,
                     }
                 )
-        return {
+        raw: dict[str, Any] = {
             "content": blocks,
             "data": self.data,
             "is_error": self.is_error,
             "error_code": self.error_code,
             "status": self.status,
         }
+        if self.waiting is not None:
+            raw["waiting"] = {"kind": self.waiting.kind, "id": self.waiting.id}
+        return raw
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> ToolResult:
@@ -139,12 +169,14 @@ class ToolResult:
                 blocks.append(AudioBlock(base64.b64decode(item["data"]), item["media_type"]))
             elif kind == "resource":
                 blocks.append(ResourceBlock(item["uri"], item["media_type"], item.get("title")))
+        waiting = raw.get("waiting")
         return cls(
             content=blocks,
             data=raw.get("data"),
             is_error=bool(raw.get("is_error")),
             error_code=raw.get("error_code"),
             status=raw.get("status", "ok"),
+            waiting=Waiting(str(waiting["kind"]), str(waiting["id"])) if waiting else None,
         )
 
 

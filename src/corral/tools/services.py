@@ -1,121 +1,187 @@
-"""Services that higher layers provide to handlers through ``ctx.services``.
+"""The services a handler receives on ``ctx.services``: one frozen, typed object.
 
-Lower layers (shell execution, web) depend only on these protocols; the runtime provides
-the implementations when it is installed. A handler must cope with a service being absent
-(e.g. a tool called from the CLI outside any conversation).
+Each field is a Protocol, ``None`` when nothing provides it (a tool called from the CLI has
+no conversation model; a platform without the runtime's questions has no ``questions``).
+Packages provide services through their ``install`` hook (the built-in package provides
+shells, web, questions, goals and compactions that way); the runtime adds what belongs to
+one run (its conversation's model, the usage recorder). A service that is not one of the
+fields below is provided in :attr:`Services.extra`, keyed by its type, and found with
+:meth:`Services.get`::
+
+    greeter = ctx.services.get(Greeter)   # a Greeter, or None
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from corral.errors import NotFound
+from corral.policy.identity import Caller
+from corral.policy.sources import SourcePolicy
+from corral.service_protocols import (
+    ConversationModel,
+    CredentialLookup,
+    ReportSink,
+    UsageRecorder,
+)
+from corral.tools.results import ToolResult
 
 if TYPE_CHECKING:
-    from pydantic_ai.models import Model
+    # Type-only: handlers that never run a command should not load the command analyser.
+    from corral.shell.background import BackgroundShells, ConversationAccess
+    from corral.shell.check import CheckedCommand
+    from corral.shell.environment import DeclaredCredentials
+    from corral.shell.live import LiveSink
+    from corral.shell.records import ShellRecord, ShellStore
+    from corral.shell.service import ShellOutcome, ShellRequest
+    from corral.shell.verdict import Verdict
+    from corral.web.fetch import Fetcher
 
 __all__ = [
-    "CONVERSATION_MODEL",
-    "CREDENTIALS",
-    "REPORTS",
-    "USAGE",
-    "ConversationModel",
-    "CredentialLookup",
-    "ReportSink",
-    "UsageRecord",
-    "UsageRecorder",
+    "CallScope",
+    "Compactor",
+    "GoalKeeper",
+    "QuestionAsker",
+    "Services",
+    "ServicesConflict",
+    "Shells",
+    "Web",
 ]
 
-REPORTS = "reports"
-"""Key of the :class:`ReportSink` in ``platform.services`` / ``ctx.services``."""
+T = TypeVar("T")
+OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
 
 
-class ReportSink(Protocol):
-    """Where background work (shells, delegate runs) reports when it ends.
-
-    The runtime stores the report as a ``background_report`` row in the conversation and
-    continues the conversation as ``user_id`` once no turn is in flight and no approval is
-    open. Reports are durable: queued, never dropped.
-    """
-
-    async def queue_report(
-        self,
-        *,
-        conversation_id: str,
-        user_id: str,
-        source: str,
-        source_id: str,
-        title: str,
-        text: str,
-        data: dict[str, Any],
-    ) -> None: ...
-
-
-CONVERSATION_MODEL = "conversation_model"
-"""Key of the :class:`ConversationModel` in ``ctx.services`` (absent outside a conversation)."""
-
-
-class ConversationModel(Protocol):
-    """The model the calling conversation runs on, as the runtime resolved it.
-
-    Tools that use the conversation's own model (web_search's native strategy, research
-    query variants) run on exactly this model and never switch vendors.
-    """
+class CallScope(Protocol):
+    """The part of a :class:`~corral.tools.context.CallContext` a service needs to know
+    whose call it serves."""
 
     @property
-    def spec(self) -> str:
-        """The ``provider:model`` string, e.g. ``anthropic:claude-sonnet-4-5``."""
-        ...
+    def call_id(self) -> str: ...
+    @property
+    def caller(self) -> Caller: ...
+    @property
+    def run_id(self) -> str | None: ...
+    @property
+    def conversation_id(self) -> str | None: ...
+
+
+class Shells(Protocol):
+    """Shell execution: both guards, foreground commands, background shells."""
 
     @property
-    def model(self) -> Model:
-        """The pydantic-ai model instance to send requests to."""
-        ...
+    def background(self) -> BackgroundShells: ...
+    @property
+    def store(self) -> ShellStore: ...
+
+    async def check(
+        self, command: str, *, cwd: str | None, caller: Caller, policy: SourcePolicy | None = None
+    ) -> CheckedCommand: ...
+
+    async def verdict(self, command: str, *, cwd: str | None, caller: Caller) -> Verdict: ...
+
+    async def run(
+        self, request: ShellRequest, *, on_cancel: OnCancel, live_sink: LiveSink
+    ) -> ShellOutcome: ...
+
+    async def start_background(self, request: ShellRequest) -> tuple[ShellRecord, list[str]]: ...
 
 
-USAGE = "usage"
-"""Key of the :class:`UsageRecorder` in ``ctx.services``."""
+class Web(Protocol):
+    """Web access under the administrator's live settings (public addresses only)."""
+
+    def fetcher(self, live: Mapping[str, Any]) -> Fetcher: ...
+
+
+class QuestionAsker(Protocol):
+    """ask_question: store the questions and park the run until a person answers."""
+
+    async def ask(self, questions: list[dict[str, Any]], ctx: CallScope, /) -> ToolResult: ...
+
+
+class GoalKeeper(Protocol):
+    """todos: the conversation's goal, acceptance conditions, loop bound and list."""
+
+    async def todos(self, args: dict[str, Any], ctx: CallScope, /) -> ToolResult: ...
+
+
+class Compactor(Protocol):
+    """compact_history: a reversible trim of what the model reads of earlier rows."""
+
+    async def compact(self, args: dict[str, Any], ctx: CallScope, /) -> ToolResult: ...
+
+
+class ServicesConflict(ValueError):
+    """Two providers offered the same service."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UsageRecord:
-    """Model use a tool made on the conversation's behalf, to count against its limits."""
+class Services:
+    """Everything a handler may use besides its arguments and the call's context."""
 
-    source: str
-    """What spent it, e.g. ``web_search.native`` or ``web_search.variants``."""
-    model: str
-    """The ``provider:model`` string the requests went to."""
-    user_id: str
-    conversation_id: str | None
-    run_id: str | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    requests: int = 1
-    fee_usd: float = 0.0
-    """Per-use fees billed on top of tokens (e.g. the vendor's per-search fee)."""
-    details: Mapping[str, int] = field(default_factory=dict)
-    """Counts behind the fee, e.g. ``{"web_searches": 2}``."""
+    shells: Shells | None = None
+    web: Web | None = None
+    reports: ReportSink | None = None
+    """Where background work reports when it ends (the runtime)."""
+    questions: QuestionAsker | None = None
+    goals: GoalKeeper | None = None
+    compactions: Compactor | None = None
+    usage: UsageRecorder | None = None
+    """Meters model use a tool makes for the conversation (set for calls of a run)."""
+    conversation_model: ConversationModel | None = None
+    """The model the calling conversation runs on (set for calls of a run)."""
+    credentials: CredentialLookup | None = None
+    """Stored provider credentials (the connect issue provides them)."""
+    skill_credentials: DeclaredCredentials | None = None
+    """Credentials the active skill declared, for execute (the skills issue provides them)."""
+    conversation_access: ConversationAccess | None = None
+    """Who may read a conversation, and so its shells' output."""
+    extra: Mapping[type[Any], Any] = field(default_factory=dict)
+    """Services of other kinds, keyed by their type; see :meth:`get`."""
 
+    def get(self, kind: type[T]) -> T | None:
+        """The provided service of type ``kind`` (a field or an extra), or None."""
+        found = self.extra.get(kind)
+        if isinstance(found, kind):
+            return found
+        for slot in fields(self):
+            value = getattr(self, slot.name)
+            if slot.name != "extra" and isinstance(value, kind):
+                return value
+        return None
 
-class UsageRecorder(Protocol):
-    """Where tools record model use so it counts towards usage and spend limits.
+    def require(self, kind: type[T]) -> T:
+        """Like :meth:`get`, but a missing service is a :class:`~corral.errors.NotFound`."""
+        found = self.get(kind)
+        if found is None:
+            raise NotFound(
+                f"no {kind.__name__} service is installed on this platform; the package "
+                "that provides it may be disabled or failed to load (`corral tools list`)"
+            )
+        return found
 
-    The runtime provides it; a tool that would spend model tokens without a recorder in
-    ``ctx.services`` must not run that step.
-    """
+    def provided(self) -> dict[str, Any]:
+        """The fields that hold a service, by name (``extra`` included when not empty)."""
+        held = {s.name: getattr(self, s.name) for s in fields(self)}
+        return {
+            name: value
+            for name, value in held.items()
+            if value is not None and not (name == "extra" and not value)
+        }
 
-    async def record(self, usage: UsageRecord) -> None: ...
+    def over(self, base: Services) -> Services:
+        """These services laid over ``base``: fields set here win, extras are merged."""
+        changes = {k: v for k, v in self.provided().items() if k != "extra"}
+        return replace(base, **changes, extra={**base.extra, **self.extra})
 
-
-CREDENTIALS = "credentials"
-"""Key of the :class:`CredentialLookup` in ``ctx.services`` (stored provider credentials)."""
-
-
-class CredentialLookup(Protocol):
-    """Stored credentials (API keys, instance URLs) by name, as the caller may use them.
-
-    Returns ``None`` when nothing is stored under ``name`` for ``user_id``. Values never
-    come from tool arguments and never appear in results.
-    """
-
-    async def lookup(self, name: str, *, user_id: str) -> str | None: ...
+    def joined(self, other: Services) -> Services:
+        """Both providers' services together; a service both provide is a conflict."""
+        clash = sorted(
+            (set(self.provided()) & set(other.provided())) - {"extra"}
+            | {k.__name__ for k in set(self.extra) & set(other.extra)}
+        )
+        if clash:
+            raise ServicesConflict(f"already provided: {', '.join(clash)}")
+        return other.over(self)

@@ -1,6 +1,6 @@
 """Web access as a platform service: one place that turns live settings into a fetcher.
 
-Handlers reach the network only through ``ctx.services["web"]``. The resolver and the
+Handlers reach the network only through ``ctx.services.web``. The resolver and the
 address rules are the seams tests replace (``WebAccess.for_tests``-style construction with
 ``AddressRules.unsafe_allowing``); the production default allows public addresses only.
 """
@@ -20,10 +20,7 @@ from corral.web.fetch import (
     parse_networks,
 )
 
-__all__ = ["WEB", "WebAccess", "policy_from_live"]
-
-WEB = "web"
-"""Key of the :class:`WebAccess` service in ``platform.services``."""
+__all__ = ["WebAccess", "policy_from_live"]
 
 
 def _split(value: str) -> list[str]:

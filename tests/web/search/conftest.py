@@ -23,7 +23,7 @@ import pytest
 
 import corral
 from corral.platform import Platform
-from corral.web.access import WEB, WebAccess
+from corral.web.access import WebAccess
 from corral.web.fetch import AddressRules, StaticResolver
 from tests.web.conftest import Handler, LoopbackServer, Seen
 
@@ -213,9 +213,11 @@ async def open_search(data_dir: Path, sites: Sites) -> AsyncIterator[OpenSearch]
             if searxng:
                 settings["searxng_url"] = sites.url("searxng", "/")
             platform = await stack.enter_async_context(corral.open(data_dir, **settings))
-            platform.services[WEB] = WebAccess(
-                resolver=StaticResolver({host: ["127.0.0.2"] for host in HOSTS.values()}),
-                addresses=AddressRules.unsafe_allowing(ip_network("127.0.0.2/32")),
+            platform.provide(
+                web=WebAccess(
+                    resolver=StaticResolver({host: ["127.0.0.2"] for host in HOSTS.values()}),
+                    addresses=AddressRules.unsafe_allowing(ip_network("127.0.0.2/32")),
+                )
             )
             ports = ",".join(str(server.port) for server in sites.all)
             await platform.admin.set_live("web_allowed_ports", ports)

@@ -31,14 +31,15 @@ from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.usage import RequestUsage
 
-from corral.tools.services import CONVERSATION_MODEL, USAGE, UsageRecord
+from corral.service_protocols import UsageRecord
+from corral.tools.services import Services
 from tests.web.conftest import LoopbackServer
 from tests.web.search.conftest import OpenSearch, Sites, ddg_page, json_reply, tavily_answer
 
 
 @dataclass(frozen=True)
 class Conversation:
-    """What the runtime provides as ``services["conversation_model"]``."""
+    """What the runtime provides as ``services.conversation_model``."""
 
     spec: str
     model: Model
@@ -137,7 +138,7 @@ async def test_anthropic_native_search_is_read_and_metered(
             "allow_domains": ["example.org"],
             "block_domains": ["spam.example"],
         },
-        services={CONVERSATION_MODEL: claude, USAGE: recorder},
+        services=Services(conversation_model=claude, usage=recorder),
         conversation_id="conv-1",
     )
     assert not result.is_error, result.text
@@ -181,7 +182,7 @@ async def test_vendor_search_error_is_a_failure_with_fallback(
     result = await platform.call_tool(
         "web_search",
         {"query": "q", "strategy": "native"},
-        services={CONVERSATION_MODEL: claude, USAGE: recorder},
+        services=Services(conversation_model=claude, usage=recorder),
     )
     assert "native failed (the vendor's search reported 'too_many_requests')" in result.text
     assert len(recorder.records) == 1  # the tokens were spent even though the search failed
@@ -198,7 +199,7 @@ async def test_vendor_http_error_is_a_failure(
     result = await platform.call_tool(
         "web_search",
         {"query": "q", "strategy": "native"},
-        services={CONVERSATION_MODEL: claude, USAGE: recorder},
+        services=Services(conversation_model=claude, usage=recorder),
     )
     line = next(x for x in result.text.splitlines() if x.startswith("- native"))
     assert "failing — anthropic:claude-sonnet-4-5 failed" in line and "429" in line
@@ -216,7 +217,9 @@ async def test_a_model_without_native_search_is_skipped_not_switched(
     result = await platform.call_tool(
         "web_search",
         {"query": "q", "strategy": "native"},
-        services={CONVERSATION_MODEL: Conversation("openai:gpt-4o", model), USAGE: Recorder()},
+        services=Services(
+            conversation_model=Conversation("openai:gpt-4o", model), usage=Recorder()
+        ),
     )
     assert not result.is_error
     assert (
@@ -244,7 +247,7 @@ async def test_native_needs_a_model_and_a_meter(
 ) -> None:
     sites.duckduckgo.page("/html/", ddg_page({"title": "K", "url": "https://k.example/"}))
     platform = await open_search()
-    services = {CONVERSATION_MODEL: claude} if with_model else {}
+    services = Services(conversation_model=claude) if with_model else Services()
     result = await platform.call_tool(
         "web_search", {"query": "q", "strategy": "native"}, services=services
     )
@@ -291,10 +294,10 @@ async def test_native_in_the_auto_order_is_fused_with_others(
     result = await platform.call_tool(
         "web_search",
         {"query": "q"},
-        services={
-            CONVERSATION_MODEL: Conversation("function:fake", FunctionModel(respond)),
-            USAGE: recorder,
-        },
+        services=Services(
+            conversation_model=Conversation("function:fake", FunctionModel(respond)),
+            usage=recorder,
+        ),
     )
     assert result.data is not None
     assert result.data["results"][0]["url"] == "https://shared.example/"

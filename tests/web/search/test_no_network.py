@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 
 import corral
-from corral.web.access import WEB, WebAccess
+from corral.web.access import WebAccess
 from corral.web.fetch import StaticResolver
 
 
 async def test_default_strategy_with_nothing_configured_and_no_network(data_dir: Path) -> None:
     offline = StaticResolver({})
     async with corral.open(data_dir) as platform:
-        platform.services[WEB] = WebAccess(resolver=offline)
+        platform.provide(web=WebAccess(resolver=offline))
         started = time.perf_counter()
         result = await platform.call_tool("web_search", {"query": "corral fencing"})
         elapsed = time.perf_counter() - started

@@ -9,7 +9,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from corral.tools.services import CONVERSATION_MODEL, USAGE
+from corral.tools.services import Services
 from tests.web.search.conftest import (
     OpenSearch,
     Sites,
@@ -102,10 +102,10 @@ async def test_model_written_variants_are_metered_and_used(
     result = await platform.call_tool(
         "web_search",
         {"query": "corral layout", "mode": "research"},
-        services={
-            CONVERSATION_MODEL: Conversation("function:writer", FunctionModel(write)),
-            USAGE: recorder,
-        },
+        services=Services(
+            conversation_model=Conversation("function:writer", FunctionModel(write)),
+            usage=recorder,
+        ),
     )
     assert "Rewrite the user's web search query into 2" in asked[0]
     assert sorted(query_of(s)["q"] for s in sites.searxng.requests) == [
@@ -166,10 +166,10 @@ async def test_a_failing_model_step_is_a_warning(open_search: OpenSearch, sites:
     result = await platform.call_tool(
         "web_search",
         {"query": "corral", "mode": "research"},
-        services={
-            CONVERSATION_MODEL: Conversation("function:broken", FunctionModel(broken)),
-            USAGE: Recorder(),
-        },
+        services=Services(
+            conversation_model=Conversation("function:broken", FunctionModel(broken)),
+            usage=Recorder(),
+        ),
     )
     warnings = result.text.split("Warnings:")[1]
     assert "model-written query variants skipped: function:broken failed" in warnings

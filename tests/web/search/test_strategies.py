@@ -3,7 +3,7 @@ the reason each provider dropped out."""
 
 from __future__ import annotations
 
-from corral.tools.services import CREDENTIALS
+from corral.tools.services import Services
 from tests.web.conftest import Handler
 from tests.web.search.conftest import (
     OpenSearch,
@@ -172,7 +172,7 @@ async def test_stored_credentials_configure_a_provider(
     )
     platform = await open_search(tavily=False, brave=False, searxng=False)
     result = await platform.call_tool(
-        "web_search", {"query": "q", "strategy": "tavily"}, services={CREDENTIALS: Store()}
+        "web_search", {"query": "q", "strategy": "tavily"}, services=Services(credentials=Store())
     )
     assert not result.is_error, result.text
     [seen] = sites.tavily.requests

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from corral.errors import ToolError
-from corral.runtime.questions import QUESTIONS, Questions
 from corral.tools.context import CallContext
 from corral.tools.results import ToolResult
 
@@ -17,7 +16,7 @@ __all__ = ["ask_question"]
 
 
 async def ask_question(args: dict[str, Any], ctx: CallContext) -> ToolResult:
-    service = ctx.services.get(QUESTIONS)
-    if not isinstance(service, Questions):
+    service = ctx.services.questions
+    if service is None:
         raise ToolError("questions are not available on this platform", code="unavailable")
     return await service.ask(args["questions"], ctx)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from corral.errors import ToolError
-from corral.runtime.compaction import COMPACTIONS, Compactions
 from corral.tools.context import CallContext
 from corral.tools.results import ToolResult
 
@@ -17,7 +16,7 @@ __all__ = ["compact_history"]
 
 
 async def compact_history(args: dict[str, Any], ctx: CallContext) -> ToolResult:
-    service = ctx.services.get(COMPACTIONS)
-    if not isinstance(service, Compactions):
+    service = ctx.services.compactions
+    if service is None:
         raise ToolError("compaction is not available on this platform", code="unavailable")
     return await service.compact(args, ctx)

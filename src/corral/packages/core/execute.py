@@ -12,15 +12,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.errors import InvalidArguments, ToolError
-from corral.shell.environment import CREDENTIALS
 from corral.shell.records import ShellRecord
-from corral.shell.service import ShellOutcome, ShellRequest, shell_service
+from corral.shell.service import ShellOutcome, ShellRequest
 from corral.tools.context import CallContext
 from corral.tools.results import ResultStatus, ToolResult
+from corral.tools.services import Shells
 
 __all__ = ["execute", "execute_policy"]
 
 _STATUS: dict[str, ResultStatus] = {"exited": "ok", "stopped": "stopped", "timed_out": "timed_out"}
+
+
+def _shells(ctx: CallContext) -> Shells:
+    if ctx.services.shells is None:
+        raise ToolError("shell execution is not installed on this platform", code="unavailable")
+    return ctx.services.shells
 
 
 def _is_shell(args: Mapping[str, Any]) -> bool:
@@ -31,7 +37,7 @@ async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
     """The pipeline's policy step for ``execute``: refuse before approval is asked."""
     if not _is_shell(args) or not isinstance(args.get("command"), str):
         return
-    service = shell_service(ctx.services)
+    service = _shells(ctx)
     checked = await service.check(
         args["command"], cwd=args.get("cwd"), caller=ctx.caller, policy=ctx.sources
     )
@@ -40,7 +46,7 @@ async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
 
 
 async def _declared_credentials(args: Mapping[str, Any], ctx: CallContext) -> Mapping[str, str]:
-    provider = ctx.services.get(CREDENTIALS)
+    provider = ctx.services.skill_credentials
     if provider is None:
         return {}
     found: Mapping[str, str] = await provider.credentials_for(
@@ -58,7 +64,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
     command = args.get("command")
     if not isinstance(command, str) or not command.strip():
         raise InvalidArguments("action 'shell' needs a non-empty 'command'; add it and call again")
-    service = shell_service(ctx.services)
+    service = _shells(ctx)
     request = ShellRequest(
         command=command,
         cwd=args.get("cwd"),

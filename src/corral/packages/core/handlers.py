@@ -1,5 +1,6 @@
 """Handlers of the built-in package: one module per native tool, re-exported by name.
 
+``install`` is the package's install hook: it provides the services the handlers use.
 A native tool whose handler is not built yet is listed under ``pending`` in
 ``manifest.json`` and stays out of every visible set.
 """
@@ -11,6 +12,7 @@ from typing import Any
 from corral.packages.core.ask_question import ask_question
 from corral.packages.core.compact_history import compact_history
 from corral.packages.core.execute import execute, execute_policy
+from corral.packages.core.install import install
 from corral.packages.core.todos import todos
 from corral.packages.core.web_fetch import web_fetch
 from corral.packages.core.web_search import web_search
@@ -22,6 +24,7 @@ __all__ = [
     "ask_question",
     "compact_history",
     "execute",
+    "install",
     "todos",
     "web_fetch",
     "web_search",

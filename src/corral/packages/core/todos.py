@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from corral.errors import ToolError
-from corral.runtime.goals import GOALS, Goals
 from corral.tools.context import CallContext
 from corral.tools.results import ToolResult
 
@@ -17,7 +16,7 @@ __all__ = ["todos"]
 
 
 async def todos(args: dict[str, Any], ctx: CallContext) -> ToolResult:
-    service = ctx.services.get(GOALS)
-    if not isinstance(service, Goals):
+    service = ctx.services.goals
+    if service is None:
         raise ToolError("goals are not available on this platform", code="unavailable")
     return await service.todos(args, ctx)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from corral.errors import ToolError
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
-from corral.web.access import WEB, WebAccess
+from corral.tools.services import Web
 from corral.web.fetch import FetchError, FetchResponse
 from corral.web.fetch.response import http_error
 
@@ -27,11 +27,10 @@ DEFAULT_MAX_CHARS = 50_000
 _ERROR_EXCERPT = 600
 
 
-def _access(ctx: CallContext) -> WebAccess:
-    access = ctx.services.get(WEB)
-    if not isinstance(access, WebAccess):
+def _access(ctx: CallContext) -> Web:
+    if ctx.services.web is None:
         raise ToolError("web access is not configured on this platform", code="unavailable")
-    return access
+    return ctx.services.web
 
 
 def _header(

@@ -7,9 +7,8 @@ from typing import Any
 from corral.errors import InvalidArguments, ToolError
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
-from corral.web.access import WEB, WebAccess
+from corral.tools.services import Web
 from corral.web.search import (
-    SEARCH_BROKER,
     DomainFilter,
     SearchBroker,
     SearchConfig,
@@ -26,11 +25,10 @@ __all__ = ["web_search"]
 _DEFAULT_BROKER = default_broker()
 
 
-def _access(ctx: CallContext) -> WebAccess:
-    access = ctx.services.get(WEB)
-    if not isinstance(access, WebAccess):
+def _access(ctx: CallContext) -> Web:
+    if ctx.services.web is None:
         raise ToolError("web access is not configured on this platform", code="unavailable")
-    return access
+    return ctx.services.web
 
 
 def _nobody_answered(reports: list[ProviderReport]) -> bool:
@@ -51,13 +49,15 @@ async def web_search(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         fetcher=_access(ctx).fetcher(ctx.live),
         settings=ctx.settings,
         config=SearchConfig.from_live(ctx.live),
-        services=ctx.services,
+        credentials=ctx.services.credentials,
+        conversation_model=ctx.services.conversation_model,
+        usage=ctx.services.usage,
         user_id=ctx.caller.user_id,
         conversation_id=ctx.conversation_id,
         run_id=ctx.run_id,
     )
-    registered = ctx.services.get(SEARCH_BROKER)
-    broker = registered if isinstance(registered, SearchBroker) else _DEFAULT_BROKER
+    # A platform may provide its own broker (a seam for fakes) as an extra service.
+    broker = ctx.services.get(SearchBroker) or _DEFAULT_BROKER
     strategy = args.get("strategy", "auto")
     fetch_top = int(args.get("fetch_top", 0))
     if args.get("mode", "standard") == "research":

@@ -10,13 +10,11 @@
 
 from corral.runtime.compaction.cards import Compaction, Target
 from corral.runtime.compaction.overlay import CompactionOverlay
-from corral.runtime.compaction.service import COMPACTIONS, Compactions, compactions_of
+from corral.runtime.compaction.service import Compactions
 
 __all__ = [
-    "COMPACTIONS",
     "Compaction",
     "CompactionOverlay",
     "Compactions",
     "Target",
-    "compactions_of",
 ]

@@ -25,17 +25,13 @@ from corral.runtime.compaction.tokens import count_tokens, tokenizer_name
 from corral.runtime.compaction.trims import prompt_text, trim_row
 from corral.runtime.timeline import NewRow
 from corral.store import runtime_tables as rt_tables
-from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
+from corral.tools.services import CallScope
 
 if TYPE_CHECKING:
-    from corral.platform.core import Platform
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
-__all__ = ["COMPACTIONS", "Compactions", "compactions_of"]
-
-COMPACTIONS = "compactions"
-"""Key of the :class:`Compactions` service in ``platform.services``."""
+__all__ = ["Compactions"]
 
 
 def _counted(draft: Compaction, resolved: Sequence[Resolved]) -> Compaction:
@@ -66,14 +62,14 @@ def _describe(compaction: Compaction) -> str:
 
 
 class Compactions:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
         self.overlay = CompactionOverlay()
         self.context_map = ContextMap(self.overlay)
 
     # -- the tool's side ------------------------------------------------------------------
 
-    async def compact(self, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+    async def compact(self, args: Mapping[str, Any], ctx: CallScope) -> ToolResult:
         """One compact_history call: check every target, count, store the card."""
         if ctx.conversation_id is None:
             raise ToolError(
@@ -93,7 +89,7 @@ class Compactions:
                 'use "summarize"'
             )
         resolved = await resolve_targets(
-            self._rt.platform.sessions, ctx.conversation_id, args["targets"]
+            self._rt.kernel.sessions, ctx.conversation_id, args["targets"]
         )
         draft = Compaction(
             id="cp_" + secrets.token_hex(6),
@@ -134,7 +130,7 @@ class Compactions:
         )
         found: dict[str, Compaction] = {}
         applied: dict[str, bool] = {}
-        async with self._rt.platform.sessions() as session:
+        async with self._rt.kernel.sessions() as session:
             for seq, data in await session.execute(query):
                 kind = data.get("card") if isinstance(data, dict) else None
                 if kind == CARD:
@@ -162,7 +158,7 @@ class Compactions:
     ) -> dict[str, Any]:
         """Switch one compaction off ("Show full") or on again; the stored rows never change."""
         await self._rt.conversation(conversation_id, user=user)
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         current = {c.id: (c, on) for c, on in await self._cards(conversation_id)}
         if compaction_id not in current:
             raise NotFound(
@@ -179,7 +175,7 @@ class Compactions:
     ) -> list[dict[str, Any]]:
         """Switch every applied compaction off: the model reads the whole history again."""
         await self._rt.conversation(conversation_id, user=user)
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         for compaction, on in await self._cards(conversation_id):
             if on:
                 await self._toggle(
@@ -203,17 +199,10 @@ class Compactions:
         """/summarize: the model summarizes the conversation so far; the summary stands in
         for those rows in every later prompt (switchable like any compaction)."""
         conversation = await self._rt.conversation(conversation_id, user=user)
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         compaction = await summarize_conversation(
             self._rt, self.overlay, conversation, caller, model=model
         )
         row = NewRow(kind="card", user_id=caller.user_id, data=compaction.card())
         await self._rt.append(conversation_id, [row])
         return compaction.to_json()
-
-
-def compactions_of(platform: Platform) -> Compactions:
-    service = platform.services.get(COMPACTIONS)
-    if not isinstance(service, Compactions):
-        raise NotFound("compactions are not available: the agent runtime is not installed")
-    return service

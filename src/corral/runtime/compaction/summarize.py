@@ -27,10 +27,10 @@ from corral.runtime.compaction.trims import prompt_text, summary_row
 from corral.runtime.conversations import ConversationInfo
 from corral.runtime.prompt.history import History, RenderContext
 from corral.runtime.timeline import PROMPT_KINDS, TimelineRow
-from corral.tools.services import UsageRecord
+from corral.service_protocols import UsageRecord
 
 if TYPE_CHECKING:
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
 __all__ = ["INSTRUCTIONS", "summarize_conversation"]
 
@@ -51,7 +51,7 @@ def _count(rows: Sequence[TimelineRow], summary: TimelineRow) -> tuple[int, int]
 
 
 async def summarize_conversation(
-    rt: Runtime,
+    rt: RunHost,
     overlay: CompactionOverlay,
     conversation: ConversationInfo,
     caller: Caller,
@@ -71,10 +71,10 @@ async def summarize_conversation(
     if not said:
         raise UsageError(f"conversation {conversation.id!r} has nothing to summarize yet")
     shown = overlay.index(conversation.id, history.rows).apply(rows)
-    agent = await load_agent(rt.platform.sessions, conversation.agent)
+    agent = await load_agent(rt.kernel.sessions, conversation.agent)
     spec = rt.pick_model(model, conversation, agent)
     resolved = rt.models.resolve(spec)
-    state = await rt.platform.config.dispatch_state()
+    state = await rt.kernel.config.dispatch_state()
     context = RenderContext(
         media=resolved.media, reader=rt.prompt.reader, caller=caller, sources=state.sources
     )

@@ -11,23 +11,19 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from corral.errors import NotFound, ToolError, UsageError
+from corral.errors import ToolError, UsageError
 from corral.runtime.goals.render import GOAL_CARD, GoalBlock, render_state
 from corral.runtime.goals.rules import Change, apply_todos, clear_cycle, set_goal
 from corral.runtime.goals.state import GoalState, SetBy
 from corral.runtime.goals.store import GoalStore
 from corral.runtime.timeline import NewRow
-from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
+from corral.tools.services import CallScope
 
 if TYPE_CHECKING:
-    from corral.platform.core import Platform
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
-__all__ = ["GOALS", "Goals", "goals_of"]
-
-GOALS = "goals"
-"""Key of the :class:`Goals` service in ``platform.services``."""
+__all__ = ["Goals"]
 
 
 def _now() -> str:
@@ -35,14 +31,14 @@ def _now() -> str:
 
 
 class Goals:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
-        self.store = GoalStore(runtime.platform.sessions)
+        self.store = GoalStore(runtime.kernel.sessions)
         self.block = GoalBlock(self.store)
 
     # -- the tool's side ------------------------------------------------------------------
 
-    async def todos(self, args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+    async def todos(self, args: Mapping[str, Any], ctx: CallScope) -> ToolResult:
         """One ``todos`` call by the agent, applied whole or not at all."""
         if ctx.conversation_id is None:
             raise ToolError(
@@ -79,7 +75,7 @@ class Goals:
         The goal is locked to the agent unless a workflow sets it with ``evolve="agent"``.
         An open goal is replaced (archived as cleared) only with ``replace=True``.
         """
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         (await self._rt.conversations.get(conversation_id)).check_access(caller)
         if evolve not in (None, "agent"):
             raise UsageError(f"evolve may only be 'agent', not {evolve!r}")
@@ -112,7 +108,7 @@ class Goals:
 
     async def clear_goal(self, conversation_id: str, *, user: str | None = None) -> GoalState:
         """Clear the open goal or list (archived as cleared) and the loop bound, as a person."""
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         (await self._rt.conversations.get(conversation_id)).check_access(caller)
         now = _now()
         by = SetBy(kind="user", name=caller.name)
@@ -142,7 +138,7 @@ class Goals:
         await self._rt.append(conversation_id, [NewRow(kind="card", user_id=user_id, data=card)])
 
     async def state(self, conversation_id: str, *, user: str | None = None) -> GoalState:
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         (await self._rt.conversations.get(conversation_id)).check_access(caller)
         return await self.store.load(conversation_id)
 
@@ -150,7 +146,7 @@ class Goals:
         self, conversation_id: str, *, user: str | None = None
     ) -> list[dict[str, Any]]:
         """The session ledger: every closed cycle, a versioned entry each, oldest first."""
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         (await self._rt.conversations.get(conversation_id)).check_access(caller)
         return await self.store.ledger(conversation_id)
 
@@ -165,10 +161,3 @@ def _result(change: Change) -> ToolResult:
             "archived": [draft.entry for draft in change.archived],
         },
     )
-
-
-def goals_of(platform: Platform) -> Goals:
-    service = platform.services.get(GOALS)
-    if not isinstance(service, Goals):
-        raise NotFound("goals are not available: the agent runtime is not installed")
-    return service

@@ -3,7 +3,7 @@
 The handler stores the questions and returns a ``pending`` result naming the wait; the run
 parks on it like on an approval (durable, nothing held open). :meth:`Questions.answer`, from
 any process, marks the question answered and hands the answers to the waiting call through
-:meth:`~corral.runtime.runtime.Runtime.resolve_wait`, which queues the run again. A run that
+:func:`~corral.runtime.parking.resolve_wait`, which queues the run again. A run that
 ends first closes its open questions (a run-end hook), so no answer waits for a run that
 will never read it.
 """
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
+from corral.runtime.parking import resolve_wait
 from corral.runtime.questions.model import (
     AnswerInput,
     AskedQuestion,
@@ -24,27 +25,23 @@ from corral.runtime.questions.model import (
 )
 from corral.runtime.questions.store import QuestionStore
 from corral.runtime.runs import RunRecord
-from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
+from corral.tools.services import CallScope
 
 if TYPE_CHECKING:
-    from corral.platform.core import Platform
-    from corral.runtime.runtime import Runtime
+    from corral.runtime.host import RunHost
 
-__all__ = ["QUESTIONS", "Questions", "questions_of"]
-
-QUESTIONS = "questions"
-"""Key of the :class:`Questions` service in ``platform.services``."""
+__all__ = ["Questions"]
 
 
 class Questions:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
-        self.store = QuestionStore(runtime.platform.sessions)
+        self.store = QuestionStore(runtime.kernel.sessions)
 
     # -- the tool's side ------------------------------------------------------------------
 
-    async def ask(self, raw: Sequence[Mapping[str, Any]], ctx: CallContext) -> ToolResult:
+    async def ask(self, raw: Sequence[Mapping[str, Any]], ctx: CallScope) -> ToolResult:
         """Store the questions and park the calling run until a person answers."""
         questions = [AskedQuestion.from_json(q) for q in raw]
         for number, q in enumerate(questions, start=1):
@@ -71,13 +68,11 @@ class Questions:
             f"Waiting for the user to answer question {record.id} "
             f"(`corral questions answer {record.id} …`):\n{describe_questions(questions)}"
         )
-        return ToolResult(
-            content=[TextBlock(text)],
-            status="pending",
-            data={
-                "wait": {"kind": "question", "id": record.id},
-                "questions": [q.to_json() for q in questions],
-            },
+        return ToolResult.wait_for(
+            "question",
+            record.id,
+            text,
+            data={"question_id": record.id, "questions": [q.to_json() for q in questions]},
         )
 
     async def close_for_run(self, run: RunRecord, status: str) -> None:
@@ -94,14 +89,14 @@ class Questions:
         conversation_id: str | None = None,
     ) -> list[QuestionRecord]:
         """The questions put to ``user`` (default: the local owner)."""
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         return await self.store.list_questions(
             status=status, user_id=caller.user_id, conversation_id=conversation_id
         )
 
     async def get(self, question_id: str, *, user: str | None = None) -> QuestionRecord:
         record = await self.store.get(question_id)
-        caller = await self._rt.platform.caller(user)
+        caller = await self._rt.kernel.caller(user)
         if record.user_id != caller.user_id:
             raise NotFound(f"no question {question_id!r} for you; `corral questions list`")
         return record
@@ -125,7 +120,7 @@ class Questions:
                 f"question {question_id!r} is already {record.status}; it takes no answer now"
             )
         checked = check_answers(record.questions, answers)
-        answerer = await self._rt.platform.caller(user)
+        answerer = await self._rt.kernel.caller(user)
         if not await self.store.mark_answered(question_id, checked, by=answerer.user_id, note=note):
             current = await self.store.get(question_id)
             raise UsageError(
@@ -149,14 +144,7 @@ class Questions:
             "note": note,
         }
         try:
-            await self._rt.resolve_wait(record.run_id, record.call_id, result, card=card)
+            await resolve_wait(self._rt, record.run_id, record.call_id, result, card=card)
         except UsageError:
             pass  # the run ended meanwhile: the answer stays on the question's record
         return await self.store.get(question_id)
-
-
-def questions_of(platform: Platform) -> Questions:
-    service = platform.services.get(QUESTIONS)
-    if not isinstance(service, Questions):
-        raise NotFound("questions are not available: the agent runtime is not installed")
-    return service

@@ -8,10 +8,9 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from corral.runtime.compaction import compactions_of
-from corral.runtime.goals import goals_of
-from corral.runtime.meta import conversation_meta
-from corral.runtime.questions import questions_of
+from corral.runtime.compaction import Compactions
+from corral.runtime.goals import Goals
+from corral.runtime.questions import Questions
 from corral.server.deps import CallerDep, PlatformDep
 
 router = APIRouter(tags=["context"])
@@ -51,7 +50,7 @@ class SummarizeBody(BaseModel):
 async def list_questions(
     platform: PlatformDep, caller: CallerDep, status: str | None = "open"
 ) -> dict[str, Any]:
-    found = await questions_of(platform).list_questions(
+    found = await platform.services.require(Questions).list_questions(
         user=caller.user_id, status=None if status == "all" else status
     )
     return {"questions": [q.to_json() for q in found]}
@@ -62,7 +61,7 @@ async def answer_question(
     question_id: str, body: AnswerBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Answer a question; the waiting run continues with the answers as its result."""
-    record = await questions_of(platform).answer(
+    record = await platform.services.require(Questions).answer(
         question_id, body.answers, note=body.note, user=caller.user_id
     )
     return record.to_json()
@@ -71,7 +70,7 @@ async def answer_question(
 @router.get("/conversations/{conversation_id}/meta")
 async def read_meta(conversation_id: str, platform: PlatformDep, caller: CallerDep) -> Any:
     """Goal, todo list, loop bound, sessionLedger, compactions and questions, as JSON."""
-    return await conversation_meta(platform, conversation_id, user=caller.user_id)
+    return await platform.conversation_meta(conversation_id, user=caller.user_id)
 
 
 @router.put("/conversations/{conversation_id}/goal")
@@ -79,7 +78,7 @@ async def set_goal(
     conversation_id: str, body: GoalBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Set the goal as you (or a workflow): locked to the agent unless evolve is "agent"."""
-    state = await goals_of(platform).set_goal(
+    state = await platform.services.require(Goals).set_goal(
         conversation_id,
         body.goal,
         conditions=body.conditions,
@@ -97,7 +96,7 @@ async def set_goal(
 async def clear_goal(
     conversation_id: str, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
-    state = await goals_of(platform).clear_goal(conversation_id, user=caller.user_id)
+    state = await platform.services.require(Goals).clear_goal(conversation_id, user=caller.user_id)
     return state.to_json()
 
 
@@ -105,7 +104,9 @@ async def clear_goal(
 async def list_compactions(
     conversation_id: str, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
-    found = await compactions_of(platform).list_compactions(conversation_id, user=caller.user_id)
+    found = await platform.services.require(Compactions).list_compactions(
+        conversation_id, user=caller.user_id
+    )
     return {"compactions": found}
 
 
@@ -118,7 +119,7 @@ async def set_applied(
     caller: CallerDep,
 ) -> dict[str, Any]:
     """Show full (applied: false) or trim again (applied: true)."""
-    return await compactions_of(platform).set_applied(
+    return await platform.services.require(Compactions).set_applied(
         conversation_id, compaction_id, body.applied, user=caller.user_id
     )
 
@@ -128,7 +129,9 @@ async def show_full(
     conversation_id: str, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Switch every compaction of the conversation off."""
-    found = await compactions_of(platform).show_full(conversation_id, user=caller.user_id)
+    found = await platform.services.require(Compactions).show_full(
+        conversation_id, user=caller.user_id
+    )
     return {"compactions": found}
 
 
@@ -137,6 +140,6 @@ async def summarize(
     conversation_id: str, body: SummarizeBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     """/summarize: a model-written summary stands in for the conversation so far."""
-    return await compactions_of(platform).summarize(
+    return await platform.services.require(Compactions).summarize(
         conversation_id, model=body.model, user=caller.user_id
     )

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
-from corral.runtime.runtime import Runtime, runtime_of
+from corral.runtime.runtime import Runtime
 from corral.server.deps import CallerDep, PlatformDep
 from corral.server.sse import conversation_events
 
@@ -56,7 +56,7 @@ async def _turn(rt: Runtime, body: Message, user: str, **where: Any) -> dict[str
 
 @router.get("/conversations")
 async def list_conversations(platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
-    rt = runtime_of(platform)
+    rt = platform.runtime
     found = await rt.list_conversations(user=caller.user_id)
     return {"conversations": [c.to_json() for c in found]}
 
@@ -65,7 +65,7 @@ async def list_conversations(platform: PlatformDep, caller: CallerDep) -> dict[s
 async def create_conversation(
     body: NewConversation, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
-    conversation = await runtime_of(platform).start_conversation(
+    conversation = await platform.runtime.start_conversation(
         agent=body.agent,
         user=caller.user_id,
         model=body.model,
@@ -79,7 +79,7 @@ async def create_conversation(
 async def read_conversation(
     conversation_id: str, platform: PlatformDep, caller: CallerDep, after: int = 0
 ) -> dict[str, Any]:
-    rt = runtime_of(platform)
+    rt = platform.runtime
     conversation = await rt.conversation(conversation_id, user=caller.user_id)
     rows = await rt.rows(conversation_id, user=caller.user_id, after=after)
     return {"conversation": conversation.to_json(), "rows": [r.to_json() for r in rows]}
@@ -90,14 +90,14 @@ async def send_message(
     conversation_id: str, body: Message, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     """A person's message: runs the turn (see ``wait``)."""
-    return await _turn(runtime_of(platform), body, caller.user_id, conversation_id=conversation_id)
+    return await _turn(platform.runtime, body, caller.user_id, conversation_id=conversation_id)
 
 
 @router.post("/chat")
 async def chat(body: Chat, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     """A message to an agent, in a new conversation or ``conversation_id``."""
     return await _turn(
-        runtime_of(platform),
+        platform.runtime,
         body,
         caller.user_id,
         agent=body.agent,
@@ -110,7 +110,7 @@ async def queue_inbox_message(
     conversation_id: str, body: InboxMessage, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Queue a message from your agent; the conversation continues by itself as you."""
-    delivery = await runtime_of(platform).send_message(
+    delivery = await platform.runtime.send_message(
         conversation_id,
         body.text,
         user=caller.user_id,
@@ -130,7 +130,7 @@ async def events(
 ) -> EventSourceResponse:
     """Server-sent events: rows after ``after``, then live rows, text deltas, tool output
     and run status changes."""
-    rt = runtime_of(platform)
+    rt = platform.runtime
     await rt.conversation(conversation_id, user=caller.user_id)
     stream = conversation_events(
         rt, conversation_id, user=caller.user_id, after=after, follow=follow
@@ -140,11 +140,11 @@ async def events(
 
 @router.get("/runs/{run_id}", tags=["runs"])
 async def read_run(run_id: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
-    rt = runtime_of(platform)
+    rt = platform.runtime
     return (await rt.result((await rt.run(run_id, user=caller.user_id)).id)).to_json()
 
 
 @router.post("/runs/{run_id}/stop", tags=["runs"])
 async def stop_run(run_id: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     """Stop a run and everything it started; what it captured is kept."""
-    return (await runtime_of(platform).stop(run_id, user=caller.user_id)).to_json()
+    return (await platform.runtime.stop(run_id, user=caller.user_id)).to_json()

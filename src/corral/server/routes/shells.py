@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from corral.server.deps import CallerDep, PlatformDep
-from corral.shell.service import shell_service
+from corral.shell.service import ShellService
 
 router = APIRouter(prefix="/shells", tags=["shells"])
 
@@ -24,7 +24,7 @@ async def list_shells(
     status: Annotated[str | None, Query(description="running, exited, stopped, lost…")] = None,
 ) -> dict[str, Any]:
     """Your shells, or every shell of a conversation you may read."""
-    shells = shell_service(platform.services).background
+    shells = platform.services.require(ShellService).background
     if conversation_id is None:
         records = await shells.store.find(user_id=caller.user_id, status=status)
     else:
@@ -35,7 +35,7 @@ async def list_shells(
 
 @router.get("/{shell_id}")
 async def shell_status(shell_id: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
-    record = await shell_service(platform.services).background.readable(shell_id, caller)
+    record = await platform.services.require(ShellService).background.readable(shell_id, caller)
     return {**record.to_json(), "report": record.report}
 
 
@@ -51,12 +51,12 @@ async def shell_output(
     ] = 0,
 ) -> dict[str, Any]:
     """Rows of the JSONL log (one per captured chunk) and, while it runs, the recent output."""
-    background = shell_service(platform.services).background
+    background = platform.services.require(ShellService).background
     return await background.output(shell_id, caller, after=after, limit=limit, wait=wait)
 
 
 @router.post("/{shell_id}/stop")
 async def stop_shell(shell_id: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     """End the shell's process group (SIGTERM, a grace, SIGKILL); its report follows."""
-    record = await shell_service(platform.services).background.stop(shell_id, caller)
+    record = await platform.services.require(ShellService).background.stop(shell_id, caller)
     return record.to_json()

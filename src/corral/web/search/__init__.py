@@ -30,7 +30,6 @@ from .research import ResearchOutcome, research
 
 __all__ = [
     "KNOWN_PROVIDERS",
-    "SEARCH_BROKER",
     "DomainFilter",
     "Hit",
     "ProviderAnswer",
@@ -51,9 +50,6 @@ __all__ = [
     "default_broker",
     "research",
 ]
-
-SEARCH_BROKER = "web_search_broker"
-"""Key under which a platform may register its own :class:`SearchBroker` (a seam for fakes)."""
 
 
 def default_broker() -> SearchBroker:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import SecretStr
 
+from corral.service_protocols import ConversationModel, CredentialLookup, UsageRecorder
 from corral.settings import Settings
-from corral.tools.services import CREDENTIALS, CredentialLookup
 from corral.web.fetch import Fetcher
 
 from .config import SearchConfig
@@ -29,7 +28,12 @@ class SearchEnv:
     fetcher: Fetcher
     settings: Settings
     config: SearchConfig = field(default_factory=SearchConfig)
-    services: Mapping[str, Any] = field(default_factory=dict)
+    credentials: CredentialLookup | None = None
+    """Stored provider credentials, when the platform has a store for them."""
+    conversation_model: ConversationModel | None = None
+    """The calling conversation's model (absent outside a conversation)."""
+    usage: UsageRecorder | None = None
+    """Where model use on the conversation's behalf is recorded."""
     user_id: str = ""
     conversation_id: str | None = None
     run_id: str | None = None
@@ -45,10 +49,8 @@ class SearchEnv:
         """
         if name not in self._secrets:
             value: str | None = None
-            store = self.services.get(CREDENTIALS)
-            if store is not None and self.user_id:
-                lookup: CredentialLookup = store
-                value = await lookup.lookup(name, user_id=self.user_id)
+            if self.credentials is not None and self.user_id:
+                value = await self.credentials.lookup(name, user_id=self.user_id)
             if not value and configured is not None:
                 value = (
                     configured.get_secret_value()

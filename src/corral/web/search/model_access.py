@@ -1,8 +1,8 @@
 """Using the conversation's own model from web_search, metered like any other model use.
 
 Native search and research-mode query variants both run on the model the conversation
-runs on (``ctx.services["conversation_model"]``) and record their tokens and fees with the
-usage recorder (``ctx.services["usage"]``). Without either there is no such step: the
+runs on (``ctx.services.conversation_model``) and record their tokens and fees with the
+usage recorder (``ctx.services.usage``). Without either there is no such step: the
 caller is told why, and no other vendor's model is ever used instead.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from corral.tools.services import CONVERSATION_MODEL, USAGE, UsageRecord, UsageRecorder
+from corral.service_protocols import UsageRecord, UsageRecorder
 
 from .env import SearchEnv
 
@@ -67,14 +67,14 @@ def model_access(env: SearchEnv) -> ModelAccess | str:
     """The conversation's model with its recorder, or the reason there is none to use."""
     from pydantic_ai.models import Model
 
-    held = env.services.get(CONVERSATION_MODEL)
+    held: Any = env.conversation_model
     if held is None:
         return "this call has no conversation model (it was not made from a conversation)"
     model = held if isinstance(held, Model) else getattr(held, "model", None)
     if not isinstance(model, Model):
         return "the conversation's model is not a pydantic-ai model this tool can use"
     spec = getattr(held, "spec", None) if not isinstance(held, Model) else None
-    recorder = env.services.get(USAGE)
+    recorder = env.usage
     if recorder is None:
         return "no usage recorder in this context, so model use could not be metered"
     return ModelAccess(spec=str(spec or _spec_of(model)), model=model, recorder=recorder)

@@ -12,8 +12,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound, UsageError
+from corral.kernel.config import ConfigCache, bump_config_version
 from corral.live_settings import LIVE_SETTINGS, coerce_live_value
-from corral.platform.config import ConfigCache, bump_config_version
 from corral.policy.sources import ACCESS_LETTERS, parse_rights
 from corral.store import tables as t
 

@@ -7,7 +7,7 @@ import os
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from corral.platform.config import CONFIG_VERSION, bump_config_version
+from corral.kernel.config import CONFIG_VERSION, bump_config_version
 from corral.policy.grants import BUILTIN_ROLES
 from corral.settings import Settings
 from corral.store import tables as t

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound, UsageError
-from corral.platform.config import ConfigCache, bump_config_version
+from corral.kernel.config import ConfigCache, bump_config_version
 from corral.policy.grants import BUILTIN_ROLES, validate_feature_pattern
 from corral.store import tables as t
 

@@ -4,31 +4,29 @@ questions, exportable as JSON (``corral conversations meta ID``,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from corral.runtime.compaction import compactions_of
-from corral.runtime.goals import goals_of
-from corral.runtime.questions import questions_of
-from corral.runtime.runtime import runtime_of
-
-if TYPE_CHECKING:
-    from corral.platform.core import Platform
+from corral.runtime.compaction import Compactions
+from corral.runtime.goals import Goals
+from corral.runtime.questions import Questions
+from corral.runtime.runtime import Runtime
+from corral.tools.services import Services
 
 __all__ = ["conversation_meta"]
 
 
 async def conversation_meta(
-    platform: Platform, conversation_id: str, *, user: str | None = None
+    runtime: Runtime, services: Services, conversation_id: str, *, user: str | None = None
 ) -> dict[str, Any]:
     """Everything the conversation carries besides its rows, as one JSON-able document.
 
     ``sessionLedger`` lists the closed cycles (goal and todo list as they were when each
     closed), oldest first, each with its ``version``.
     """
-    conversation = await runtime_of(platform).conversation(conversation_id, user=user)
-    goals = goals_of(platform)
+    conversation = await runtime.conversation(conversation_id, user=user)
+    goals = services.require(Goals)
     state = await goals.store.load(conversation_id)
-    questions = await questions_of(platform).store.list_questions(
+    questions = await services.require(Questions).store.list_questions(
         status=None, conversation_id=conversation_id
     )
     return {
@@ -37,6 +35,8 @@ async def conversation_meta(
         "todos": [step.to_json() for step in state.steps],
         "loop": state.loop.to_json() if state.loop else None,
         "sessionLedger": await goals.store.ledger(conversation_id),
-        "compactions": await compactions_of(platform).list_compactions(conversation_id, user=user),
+        "compactions": await services.require(Compactions).list_compactions(
+            conversation_id, user=user
+        ),
         "questions": [q.to_json() for q in questions],
     }

@@ -1,0 +1,101 @@
+"""The kernel: what the runtime and every service depend on.
+
+One open store (engine and sessions), the loaded tools and the dispatch pipeline, the
+configuration cache, identity, approvals and the platform log — and the services packages
+installed, which every call receives. The kernel knows nothing of the runtime or of the
+composition root above it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from corral.errors import NotFound, UsageError
+from corral.kernel.accounts import Identity
+from corral.kernel.admin import Admin
+from corral.kernel.approvals import ApprovalStore
+from corral.kernel.bootstrap import bootstrap, prepare_folders
+from corral.kernel.config import ConfigCache
+from corral.kernel.logs import LogStore
+from corral.policy.identity import Caller
+from corral.settings import Settings
+from corral.store import make_engine, make_sessionmaker, upgrade
+from corral.tools.dispatch import Dispatcher
+from corral.tools.registry import Registry, discover
+from corral.tools.services import Services
+
+__all__ = ["Kernel", "open_kernel"]
+
+
+class Kernel:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: AsyncEngine,
+        sessions: async_sessionmaker[AsyncSession],
+        registry: Registry,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.sessions = sessions
+        self.registry = registry
+        self.config = ConfigCache(sessions, settings)
+        self.logs = LogStore(sessions)
+        self.approvals = ApprovalStore(sessions)
+        self.identity = Identity(sessions, self.config)
+        self.admin = Admin(
+            sessions,
+            self.config,
+            known_tools=lambda: set(registry.tools) | set(registry.pending),
+            known_packages=lambda: set(registry.packages),
+        )
+        self.dispatcher = Dispatcher(
+            registry=registry,
+            state=self.config,
+            approvals=self.approvals,
+            slow_calls=self.logs,
+            settings=settings,
+        )
+        self.services = Services()
+        """What every call receives as ``ctx.services``; the composition root fills it."""
+
+    async def caller(self, user: str | None = None) -> Caller:
+        """Resolve a user id or name (None: the local owner) with the role's current grants."""
+        snapshot = await self.config.snapshot()
+        info = None
+        if user is None:
+            info = next((u for u in snapshot.users.values() if u.role == "owner"), None)
+        else:
+            info = snapshot.users.get(user) or next(
+                (u for u in snapshot.users.values() if u.name == user), None
+            )
+        if info is None:
+            raise NotFound(f"no user {user!r}; `corral users list` shows them")
+        if info.disabled:
+            raise UsageError(f"user {info.name!r} is disabled")
+        grants = snapshot.roles.get(info.role)
+        if grants is None:
+            raise NotFound(f"user {info.name!r} has role {info.role!r}, which no longer exists")
+        return Caller(user_id=info.id, name=info.name, role=info.role, grants=grants)
+
+    async def live_settings(self) -> dict[str, Any]:
+        return dict((await self.config.dispatch_state()).live)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+async def open_kernel(settings: Settings) -> Kernel:
+    """Prepare the folders, migrate and seed the store, load the packages."""
+    prepare_folders(settings)
+    engine = make_engine(settings.effective_database_url)
+    try:
+        await upgrade(engine)
+        sessions = make_sessionmaker(engine)
+        await bootstrap(sessions, settings)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return Kernel(settings, engine, sessions, discover(settings.package_paths))

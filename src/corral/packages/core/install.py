@@ -1,0 +1,75 @@
+"""The built-in package's install hook: the services its native tools use.
+
+Installed through the same hook as any package: web access (web_fetch, web_search), the
+shell service (execute), and the services of ask_question, todos and compact_history with
+their parts of the prompt (the goal state block, the context map, the compaction overlay)
+and the run-end hook that closes the questions of a run that ended.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from corral.runtime.compaction import Compactions
+from corral.runtime.goals import Goals
+from corral.runtime.package_setup import Installed, PackageSetup
+from corral.runtime.questions import Questions
+from corral.runtime.runs import TERMINAL
+from corral.shell.setup import open_shell_service, recover_shells
+from corral.store import context_tables as ct
+from corral.store import runtime_tables as rt_tables
+from corral.store.tables import utcnow
+from corral.tools.services import Services
+from corral.web.access import WebAccess
+
+__all__ = ["install"]
+
+
+async def install(setup: PackageSetup) -> Installed:
+    kernel, runtime = setup.kernel, setup.runtime
+    # Search provider keys may come from the settings file; keep them out of every result.
+    keys = (kernel.settings.tavily_api_key, kernel.settings.brave_api_key)
+    kernel.config.add_secrets([key.get_secret_value() for key in keys if key is not None])
+
+    shells = await open_shell_service(
+        settings=kernel.settings,
+        sessions=kernel.sessions,
+        state=kernel.config,
+        reports=lambda: kernel.services.reports,
+        conversation_access=lambda: kernel.services.conversation_access,
+    )
+    runtime.add_background_work(shells.background)
+
+    questions, goals, compactions = Questions(runtime), Goals(runtime), Compactions(runtime)
+    runtime.prompt.add_state_block(goals.block)
+    runtime.prompt.add_state_block(compactions.context_map)
+    runtime.prompt.add_overlay(compactions.overlay)
+    runtime.run_end_hooks.append(questions.close_for_run)
+
+    async def start() -> None:
+        await _close_orphaned_questions(setup)
+        await recover_shells(shells)
+
+    return Installed(
+        services=Services(
+            web=WebAccess(),
+            shells=shells,
+            questions=questions,
+            goals=goals,
+            compactions=compactions,
+        ),
+        start=[start],
+        close=[shells.close],
+    )
+
+
+async def _close_orphaned_questions(setup: PackageSetup) -> None:
+    """Runs that start-up recovery ended before the run-end hook existed leave no question
+    open behind them."""
+    ended = select(rt_tables.Run.id).where(rt_tables.Run.status.in_(list(TERMINAL)))
+    async with setup.kernel.sessions.begin() as session:
+        await session.execute(
+            update(ct.Question)
+            .where(ct.Question.status == "open", ct.Question.run_id.in_(ended))
+            .values(status="closed", note="the run ended before an answer", answered_at=utcnow())
+        )

@@ -1,0 +1,105 @@
+"""The composition root: open the kernel, build the runtime, install every package.
+
+Order: the kernel (folders, migrations, seed data, package discovery); the runtime on it,
+whose report sink is the first service; each package's install hook, whose services join
+the ones before (a failing hook or a service provided twice leaves that package out, named
+in ``corral tools list``); then runs lost to a restart are recovered and the packages'
+start-up work runs. Nothing below this module imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from corral.kernel import Kernel, open_kernel
+from corral.platform.core import Platform
+from corral.runtime.package_setup import Installed, PackageSetup, run_install_hook
+from corral.runtime.runtime import Runtime
+from corral.settings import load_settings
+from corral.tools.contract import LoadError
+from corral.tools.registry import Package
+from corral.tools.services import Services
+
+__all__ = ["open", "open_platform"]
+
+log = logging.getLogger("corral.platform")
+
+
+async def open_platform(
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    services: Services | None = None,
+    **overrides: Any,
+) -> Platform:
+    """Open the platform on ``data_dir`` (default: settings); close it when done.
+
+    ``overrides`` are settings. ``services`` replace installed ones before any start-up work
+    runs (an embedding program's own web access, a test's report sink)."""
+    kernel = await open_kernel(load_settings(data_dir, **overrides))
+    runtime = Runtime(kernel)
+    platform = Platform(kernel, runtime)
+    try:
+        kernel.services = Services(reports=runtime.reports)
+        installed = [await _install(p, kernel, runtime) for p in _with_hooks(kernel)]
+        if services is not None:
+            platform.provide(services)
+        for done in installed:
+            for closer in done.close:
+                platform.on_close(closer)
+        await runtime.recover()
+        for done in installed:
+            for work in done.start:
+                await work()
+    except BaseException:
+        await platform.close()
+        raise
+    return platform
+
+
+def _with_hooks(kernel: Kernel) -> list[Package]:
+    return [p for p in kernel.registry.packages.values() if p.install is not None]
+
+
+async def _install(package: Package, kernel: Kernel, runtime: Runtime) -> Installed:
+    """Run one package's install hook and join its services to the kernel's."""
+    assert package.install is not None
+    setup = PackageSetup(
+        package=package.name, kernel=kernel, runtime=runtime, services=kernel.services
+    )
+    try:
+        done = await run_install_hook(package.install, setup)
+        kernel.services = kernel.services.joined(done.services)
+    except Exception as exc:
+        log.exception("package %r failed to install; its tools are left out", package.name)
+        kernel.registry.leave_out(
+            package.name,
+            LoadError(
+                file=str(package.path),
+                pointer="",
+                message=f"the install hook failed, so the package's tools are left out: "
+                f"{type(exc).__name__}: {exc}",
+                package=package.name,
+            ),
+        )
+        return Installed()
+    return done
+
+
+@asynccontextmanager
+async def open(
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    services: Services | None = None,
+    **overrides: Any,
+) -> AsyncIterator[Platform]:
+    """Open the platform on ``data_dir`` (default: settings), closing it on exit; see
+    :func:`open_platform`."""
+    platform = await open_platform(data_dir, services=services, **overrides)
+    try:
+        yield platform
+    finally:
+        await platform.close()

@@ -1,0 +1,179 @@
+"""What the runtime's modules share: the kernel, the stores, events, models, the prompt.
+
+The loop, turns, parking, endings, reports and the context services are functions and
+classes that take a :class:`RunHost`; :class:`corral.runtime.runtime.Runtime` is a RunHost
+that adds the Python API on top. No module here imports the Runtime, so the modules form no
+import circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from corral.errors import UsageError
+from corral.kernel import DEFAULT_AGENT, Kernel
+from corral.policy.identity import Caller
+from corral.policy.profiles import parse_profile
+from corral.runtime.agents import AgentConfig, load_agent
+from corral.runtime.appends import Appender
+from corral.runtime.background import BackgroundWorkSource
+from corral.runtime.conversations import ConversationInfo, ConversationStore
+from corral.runtime.deliveries import DeliveryStore
+from corral.runtime.events import EventBus, StatusBoard
+from corral.runtime.jobs import LocalJobs
+from corral.runtime.models import ModelRegistry, ResolvedModel
+from corral.runtime.prompt import PromptBuilder
+from corral.runtime.results import RunResult
+from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord, RunStore
+from corral.runtime.timeline import NewRow, TimelineRow
+from corral.runtime.usage import UsageLog
+from corral.runtime.workers import worker_id
+from corral.tools.context import Cancellation, OutputSink
+from corral.tools.dispatch import CallRequest
+from corral.tools.registry import LoadedTool
+from corral.tools.services import Services
+
+__all__ = ["SETTLED", "RunEndHook", "RunHost"]
+
+RunEndHook = Callable[[RunRecord, str], Awaitable[None]]
+"""Called when a run ends (with its final status): close what it left open."""
+
+SETTLED: frozenset[str] = TERMINAL | {"parked"}
+
+
+class RunHost:
+    """The runtime's shared state and plumbing; see the module docstring."""
+
+    jobs: LocalJobs
+    """The job runner advancing this process's runs (set by the Runtime)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        sessions = kernel.sessions
+        self.conversations = ConversationStore(sessions)
+        self.appender = Appender(kernel.engine)
+        self.runs = RunStore(sessions)
+        self.deliveries = DeliveryStore(sessions)
+        self.events = EventBus()
+        self.board = StatusBoard()
+        self.models = ModelRegistry(kernel.settings)
+        self.prompt = PromptBuilder(self.conversations)
+        self.usage = UsageLog(kernel.logs)
+        self.worker = worker_id()
+        self.live: dict[str, Cancellation] = {}
+        """Cancellations of the runs (and approved calls) executing in this process."""
+        self.run_end_hooks: list[RunEndHook] = []
+        self.background_work: list[BackgroundWorkSource] = []
+        """Sources of running background work, listed in the agent's prompt every step."""
+        self.closing = False
+
+    # -- announcing ------------------------------------------------------------------------
+
+    def publish_rows(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
+        """Announce rows this process stored: to the prompt cache, the appender, readers."""
+        self.appender.note(conversation_id, rows)
+        self.prompt.observe(conversation_id, rows)
+        if self.events.has_subscribers(conversation_id):
+            for row in rows:
+                self.events.publish(conversation_id, {"type": "row", "row": row.to_json()})
+
+    def publish_run(
+        self, conversation_id: str, run_id: str, status: str, reason: str | None, detail: str
+    ) -> None:
+        self.events.publish(
+            conversation_id,
+            {"type": "run", "run_id": run_id, "status": status, "reason": reason, "detail": detail},
+        )
+
+    def output_sink(self, run: RunRecord, call_id: str) -> OutputSink:
+        def sink(stream: str, text: str) -> None:
+            self.events.publish(
+                run.conversation_id,
+                {
+                    "type": "output",
+                    "run_id": run.id,
+                    "call_id": call_id,
+                    "stream": stream,
+                    "text": text,
+                },
+            )
+
+        return sink
+
+    async def append(self, conversation_id: str, rows: Sequence[NewRow]) -> list[TimelineRow]:
+        """Append rows (one INSERT when this process wrote the last ones) and announce them."""
+        stored = await self.appender.append(conversation_id, rows)
+        self.publish_rows(conversation_id, stored)
+        return stored
+
+    # -- what a run's calls get --------------------------------------------------------------
+
+    def services_for(self, model: ResolvedModel) -> Services:
+        """What handlers of a run's calls get as ``ctx.services``: the installed services,
+        the conversation's model and the usage recorder."""
+        return Services(conversation_model=model, usage=self.usage).over(self.kernel.services)
+
+    def pick_model(
+        self, requested: str | None, conversation: ConversationInfo, agent: AgentConfig
+    ) -> str:
+        model = requested or conversation.model or agent.model or self.kernel.settings.default_model
+        if not model:
+            raise UsageError(
+                f"no model for agent {agent.name!r}: pass --model provider:model, set the "
+                "agent's model, or set default_model in corral.toml / CORRAL_DEFAULT_MODEL"
+            )
+        return model
+
+    async def visible_tools(self, run: RunRecord, caller: Caller) -> list[LoadedTool]:
+        request = CallRequest(
+            tool="", arguments={}, caller=caller, agent=run.agent, narrowing=run.narrowing
+        )
+        state = await self.kernel.config.dispatch_state()
+        return self.kernel.dispatcher.visible_tools(request, state)
+
+    async def concurrency(self) -> int:
+        return int((await self.kernel.live_settings())["runs_max_concurrent"])
+
+    # -- conversations and runs --------------------------------------------------------------
+
+    async def start_conversation(
+        self,
+        *,
+        agent: str | None = None,
+        user: str | None = None,
+        model: str | None = None,
+        profile: str | None = None,
+        title: str = "",
+    ) -> ConversationInfo:
+        """A new, empty conversation with ``agent`` (default: the default agent)."""
+        caller = await self.kernel.caller(user)
+        config = await load_agent(self.kernel.sessions, agent or DEFAULT_AGENT)
+        return await self.conversations.create(
+            owner_id=caller.user_id,
+            agent=config.name,
+            model=model,
+            profile=parse_profile(profile) if profile else config.profile,
+            title=title,
+        )
+
+    async def conversation(
+        self, conversation_id: str, *, user: str | None = None
+    ) -> ConversationInfo:
+        """The conversation, if ``user`` (None: the local owner) may read it."""
+        conversation = await self.conversations.get(conversation_id)
+        conversation.check_access(await self.kernel.caller(user))
+        return conversation
+
+    async def result(self, run_id: str) -> RunResult:
+        run = await self.runs.get(run_id)
+        rows = await self.conversations.rows(run.conversation_id, run_id=run_id)
+        return RunResult.of(run, rows)
+
+    async def wait_run(self, run_id: str) -> RunRecord:
+        """Wait until a run this process advances finishes, parks or stops."""
+        if self.board.get(run_id) is None:
+            run = await self.runs.get(run_id)
+            if run.status not in ACTIVE or run.worker != self.worker:
+                return run
+        await self.board.wait_until(run_id, SETTLED)
+        return await self.runs.get(run_id)
