@@ -4,20 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from corral.shell.analysis._escaped import MARK, BraceOverflow, brace_expand, quote, unescape
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._state import Frame
+from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import W, expand_tilde
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = ["expand_words", "merged"]
 
 
-def expand_words(walker: Walker, groups: Sequence[Sequence[Node]], frame: Frame) -> list[W]:
+def expand_words(walker: Walking, groups: Sequence[Sequence[Node]], frame: Frame) -> list[W]:
     """Resolve argument words (each a group of touching nodes): ``"$@"`` splats,
     braces expand."""
     out: list[W] = []
@@ -44,7 +41,7 @@ def expand_words(walker: Walker, groups: Sequence[Sequence[Node]], frame: Frame)
     return out
 
 
-def merged(walker: Walker, group: Sequence[Node], frame: Frame) -> W:
+def merged(walker: Walking, group: Sequence[Node], frame: Frame) -> W:
     """One bash word from nodes tree-sitter left side by side (``$"…"`` becomes a
     bare ``$`` and a string; bash reads one translated string)."""
     if len(group) == 1 and group[0].is_named:
@@ -67,7 +64,7 @@ def merged(walker: Walker, group: Sequence[Node], frame: Frame) -> W:
     return W(text, "".join(parts), procsub and len(group) == 1, split)
 
 
-def _splat(walker: Walker, node: Node, frame: Frame) -> list[W] | None:
+def _splat(walker: Walking, node: Node, frame: Frame) -> list[W] | None:
     """``"$@"``/``$*`` as a whole word: the bound positional words."""
     target, quoted = node, False
     if node.type == "string":

@@ -8,7 +8,7 @@ runs (``EDITOR``, ``PAGER``…) have that value analysed as a command.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from corral.shell.analysis._checks import path_entry_problem
 from corral.shell.analysis._escaped import MARK, quote, unescape
@@ -16,11 +16,9 @@ from corral.shell.analysis._parser import Node, adjacent, first_error, parse
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Frame
 from corral.shell.analysis._tables import COMMAND_VARS, HIJACK_PREFIXES, HIJACK_VARS
+from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import W, WordResolver, unquoted
 from corral.shell.analysis._wrappers import ASSIGNMENT
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = [
     "Scope",
@@ -38,7 +36,7 @@ _READERS = frozenset({"read", "mapfile", "readarray"})
 
 
 def assignment_node(
-    walker: Walker, node: Node, frame: Frame, *, scope: Scope
+    walker: Walking, node: Node, frame: Frame, *, scope: Scope
 ) -> tuple[str | None, W]:
     """Resolve ``NAME=value`` (checked now unless it prefixes a command)."""
     name_node = node.child_by_field_name("name")
@@ -74,7 +72,7 @@ def assignment_node(
 
 
 def check(
-    walker: Walker,
+    walker: Walking,
     name: str | None,
     value: W,
     frame: Frame,
@@ -121,7 +119,7 @@ def check(
     walker.rec.scan_word(value, frame.bases)
 
 
-def computed(walker: Walker, name: str | None, frame: Frame, origin: str) -> None:
+def computed(walker: Walking, name: str | None, frame: Frame, origin: str) -> None:
     """A variable set to a value only known at run time (``read``, ``printf -v``…)."""
     if name is not None and name.split("[", 1)[0] in ("PATH", "IFS"):
         refuse(
@@ -133,7 +131,7 @@ def computed(walker: Walker, name: str | None, frame: Frame, origin: str) -> Non
     check(walker, name, W(origin, MARK), frame, scope="global")
 
 
-def embedded(walker: Walker, word: W, frame: Frame) -> None:
+def embedded(walker: Walking, word: W, frame: Frame) -> None:
     """A literal string holding ``$(…)`` or backquotes may be evaluated later (arithmetic,
     ``${x@P}``, ``unset 'a[$(…)]'``): analyse the substitutions in it."""
     value = word.value
@@ -158,7 +156,7 @@ def embedded(walker: Walker, word: W, frame: Frame) -> None:
     resolver.descend(tree.root_node)
 
 
-def declaration(walker: Walker, node: Node, frame: Frame) -> list[W]:
+def declaration(walker: Walking, node: Node, frame: Frame) -> list[W]:
     """``export``/``declare``/``typeset``/``readonly``/``local``; returns the argv."""
     keyword = node.children[0].type if node.children else "declare"
     argv = [W(keyword, keyword)]
@@ -189,7 +187,7 @@ def declaration(walker: Walker, node: Node, frame: Frame) -> list[W]:
     return argv
 
 
-def _joined(walker: Walker, group: list[Node], frame: Frame) -> W:
+def _joined(walker: Walking, group: list[Node], frame: Frame) -> W:
     parts: list[str] = []
     for part in group:
         if part.type == "variable_name":
@@ -207,7 +205,7 @@ def _joined(walker: Walker, group: list[Node], frame: Frame) -> W:
     return W(text, "".join(parts))
 
 
-def declaration_argv(walker: Walker, argv: list[W], frame: Frame) -> None:
+def declaration_argv(walker: Walking, argv: list[W], frame: Frame) -> None:
     """``builtin export A=1``: declaration words reached through a wrapper."""
     flags = ""
     for word in argv[1:]:
@@ -218,7 +216,7 @@ def declaration_argv(walker: Walker, argv: list[W], frame: Frame) -> None:
         _declared_word(walker, word, frame, argv[0].value or "", nameref="n" in flags)
 
 
-def _declared_word(walker: Walker, word: W, frame: Frame, keyword: str, *, nameref: bool) -> None:
+def _declared_word(walker: Walking, word: W, frame: Frame, keyword: str, *, nameref: bool) -> None:
     match = ASSIGNMENT.match(word.e)
     if match is None:
         if word.value is None:
@@ -235,14 +233,14 @@ def _declared_word(walker: Walker, word: W, frame: Frame, keyword: str, *, namer
         _nameref(walker, value, frame)
 
 
-def _nameref(walker: Walker, value: W, frame: Frame) -> None:
+def _nameref(walker: Walking, value: W, frame: Frame) -> None:
     target = value.value
     if target is None:
         refuse("env_hijack", value.text, "A nameref to an unknown variable; name it literally.")
     computed(walker, target.split("[", 1)[0], frame, value.text)
 
 
-def unset(walker: Walker, node: Node, frame: Frame) -> None:
+def unset(walker: Walking, node: Node, frame: Frame) -> None:
     """``unset 'a[$(cmd)]'`` evaluates the subscript."""
     for child in node.named_children:
         embedded(walker, frame.resolver.word(child), frame)

@@ -5,7 +5,6 @@ base of later paths; ``trap``, ``alias`` and ``mapfile -C`` hold code; ``read``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from corral.shell.analysis import _assign
 from corral.shell.analysis._checks import kills_everything, power_verb
@@ -14,15 +13,13 @@ from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Call, Flow, Loc, merge
 from corral.shell.analysis._types import CdMove, Chain
+from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import W, public_word
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = ["BUILTINS"]
 
 
-def _cd(walker: Walker, call: Call, base: str) -> Flow:
+def _cd(walker: Walking, call: Call, base: str) -> Flow:
     operands = [w for w in call.argv[1:] if not (w.value or "x").startswith("-") or w.value == "-"]
     target = operands[0] if operands else None
     scoped = call.ctx.subshell
@@ -74,7 +71,7 @@ def _push(chain: Chain, step: str | None) -> Chain:
     return (*chain, step)
 
 
-def _trap(walker: Walker, call: Call, base: str) -> Flow:
+def _trap(walker: Walking, call: Call, base: str) -> Flow:
     args = call.argv[1:]
     walker.rec.record(call, base, mutating=False, text_only=True)
     if args and args[0].value == "--":
@@ -87,7 +84,7 @@ def _trap(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _alias(walker: Walker, call: Call, base: str) -> Flow:
+def _alias(walker: Walking, call: Call, base: str) -> Flow:
     walker.rec.record(call, base, mutating=False, text_only=True)
     for word in call.argv[1:]:
         value = word.value
@@ -99,7 +96,7 @@ def _alias(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _enable(walker: Walker, call: Call, base: str) -> Flow:
+def _enable(walker: Walking, call: Call, base: str) -> Flow:
     for word in call.argv[1:]:
         value = word.value or ""
         if value.startswith("-") and ("f" in value or "d" in value):
@@ -112,7 +109,7 @@ def _enable(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _hash(walker: Walker, call: Call, base: str) -> Flow:
+def _hash(walker: Walking, call: Call, base: str) -> Flow:
     for word in call.argv[1:]:
         if (word.value or "").startswith("-") and "p" in (word.value or ""):
             refuse(
@@ -126,7 +123,7 @@ def _hash(walker: Walker, call: Call, base: str) -> Flow:
 
 
 def _names_from(
-    walker: Walker, call: Call, short_arg: str, name_options: str, operand_names: bool
+    walker: Walking, call: Call, short_arg: str, name_options: str, operand_names: bool
 ) -> None:
     argv = call.argv
     i = 1
@@ -169,25 +166,25 @@ def _names_from(
         _computed(walker, name, call)
 
 
-def _computed(walker: Walker, name: W, call: Call) -> None:
+def _computed(walker: Walking, name: W, call: Call) -> None:
     text = name.value
     _assign.embedded(walker, name, call.frame)
     _assign.computed(walker, None if text is None else text.split("[")[0], call.frame, name.text)
 
 
-def _read(walker: Walker, call: Call, base: str) -> Flow:
+def _read(walker: Walking, call: Call, base: str) -> Flow:
     _names_from(walker, call, "adinNptu", "a", operand_names=True)
     walker.rec.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _mapfile(walker: Walker, call: Call, base: str) -> Flow:
+def _mapfile(walker: Walking, call: Call, base: str) -> Flow:
     _names_from(walker, call, "dnOsuCc", "", operand_names=True)
     walker.rec.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _printf(walker: Walker, call: Call, base: str) -> Flow:
+def _printf(walker: Walking, call: Call, base: str) -> Flow:
     argv = call.argv
     if len(argv) > 2 and argv[1].value == "-v":
         _computed(walker, argv[2], call)
@@ -195,14 +192,14 @@ def _printf(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _getopts(walker: Walker, call: Call, base: str) -> Flow:
+def _getopts(walker: Walking, call: Call, base: str) -> Flow:
     if len(call.argv) > 2:
         _computed(walker, call.argv[2], call)
     walker.rec.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _positional_change(walker: Walker, call: Call, base: str) -> Flow:
+def _positional_change(walker: Walking, call: Call, base: str) -> Flow:
     argv = call.argv
     if (
         base == "shift"
@@ -214,12 +211,12 @@ def _positional_change(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _terminate(walker: Walker, call: Call, base: str) -> Flow:
+def _terminate(walker: Walking, call: Call, base: str) -> Flow:
     walker.rec.record(call, base, mutating=False, text_only=True)
     return (frozenset(), frozenset())
 
 
-def _kill(walker: Walker, call: Call, base: str) -> Flow:
+def _kill(walker: Walking, call: Call, base: str) -> Flow:
     target = kills_everything(call.argv)
     if target is not None:
         refuse(
@@ -232,7 +229,7 @@ def _kill(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _systemctl(walker: Walker, call: Call, base: str) -> Flow:
+def _systemctl(walker: Walking, call: Call, base: str) -> Flow:
     verb = power_verb(call.argv)
     if verb is not None:
         refuse(
@@ -245,13 +242,13 @@ def _systemctl(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _declare(walker: Walker, call: Call, base: str) -> Flow:
+def _declare(walker: Walking, call: Call, base: str) -> Flow:
     _assign.declaration_argv(walker, call.argv, call.frame)
     walker.rec.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-BUILTINS: dict[str, Callable[[Walker, Call, str], Flow]] = {
+BUILTINS: dict[str, Callable[[Walking, Call, str], Flow]] = {
     "cd": _cd,
     "pushd": _cd,
     "popd": _cd,

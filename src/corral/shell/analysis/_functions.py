@@ -3,16 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from corral.shell.analysis._escaped import MARK
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Bases, Call, Ctx, Flow, Frame, FunctionInfo
+from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import WordResolver
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = ["MAX_CALL_WALKS", "call", "check_fork_bombs", "define"]
 
@@ -20,7 +16,7 @@ MAX_CALL_WALKS = 64
 """Calls walked with bound arguments; later calls reuse the definition's findings."""
 
 
-def define(walker: Walker, node: Node, frame: Frame, bases: Bases) -> None:
+def define(walker: Walking, node: Node, frame: Frame, bases: Bases) -> None:
     """Register a function and check its body with unknown arguments."""
     name_node = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
@@ -41,7 +37,7 @@ def define(walker: Walker, node: Node, frame: Frame, bases: Bases) -> None:
         rec.record_redirects(walker.resolve_redirects([redirect], frame, bases), "", bases)
 
 
-def call(walker: Walker, info: FunctionInfo, site: Call) -> Flow:
+def call(walker: Walking, info: FunctionInfo, site: Call) -> Flow:
     """Walk a function body again with its positional parameters bound to the call."""
     bases = site.bases
     if info.name in walker.call_stack or walker.call_walks >= MAX_CALL_WALKS:

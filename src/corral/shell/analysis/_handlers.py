@@ -7,7 +7,6 @@ returns the statement's flow.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from corral.shell.analysis import _assign
 from corral.shell.analysis._builtins import BUILTINS
@@ -22,15 +21,13 @@ from corral.shell.analysis._shells import source as shell_source
 from corral.shell.analysis._state import Call, Flow
 from corral.shell.analysis._tables import SHELLS, is_interpreter
 from corral.shell.analysis._types import Access, Chain
+from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import W
 from corral.shell.analysis._wrappers import Unwrapped
 
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
-
 __all__ = ["dispatch", "wrapper"]
 
-Handler = Callable[["Walker", Call, str], Flow]
+Handler = Callable[[Walking, Call, str], Flow]
 
 
 def _chdir_step(word: W | None) -> Chain:
@@ -45,7 +42,7 @@ def _chdir_step(word: W | None) -> Chain:
 # -- wrappers ------------------------------------------------------------------------------
 
 
-def wrapper(walker: Walker, call: Call, base: str, unwrapped: Unwrapped) -> Flow:
+def wrapper(walker: Walking, call: Call, base: str, unwrapped: Unwrapped) -> Flow:
     """Judge what a wrapper runs; record the wrapped command(s)."""
     frame = call.frame
     for assignment in unwrapped.assignments:
@@ -104,7 +101,7 @@ _FIND_WRITE_ARG = frozenset("-fprint -fprint0 -fls".split())
 _DELETERS = frozenset({"rm", "unlink", "shred", "rmdir"})
 
 
-def _find(walker: Walker, call: Call, base: str) -> Flow:
+def _find(walker: Walking, call: Call, base: str) -> Flow:
     argv = call.argv
     i = 1
     while i < len(argv) and argv[i].value in ("-H", "-L", "-P"):
@@ -177,7 +174,7 @@ def _placeholder(word: W) -> W:
     return word
 
 
-def _git(walker: Walker, call: Call, base: str) -> Flow:
+def _git(walker: Walking, call: Call, base: str) -> Flow:
     plan = plan_git(call.argv)
     for word, reason in plan.hijack:
         refuse(
@@ -203,7 +200,7 @@ def _git(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _destructive(walker: Walker, call: Call, word: W, what: str) -> None:
+def _destructive(walker: Walking, call: Call, word: W, what: str) -> None:
     chains = [loc.cwd + call.chdir for loc in call.bases]
     reason = critical_target(word.e, home=walker.home, cwd=walker.cwd, chains=chains)
     if reason:
@@ -215,7 +212,7 @@ def _destructive(walker: Walker, call: Call, word: W, what: str) -> None:
         )
 
 
-def _generic(walker: Walker, call: Call, base: str) -> Flow:
+def _generic(walker: Walking, call: Call, base: str) -> Flow:
     fx: Effects = effects(base, call.argv, interpreter=is_interpreter(base))
     frame = call.frame
     if base == "rm" and any(w.value == "--no-preserve-root" for w in call.argv[1:]):
@@ -272,7 +269,7 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-def dispatch(walker: Walker, call: Call, base: str) -> Flow:
+def dispatch(walker: Walking, call: Call, base: str) -> Flow:
     """Judge and record a command that is not a wrapper."""
     if base in SHELLS:
         return shell(walker, call, base)

@@ -4,16 +4,14 @@ deeper; a script piped in or produced by another command cannot be, and is refus
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from corral.shell.analysis._escaped import literal_chars, quote
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Call, Flow, Stdin
+from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import W
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = ["shell", "shell_on_stdin", "source"]
 
@@ -39,7 +37,7 @@ def _script_source(word: W, stdin: Stdin) -> Literal["file", "stdin", "dynamic"]
     return "file"
 
 
-def shell(walker: Walker, call: Call, base: str) -> Flow:
+def shell(walker: Walking, call: Call, base: str) -> Flow:
     argv = call.argv
     frame = call.frame
     c_flag = False
@@ -115,7 +113,7 @@ def _stdin_from_command(stdin: Stdin) -> bool:
     )
 
 
-def shell_on_stdin(walker: Walker, call: Call, base: str) -> None:
+def shell_on_stdin(walker: Walking, call: Call, base: str) -> None:
     stdin = call.stdin
     frame = call.frame
     walker.rec.record(call, base, mutating=False, skip=set(range(1, len(call.argv))))
@@ -139,7 +137,7 @@ def shell_on_stdin(walker: Walker, call: Call, base: str) -> None:
         walker.script(W(origin, quote(stdin.text)), frame, origin=origin, same_shell=False)
 
 
-def source(walker: Walker, call: Call, base: str) -> Flow:
+def source(walker: Walking, call: Call, base: str) -> Flow:
     argv = call.argv
     if len(argv) < 2:
         walker.rec.record(call, base, mutating=False)

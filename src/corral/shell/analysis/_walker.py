@@ -3,7 +3,8 @@
 Statements return a :data:`Flow` (where the shell may stand after success and after
 failure) so a literal ``cd`` moves the base of later relative paths exactly when it can.
 Commands go through :meth:`Walker.run`, which resolves wrappers and hands specific
-programs to :mod:`corral.shell.analysis._handlers`.
+programs to :mod:`corral.shell.analysis._handlers`. The handler modules see the walker
+through the :class:`~corral.shell.analysis._walking.Walking` protocol, never this module.
 """
 
 from __future__ import annotations
