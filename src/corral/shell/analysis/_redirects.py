@@ -13,7 +13,7 @@ from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Bases, Frame, Redir, Stdin
 from corral.shell.analysis._walking import Walking
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["Gathered", "gather", "resolve", "stdin_of"]
 
@@ -82,7 +82,7 @@ def _heredoc(walker: Walking, frame: Frame, node: Node, out: Gathered) -> Stdin:
             operator = kind
         elif field_name == "right":
             out.continuation.append((operator or "&&", child))
-    word = W(start, quote(start))
+    word = ResolvedWord(start, quote(start))
     if body is None:
         return Stdin("heredoc", text="", word=word)
     text = walker.text(frame, body)
@@ -189,7 +189,7 @@ def _access(operator: str, value: str | None) -> Literal["read", "write"] | None
 
 def _check(walker: Walking, redir: Redir, bases: Bases) -> None:
     word = redir.word
-    literal = literal_chars(word.e)
+    literal = literal_chars(word.escaped)
     if normalize(literal).startswith(("/dev/tcp/", "/dev/udp/")) or literal.startswith(
         ("/dev/tcp/", "/dev/udp/")
     ):
@@ -199,8 +199,8 @@ def _check(walker: Walking, redir: Redir, bases: Bases) -> None:
             "Redirecting to /dev/tcp or /dev/udp opens a raw network connection from the "
             "shell; use curl or another client for network access.",
         )
-    walker.rec.scan_word(word, bases)
-    walker.rec.check_device(word)
+    walker.recorder.scan_word(word, bases)
+    walker.recorder.check_device(word)
 
 
 def stdin_of(gathered: Gathered, redirs: Sequence[Redir], default: Stdin) -> Stdin:

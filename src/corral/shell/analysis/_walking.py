@@ -14,8 +14,8 @@ from typing import Protocol
 
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._records import Recorder
-from corral.shell.analysis._state import Bases, Call, Ctx, Flow, Frame, Redir
-from corral.shell.analysis._words import Sink, W
+from corral.shell.analysis._state import Bases, BasesAfter, Call, Frame, Redir, StatementContext
+from corral.shell.analysis._words import ResolvedWord, Sink
 
 __all__ = ["FrameSink", "Walking"]
 
@@ -30,7 +30,7 @@ class Walking(Protocol):
     """What the handlers use of the walker: its recorder, settings and walking steps."""
 
     @property
-    def rec(self) -> Recorder:
+    def recorder(self) -> Recorder:
         """Collects commands, paths and ``cd`` moves, and refuses what must not run."""
 
     @property
@@ -58,15 +58,22 @@ class Walking(Protocol):
     def sink(self) -> FrameSink:
         """A new sink for a word resolver; set its ``frame`` before resolving."""
 
-    def expand_words(self, groups: Sequence[Sequence[Node]], frame: Frame) -> list[W]:
+    def expand_words(self, groups: Sequence[Sequence[Node]], frame: Frame) -> list[ResolvedWord]:
         """Resolve argument words."""
 
-    def block(self, children: Sequence[Node], frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+    def block(
+        self, children: Sequence[Node], frame: Frame, ctx: StatementContext, bases: Bases
+    ) -> BasesAfter:
         """A sequence of statements separated by ``;``, ``&`` or newlines."""
 
     def stmt(
-        self, node: Node, frame: Frame, ctx: Ctx, bases: Bases, tail: Sequence[Node] = ()
-    ) -> Flow:
+        self,
+        node: Node,
+        frame: Frame,
+        ctx: StatementContext,
+        bases: Bases,
+        tail: Sequence[Node] = (),
+    ) -> BasesAfter:
         """Walk one statement; ``tail`` are redirects bash binds to its last command."""
 
     def descend(self, node: Node, frame: Frame) -> None:
@@ -75,7 +82,9 @@ class Walking(Protocol):
     def resolve_redirects(self, nodes: Sequence[Node], frame: Frame, bases: Bases) -> list[Redir]:
         """Resolve and check file redirects."""
 
-    def run(self, call: Call, *, prefix: Sequence[tuple[str | None, W]] = ()) -> Flow:
+    def run(
+        self, call: Call, *, prefix: Sequence[tuple[str | None, ResolvedWord]] = ()
+    ) -> BasesAfter:
         """Judge one resolved command (and what it wraps), then record it."""
 
     def nested_substitution(self, text: str, frame: Frame, *, origin: str) -> None:
@@ -83,11 +92,11 @@ class Walking(Protocol):
 
     def script(
         self,
-        word: W,
+        word: ResolvedWord,
         frame: Frame,
         *,
         origin: str,
         positionals: tuple[str, ...] | None = None,
         same_shell: bool,
-    ) -> Flow:
+    ) -> BasesAfter:
         """Analyse a string that will be run as a shell script, one level deeper."""
