@@ -63,8 +63,8 @@ def analyze(
                     f"The working directory is inside {inside}, the platform's own data; run "
                     "the command somewhere else.",
                 )
-        rec = Recorder(home=home, cwd=cwd, protection=shielded)
-        Walker(rec).walk_source(command, depth=0, origin=command[:40])
+        recorder = Recorder(home=home, cwd=cwd, protection=shielded)
+        Walker(recorder).walk_source(command, depth=0, origin=command[:40])
     except Refused as refusal:
         return _refused(base, refusal.rule, refusal.word, refusal.detail)
     except RecursionError:
@@ -79,9 +79,9 @@ def analyze(
         command=command,
         allowed=True,
         detail="",
-        commands=tuple(rec.commands),
-        paths=tuple(rec.paths),
-        cd_moves=tuple(rec.cd_moves),
+        commands=tuple(recorder.commands),
+        paths=tuple(recorder.paths),
+        cd_moves=tuple(recorder.cd_moves),
         cwd=cwd,
         protected_paths=shielded.platform,
     )

@@ -4,23 +4,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from corral.shell.analysis._escaped import MARK, BraceOverflow, brace_expand, quote, unescape
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._state import Frame
-from corral.shell.analysis._words import W, expand_tilde
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord, expand_tilde
 
 __all__ = ["expand_words", "merged"]
 
 
-def expand_words(walker: Walker, groups: Sequence[Sequence[Node]], frame: Frame) -> list[W]:
+def expand_words(
+    walker: Walking, groups: Sequence[Sequence[Node]], frame: Frame
+) -> list[ResolvedWord]:
     """Resolve argument words (each a group of touching nodes): ``"$@"`` splats,
     braces expand."""
-    out: list[W] = []
+    out: list[ResolvedWord] = []
     for group in groups:
         node = group[0]
         if len(group) == 1:
@@ -29,22 +28,23 @@ def expand_words(walker: Walker, groups: Sequence[Sequence[Node]], frame: Frame)
                 out.extend(splat)
                 continue
         word = merged(walker, group, frame)
-        if "{" in word.e and node.type in ("word", "concatenation", "brace_expression"):
+        if "{" in word.escaped and node.type in ("word", "concatenation", "brace_expression"):
             try:
-                forms = brace_expand(word.e)
+                forms = brace_expand(word.escaped)
             except BraceOverflow:
-                forms = [word.e]
+                forms = [word.escaped]
             if len(forms) > 1:
                 home = walker.home
                 out.extend(
-                    W(word.text, expand_tilde(f, home), word.procsub, word.split) for f in forms
+                    ResolvedWord(word.text, expand_tilde(f, home), word.procsub, word.split)
+                    for f in forms
                 )
                 continue
         out.append(word)
     return out
 
 
-def merged(walker: Walker, group: Sequence[Node], frame: Frame) -> W:
+def merged(walker: Walking, group: Sequence[Node], frame: Frame) -> ResolvedWord:
     """One bash word from nodes tree-sitter left side by side (``$"…"`` becomes a
     bare ``$`` and a string; bash reads one translated string)."""
     if len(group) == 1 and group[0].is_named:
@@ -60,14 +60,14 @@ def merged(walker: Walker, group: Sequence[Node], frame: Frame) -> W:
             parts.append(quote(text))
             continue
         word = frame.resolver.word(node, tilde=index == 0)
-        parts.append(word.e)
+        parts.append(word.escaped)
         split = split or word.split
         procsub = procsub or word.procsub
     text = frame.src[group[0].start_byte : group[-1].end_byte].decode("utf-8", "replace")
-    return W(text, "".join(parts), procsub and len(group) == 1, split)
+    return ResolvedWord(text, "".join(parts), procsub and len(group) == 1, split)
 
 
-def _splat(walker: Walker, node: Node, frame: Frame) -> list[W] | None:
+def _splat(walker: Walking, node: Node, frame: Frame) -> list[ResolvedWord] | None:
     """``"$@"``/``$*`` as a whole word: the bound positional words."""
     target, quoted = node, False
     if node.type == "string":
@@ -80,16 +80,16 @@ def _splat(walker: Walker, node: Node, frame: Frame) -> list[W] | None:
     text = walker.text(frame, node)
     values = frame.resolver.positional_words()
     if values is None:
-        return [W(text, MARK, split=not quoted)]
+        return [ResolvedWord(text, MARK, split=not quoted)]
     if walker.text(frame, target) == "$*" and quoted:
         plain = [unescape(v) for v in values]
         if any(p is None for p in plain):
-            return [W(text, MARK)]
-        return [W(text, quote(" ".join(p or "" for p in plain)))]
+            return [ResolvedWord(text, MARK)]
+        return [ResolvedWord(text, quote(" ".join(p or "" for p in plain)))]
     words = []
     for value in values:
         plain_value = unescape(value)
         if not quoted and (plain_value is None or any(c in plain_value for c in " \t\n*?[")):
-            return [W(text, MARK, split=True)]
-        words.append(W(text, value))
+            return [ResolvedWord(text, MARK, split=True)]
+        words.append(ResolvedWord(text, value))
     return words

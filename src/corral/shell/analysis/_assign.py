@@ -8,7 +8,7 @@ runs (``EDITOR``, ``PAGER``…) have that value analysed as a command.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from corral.shell.analysis._checks import path_entry_problem
 from corral.shell.analysis._escaped import MARK, quote, unescape
@@ -16,11 +16,9 @@ from corral.shell.analysis._parser import Node, adjacent, first_error, parse
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Frame
 from corral.shell.analysis._tables import COMMAND_VARS, HIJACK_PREFIXES, HIJACK_VARS
-from corral.shell.analysis._words import W, WordResolver, unquoted
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord, WordResolver, unquoted
 from corral.shell.analysis._wrappers import ASSIGNMENT
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = [
     "Scope",
@@ -38,8 +36,8 @@ _READERS = frozenset({"read", "mapfile", "readarray"})
 
 
 def assignment_node(
-    walker: Walker, node: Node, frame: Frame, *, scope: Scope
-) -> tuple[str | None, W]:
+    walker: Walking, node: Node, frame: Frame, *, scope: Scope
+) -> tuple[str | None, ResolvedWord]:
     """Resolve ``NAME=value`` (checked now unless it prefixes a command)."""
     name_node = node.child_by_field_name("name")
     value_node = node.child_by_field_name("value")
@@ -55,13 +53,15 @@ def assignment_node(
     else:
         name = unescape(unquoted(walker.text(frame, name_node)))
     if value_node is None:
-        value = W("", "")
+        value = ResolvedWord("", "")
     elif value_node.type == "array":
         elements = [resolver.word(element) for element in value_node.named_children]
         for element in elements:
-            walker.rec.scan_word(element, frame.bases)
+            walker.recorder.scan_word(element, frame.bases)
         # Element 0 is the scalar value; the rest are judged like PATH entries.
-        value = W(walker.text(frame, value_node), ":".join(w.e for w in elements) or MARK)
+        value = ResolvedWord(
+            walker.text(frame, value_node), ":".join(w.escaped for w in elements) or MARK
+        )
     else:
         resolver.pwd_as_dot = False
         try:
@@ -74,9 +74,9 @@ def assignment_node(
 
 
 def check(
-    walker: Walker,
+    walker: Walking,
     name: str | None,
-    value: W,
+    value: ResolvedWord,
     frame: Frame,
     *,
     scope: Scope,
@@ -100,7 +100,7 @@ def check(
             "not show; run the command without it.",
         )
     if base == "PATH":
-        problem = path_entry_problem(value.e, append=append)
+        problem = path_entry_problem(value.escaped, append=append)
         if problem:
             refuse(
                 "env_hijack",
@@ -115,13 +115,13 @@ def check(
             "Changing IFS for the whole shell alters how every later word splits; set it only "
             "as a prefix of read (IFS=, read -r a b) or quote your expansions.",
         )
-    if base in COMMAND_VARS and value.e:
+    if base in COMMAND_VARS and value.escaped:
         walker.script(value, frame, origin=f"{name}={value.text}", same_shell=False)
     embedded(walker, value, frame)
-    walker.rec.scan_word(value, frame.bases)
+    walker.recorder.scan_word(value, frame.bases)
 
 
-def computed(walker: Walker, name: str | None, frame: Frame, origin: str) -> None:
+def computed(walker: Walking, name: str | None, frame: Frame, origin: str) -> None:
     """A variable set to a value only known at run time (``read``, ``printf -v``…)."""
     if name is not None and name.split("[", 1)[0] in ("PATH", "IFS"):
         refuse(
@@ -130,10 +130,10 @@ def computed(walker: Walker, name: str | None, frame: Frame, origin: str) -> Non
             f"{name} would be set to a value only known when the command runs; set it "
             "literally, if at all.",
         )
-    check(walker, name, W(origin, MARK), frame, scope="global")
+    check(walker, name, ResolvedWord(origin, MARK), frame, scope="global")
 
 
-def embedded(walker: Walker, word: W, frame: Frame) -> None:
+def embedded(walker: Walking, word: ResolvedWord, frame: Frame) -> None:
     """A literal string holding ``$(…)`` or backquotes may be evaluated later (arithmetic,
     ``${x@P}``, ``unset 'a[$(…)]'``): analyse the substitutions in it."""
     value = word.value
@@ -158,10 +158,10 @@ def embedded(walker: Walker, word: W, frame: Frame) -> None:
     resolver.descend(tree.root_node)
 
 
-def declaration(walker: Walker, node: Node, frame: Frame) -> list[W]:
+def declaration(walker: Walking, node: Node, frame: Frame) -> list[ResolvedWord]:
     """``export``/``declare``/``typeset``/``readonly``/``local``; returns the argv."""
     keyword = node.children[0].type if node.children else "declare"
-    argv = [W(keyword, keyword)]
+    argv = [ResolvedWord(keyword, keyword)]
     flags = ""
     for group in adjacent([c for c in node.children[1:] if c.is_named]):
         child = group[0]
@@ -170,11 +170,11 @@ def declaration(walker: Walker, node: Node, frame: Frame) -> list[W]:
             word = _joined(walker, group, frame)
         elif child.type == "variable_name":
             exported = walker.text(frame, child)
-            argv.append(W(exported, quote(exported)))
+            argv.append(ResolvedWord(exported, quote(exported)))
             continue
         elif child.type == "variable_assignment":
             name, value = assignment_node(walker, child, frame, scope="decl")
-            argv.append(W(walker.text(frame, child), quote(f"{name}=") + value.e))
+            argv.append(ResolvedWord(walker.text(frame, child), quote(f"{name}=") + value.escaped))
             if "n" in flags:
                 _nameref(walker, value, frame)
             continue
@@ -189,7 +189,7 @@ def declaration(walker: Walker, node: Node, frame: Frame) -> list[W]:
     return argv
 
 
-def _joined(walker: Walker, group: list[Node], frame: Frame) -> W:
+def _joined(walker: Walking, group: list[Node], frame: Frame) -> ResolvedWord:
     parts: list[str] = []
     for part in group:
         if part.type == "variable_name":
@@ -199,15 +199,15 @@ def _joined(walker: Walker, group: list[Node], frame: Frame) -> W:
             value_node = part.child_by_field_name("value")
             operator = "+=" if any(c.type == "+=" for c in part.children) else "="
             name = unquoted(walker.text(frame, name_node)) if name_node is not None else MARK
-            value = frame.resolver.word(value_node, assignment=True).e if value_node else ""
+            value = frame.resolver.word(value_node, assignment=True).escaped if value_node else ""
             parts.append(name + operator + value)
         else:
-            parts.append(frame.resolver.word(part, tilde=False).e)
+            parts.append(frame.resolver.word(part, tilde=False).escaped)
     text = frame.src[group[0].start_byte : group[-1].end_byte].decode("utf-8", "replace")
-    return W(text, "".join(parts))
+    return ResolvedWord(text, "".join(parts))
 
 
-def declaration_argv(walker: Walker, argv: list[W], frame: Frame) -> None:
+def declaration_argv(walker: Walking, argv: list[ResolvedWord], frame: Frame) -> None:
     """``builtin export A=1``: declaration words reached through a wrapper."""
     flags = ""
     for word in argv[1:]:
@@ -218,8 +218,10 @@ def declaration_argv(walker: Walker, argv: list[W], frame: Frame) -> None:
         _declared_word(walker, word, frame, argv[0].value or "", nameref="n" in flags)
 
 
-def _declared_word(walker: Walker, word: W, frame: Frame, keyword: str, *, nameref: bool) -> None:
-    match = ASSIGNMENT.match(word.e)
+def _declared_word(
+    walker: Walking, word: ResolvedWord, frame: Frame, keyword: str, *, nameref: bool
+) -> None:
+    match = ASSIGNMENT.match(word.escaped)
     if match is None:
         if word.value is None:
             refuse(
@@ -229,20 +231,20 @@ def _declared_word(walker: Walker, word: W, frame: Frame, keyword: str, *, namer
                 "variables by literal name.",
             )
         return
-    value = W(word.text, word.e[match.end() :])
+    value = ResolvedWord(word.text, word.escaped[match.end() :])
     check(walker, match.group(1), value, frame, scope="decl", append="+=" in match.group(0))
     if nameref:
         _nameref(walker, value, frame)
 
 
-def _nameref(walker: Walker, value: W, frame: Frame) -> None:
+def _nameref(walker: Walking, value: ResolvedWord, frame: Frame) -> None:
     target = value.value
     if target is None:
         refuse("env_hijack", value.text, "A nameref to an unknown variable; name it literally.")
     computed(walker, target.split("[", 1)[0], frame, value.text)
 
 
-def unset(walker: Walker, node: Node, frame: Frame) -> None:
+def unset(walker: Walking, node: Node, frame: Frame) -> None:
     """``unset 'a[$(cmd)]'`` evaluates the subscript."""
     for child in node.named_children:
         embedded(walker, frame.resolver.word(child), frame)

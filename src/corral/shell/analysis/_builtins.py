@@ -5,24 +5,21 @@ base of later paths; ``trap``, ``alias`` and ``mapfile -C`` hold code; ``read``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from corral.shell.analysis import _assign
 from corral.shell.analysis._checks import kills_everything, power_verb
 from corral.shell.analysis._escaped import is_glob, quote
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
-from corral.shell.analysis._state import Call, Flow, Loc, merge
+from corral.shell.analysis._state import BasesAfter, Call, Loc, merge
 from corral.shell.analysis._types import CdMove, Chain
-from corral.shell.analysis._words import W, public_word
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord, public_word
 
 __all__ = ["BUILTINS"]
 
 
-def _cd(walker: Walker, call: Call, base: str) -> Flow:
+def _cd(walker: Walking, call: Call, base: str) -> BasesAfter:
     operands = [w for w in call.argv[1:] if not (w.value or "x").startswith("-") or w.value == "-"]
     target = operands[0] if operands else None
     scoped = call.ctx.subshell
@@ -31,18 +28,18 @@ def _cd(walker: Walker, call: Call, base: str) -> Flow:
         for loc in call.bases:
             # popd on an empty stack fails and the shell stays put.
             moved.add(Loc(loc.stack[0], loc.stack[1:], loc.cwd) if loc.stack else loc)
-        walker.rec.cd_move(CdMove(kind="popd", target=None, scoped=scoped), None)
+        walker.recorder.cd_move(CdMove(kind="popd", target=None, scoped=scoped), None)
         return (merge(frozenset(moved)), call.bases)
     ref = None
     if target is not None and target.value != "-":
-        walker.rec.scan_word(target, call.bases)
-        ref = walker.rec.path_ref(target, "exec", "cd", base, call.bases, ())
+        walker.recorder.scan_word(target, call.bases)
+        ref = walker.recorder.path_ref(target, "exec", "cd", base, call.bases, ())
     step: str | None
     if target is None:
         step = walker.home
     elif target.value == "-":
         step = "-"
-    elif target.value is None or is_glob(target.e) or target.value.startswith(("~", "+")):
+    elif target.value is None or is_glob(target.escaped) or target.value.startswith(("~", "+")):
         step = None
     else:
         step = normalize(target.value)
@@ -53,7 +50,7 @@ def _cd(walker: Walker, call: Call, base: str) -> Flow:
             new_cwd = _push(loc.cwd, step)
         stack = (loc.cwd, *loc.stack) if base == "pushd" else loc.stack
         moved.add(Loc(new_cwd, stack, loc.cwd))
-    walker.rec.cd_move(
+    walker.recorder.cd_move(
         CdMove(
             kind="pushd" if base == "pushd" else "cd",
             target=None if target is None else public_word(target),
@@ -74,9 +71,9 @@ def _push(chain: Chain, step: str | None) -> Chain:
     return (*chain, step)
 
 
-def _trap(walker: Walker, call: Call, base: str) -> Flow:
+def _trap(walker: Walking, call: Call, base: str) -> BasesAfter:
     args = call.argv[1:]
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     if args and args[0].value == "--":
         args = args[1:]
     elif args and (args[0].value or "").startswith("-") and args[0].value != "-":
@@ -87,19 +84,21 @@ def _trap(walker: Walker, call: Call, base: str) -> Flow:
     return call.unchanged()
 
 
-def _alias(walker: Walker, call: Call, base: str) -> Flow:
-    walker.rec.record(call, base, mutating=False, text_only=True)
+def _alias(walker: Walking, call: Call, base: str) -> BasesAfter:
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     for word in call.argv[1:]:
         value = word.value
         if value is None:
             refuse("dynamic_script", word.text, "An alias whose text is not known; write it out.")
         _, eq, body = value.partition("=")
         if eq:
-            walker.script(W(word.text, quote(body)), call.frame, origin=word.text, same_shell=True)
+            walker.script(
+                ResolvedWord(word.text, quote(body)), call.frame, origin=word.text, same_shell=True
+            )
     return call.unchanged()
 
 
-def _enable(walker: Walker, call: Call, base: str) -> Flow:
+def _enable(walker: Walking, call: Call, base: str) -> BasesAfter:
     for word in call.argv[1:]:
         value = word.value or ""
         if value.startswith("-") and ("f" in value or "d" in value):
@@ -108,11 +107,11 @@ def _enable(walker: Walker, call: Call, base: str) -> Flow:
                 word.text,
                 "enable -f loads a shared library into the shell as a builtin; it is not allowed.",
             )
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _hash(walker: Walker, call: Call, base: str) -> Flow:
+def _hash(walker: Walking, call: Call, base: str) -> BasesAfter:
     for word in call.argv[1:]:
         if (word.value or "").startswith("-") and "p" in (word.value or ""):
             refuse(
@@ -121,16 +120,16 @@ def _hash(walker: Walker, call: Call, base: str) -> Flow:
                 "hash -p makes a command name run a different program; call the program by "
                 "its path instead.",
             )
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
 def _names_from(
-    walker: Walker, call: Call, short_arg: str, name_options: str, operand_names: bool
+    walker: Walking, call: Call, short_arg: str, name_options: str, operand_names: bool
 ) -> None:
     argv = call.argv
     i = 1
-    names: list[W] = []
+    names: list[ResolvedWord] = []
     while i < len(argv):
         word = argv[i]
         value = word.value
@@ -148,7 +147,7 @@ def _names_from(
                 if ch in short_arg:
                     arg = value[j + 1 :]
                     target = (
-                        W(word.text, quote(arg))
+                        ResolvedWord(word.text, quote(arg))
                         if arg
                         else (argv[i + 1] if i + 1 < len(argv) else None)
                     )
@@ -169,40 +168,40 @@ def _names_from(
         _computed(walker, name, call)
 
 
-def _computed(walker: Walker, name: W, call: Call) -> None:
+def _computed(walker: Walking, name: ResolvedWord, call: Call) -> None:
     text = name.value
     _assign.embedded(walker, name, call.frame)
     _assign.computed(walker, None if text is None else text.split("[")[0], call.frame, name.text)
 
 
-def _read(walker: Walker, call: Call, base: str) -> Flow:
+def _read(walker: Walking, call: Call, base: str) -> BasesAfter:
     _names_from(walker, call, "adinNptu", "a", operand_names=True)
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _mapfile(walker: Walker, call: Call, base: str) -> Flow:
+def _mapfile(walker: Walking, call: Call, base: str) -> BasesAfter:
     _names_from(walker, call, "dnOsuCc", "", operand_names=True)
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _printf(walker: Walker, call: Call, base: str) -> Flow:
+def _printf(walker: Walking, call: Call, base: str) -> BasesAfter:
     argv = call.argv
     if len(argv) > 2 and argv[1].value == "-v":
         _computed(walker, argv[2], call)
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _getopts(walker: Walker, call: Call, base: str) -> Flow:
+def _getopts(walker: Walking, call: Call, base: str) -> BasesAfter:
     if len(call.argv) > 2:
         _computed(walker, call.argv[2], call)
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _positional_change(walker: Walker, call: Call, base: str) -> Flow:
+def _positional_change(walker: Walking, call: Call, base: str) -> BasesAfter:
     argv = call.argv
     if (
         base == "shift"
@@ -210,16 +209,16 @@ def _positional_change(walker: Walker, call: Call, base: str) -> Flow:
         or any(w.value == "--" for w in argv[1:])
     ):
         call.frame.resolver.invalidate_positionals()
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _terminate(walker: Walker, call: Call, base: str) -> Flow:
-    walker.rec.record(call, base, mutating=False, text_only=True)
+def _terminate(walker: Walking, call: Call, base: str) -> BasesAfter:
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return (frozenset(), frozenset())
 
 
-def _kill(walker: Walker, call: Call, base: str) -> Flow:
+def _kill(walker: Walking, call: Call, base: str) -> BasesAfter:
     target = kills_everything(call.argv)
     if target is not None:
         refuse(
@@ -228,11 +227,11 @@ def _kill(walker: Walker, call: Call, base: str) -> Flow:
             "kill -1 signals every process you may signal, the platform included; name the "
             "process ids to stop instead.",
         )
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-def _systemctl(walker: Walker, call: Call, base: str) -> Flow:
+def _systemctl(walker: Walking, call: Call, base: str) -> BasesAfter:
     verb = power_verb(call.argv)
     if verb is not None:
         refuse(
@@ -241,17 +240,17 @@ def _systemctl(walker: Walker, call: Call, base: str) -> Flow:
             f"{base} {verb.text} changes the machine's power state or target; it is never "
             "run by an agent.",
         )
-    walker.rec.record(call, base, mutating=False)
+    walker.recorder.record(call, base, mutating=False)
     return call.unchanged()
 
 
-def _declare(walker: Walker, call: Call, base: str) -> Flow:
+def _declare(walker: Walking, call: Call, base: str) -> BasesAfter:
     _assign.declaration_argv(walker, call.argv, call.frame)
-    walker.rec.record(call, base, mutating=False, text_only=True)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 
 
-BUILTINS: dict[str, Callable[[Walker, Call, str], Flow]] = {
+BUILTINS: dict[str, Callable[[Walking, Call, str], BasesAfter]] = {
     "cd": _cd,
     "pushd": _cd,
     "popd": _cd,

@@ -17,7 +17,7 @@ from corral.shell.analysis._escaped import (
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._tables import CRITICAL_TREES, SYSTEMCTL_POWER
 from corral.shell.analysis._types import Chain, resolve_chain
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["critical_target", "kills_everything", "path_entry_problem", "power_verb"]
 
@@ -157,7 +157,7 @@ def path_entry_problem(e: str, *, append: bool = False) -> str | None:
     return None
 
 
-def kills_everything(argv: list[W]) -> W | None:
+def kills_everything(argv: list[ResolvedWord]) -> ResolvedWord | None:
     """The ``-1`` target of ``kill`` (every process the user may signal), if present."""
     args = argv[1:]
     i = 0
@@ -174,7 +174,7 @@ def kills_everything(argv: list[W]) -> W | None:
     return None
 
 
-def power_verb(argv: list[W]) -> W | None:
+def power_verb(argv: list[ResolvedWord]) -> ResolvedWord | None:
     """The power-state verb of ``systemctl``/``loginctl``, if any."""
     skip_next = False
     for word in argv[1:]:

@@ -6,30 +6,35 @@ shell may stand where any branch ended, so every possible base is kept for the g
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from corral.shell.analysis import _assign
 from corral.shell.analysis._escaped import quote, unescape
 from corral.shell.analysis._parser import Node, adjacent
 from corral.shell.analysis._paths import split_tokens
 from corral.shell.analysis._refusal import refuse
-from corral.shell.analysis._state import Bases, Ctx, Flow, Frame, merge, unknown_loc
-from corral.shell.analysis._words import W, expand_tilde
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
+from corral.shell.analysis._state import (
+    Bases,
+    BasesAfter,
+    Frame,
+    StatementContext,
+    merge,
+    unknown_loc,
+)
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord, expand_tilde
 
 __all__ = ["c_for", "case", "for_", "if_", "test", "while_"]
 
 _LOOP_FOREVER = frozenset({"true", ":"})
 
 
-def if_(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+def if_(
+    walker: Walking, node: Node, frame: Frame, ctx: StatementContext, bases: Bases
+) -> BasesAfter:
     ends: list[Bases] = []
     condition: list[Node] = []
     body: list[Node] = []
     in_body = False
-    outcome: Flow = (bases, bases)
+    outcome: BasesAfter = (bases, bases)
     for child in node.children:
         kind = child.type
         if kind == "then":
@@ -54,7 +59,9 @@ def if_(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Flo
     return (result, result)
 
 
-def _elif(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+def _elif(
+    walker: Walking, node: Node, frame: Frame, ctx: StatementContext, bases: Bases
+) -> BasesAfter:
     condition: list[Node] = []
     body: list[Node] = []
     target = condition
@@ -67,7 +74,9 @@ def _elif(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> F
     return (merge(*walker.block(body, frame, ctx, ok or bases)), fail)
 
 
-def _loop(walker: Walker, body: Node | None, frame: Frame, ctx: Ctx, bases: Bases) -> Bases:
+def _loop(
+    walker: Walking, body: Node | None, frame: Frame, ctx: StatementContext, bases: Bases
+) -> Bases:
     """Bases after a loop: a body that moves the shell may move it again and again."""
     if body is None:
         return bases
@@ -78,7 +87,9 @@ def _loop(walker: Walker, body: Node | None, frame: Frame, ctx: Ctx, bases: Base
     return merge(bases, after)
 
 
-def while_(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+def while_(
+    walker: Walking, node: Node, frame: Frame, ctx: StatementContext, bases: Bases
+) -> BasesAfter:
     condition = list(node.children_by_field_name("condition"))
     body = node.child_by_field_name("body")
     ok, _ = walker.block(condition, frame, ctx, bases)
@@ -93,18 +104,22 @@ def while_(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> 
     return (result, result)
 
 
-def for_(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+def for_(
+    walker: Walking, node: Node, frame: Frame, ctx: StatementContext, bases: Bases
+) -> BasesAfter:
     variable = node.child_by_field_name("variable")
     if variable is not None:
         text = walker.text(frame, variable)
         _assign.computed(walker, text, frame, f"for {text}")
     for word in walker.expand_words(adjacent(node.children_by_field_name("value")), frame):
-        walker.rec.scan_word(word, bases)
+        walker.recorder.scan_word(word, bases)
     result = _loop(walker, node.child_by_field_name("body"), frame, ctx, bases)
     return (result, result)
 
 
-def c_for(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+def c_for(
+    walker: Walking, node: Node, frame: Frame, ctx: StatementContext, bases: Bases
+) -> BasesAfter:
     body = node.child_by_field_name("body")
     for child in node.named_children:
         if child != body:
@@ -115,7 +130,9 @@ def c_for(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> F
     return (result, result)
 
 
-def case(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+def case(
+    walker: Walking, node: Node, frame: Frame, ctx: StatementContext, bases: Bases
+) -> BasesAfter:
     ends: list[Bases] = [bases]
     for child in node.children:
         if child.type == "case_item":
@@ -132,7 +149,7 @@ def case(walker: Walker, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> Fl
     return (result, result)
 
 
-def test(walker: Walker, node: Node, frame: Frame) -> None:
+def test(walker: Walking, node: Node, frame: Frame) -> None:
     """``[[ … ]]``/``[ … ]``: walk substitutions, and look for protected paths."""
     walker.descend(node, frame)
     raw = walker.text(frame, node).replace("${HOME}", "~").replace("$HOME", "~")
@@ -141,10 +158,10 @@ def test(walker: Walker, node: Node, frame: Frame) -> None:
         if value in ("[[", "]]", "[", "]") or value.startswith("-"):
             continue
         e = expand_tilde(token, walker.home) if value.startswith("~") else token
-        walker.rec.scan_word(W(value, e), frame.bases)
+        walker.recorder.scan_word(ResolvedWord(value, e), frame.bases)
 
 
-def _bomb_in_body(walker: Walker, body: Node, frame: Frame, node: Node) -> None:
+def _bomb_in_body(walker: Walking, body: Node, frame: Frame, node: Node) -> None:
     """An endless loop that starts background jobs and never waits."""
     kids = body.children
     backgrounded = False

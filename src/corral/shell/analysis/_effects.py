@@ -10,7 +10,7 @@ from corral.shell.analysis._fileops import FILE_OPERATIONS
 from corral.shell.analysis._scan import Effects
 from corral.shell.analysis._toolops import TOOLS
 from corral.shell.analysis._toolops import interpreter as _interpreter
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["TEXT_COMMANDS", "Effects", "effects"]
 
@@ -26,11 +26,11 @@ TEXT_COMMANDS = frozenset(
 )  # fmt: skip
 
 
-def _text(argv: list[W]) -> Effects:
+def _text(argv: list[ResolvedWord]) -> Effects:
     return Effects(text_only=True, skip=set(range(1, len(argv))))
 
 
-def effects(name: str, argv: list[W], *, interpreter: bool = False) -> Effects:
+def effects(name: str, argv: list[ResolvedWord], *, interpreter: bool = False) -> Effects:
     """The file effects of ``argv`` whose resolved program name is ``name``."""
     if name in TEXT_COMMANDS:
         return _text(argv)

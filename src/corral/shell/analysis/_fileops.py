@@ -9,12 +9,12 @@ from collections.abc import Callable
 from corral.shell.analysis._escaped import MARK
 from corral.shell.analysis._scan import Effects, consumed, option_tail, scan_options
 from corral.shell.analysis._types import Access
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["FILE_OPERATIONS"]
 
 
-def _all_write(argv: list[W], short_arg: str = "", long_arg: str = "") -> Effects:
+def _all_write(argv: list[ResolvedWord], short_arg: str = "", long_arg: str = "") -> Effects:
     scan = scan_options(argv, short_arg, long_arg.split())
     fx = Effects(mutating=True, recursive=bool(scan.flags & {"r", "R", "recursive"}))
     for index in scan.operands:
@@ -24,7 +24,7 @@ def _all_write(argv: list[W], short_arg: str = "", long_arg: str = "") -> Effect
     return fx
 
 
-def _rm(argv: list[W]) -> Effects:
+def _rm(argv: list[ResolvedWord]) -> Effects:
     fx = _all_write(argv)
     fx.destructive = [word for word, _ in fx.targets]
     return fx
@@ -35,7 +35,7 @@ def _destroys(fx: Effects) -> Effects:
     return fx
 
 
-def _mv(argv: list[W]) -> Effects:
+def _mv(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "tS", ["target-directory", "suffix"])
     fx = Effects(mutating=True)
     for index in scan.operands:
@@ -48,7 +48,9 @@ def _mv(argv: list[W]) -> Effects:
     return fx
 
 
-def _copy_like(argv: list[W], short_arg: str = "tS", long_arg: str = "target-directory") -> Effects:
+def _copy_like(
+    argv: list[ResolvedWord], short_arg: str = "tS", long_arg: str = "target-directory"
+) -> Effects:
     scan = scan_options(argv, short_arg, long_arg.split())
     fx = Effects(mutating=True, recursive=bool(scan.flags & {"r", "R", "a", "recursive"}))
     targets = scan.get("t", "target-directory")
@@ -72,7 +74,7 @@ def _remote(value: str | None) -> bool:
     return "/" not in head
 
 
-def _rsync(argv: list[W]) -> Effects:
+def _rsync(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "eTfB", ["rsh", "rsync-path", "temp-dir", "filter", "exclude-from"])
     fx = Effects(mutating=True, recursive=True)
     fx.scripts.extend(scan.get("e", "rsh"))
@@ -87,7 +89,7 @@ def _rsync(argv: list[W]) -> Effects:
     return fx
 
 
-def _scp(argv: list[W]) -> Effects:
+def _scp(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "cFiJloPSDX")
     fx = Effects(mutating=True)
     fx.scripts.extend(scan.get("S"))
@@ -105,12 +107,12 @@ def _scp(argv: list[W]) -> Effects:
 _SSH_COMMAND_OPTIONS = ("proxycommand", "localcommand", "knownhostscommand")
 
 
-def _ssh_option_scripts(options: list[W]) -> list[W]:
-    out: list[W] = []
+def _ssh_option_scripts(options: list[ResolvedWord]) -> list[ResolvedWord]:
+    out: list[ResolvedWord] = []
     for word in options:
         value = word.value
         if value is None:
-            out.append(W(word.text, MARK))
+            out.append(ResolvedWord(word.text, MARK))
             continue
         key, sep, rest = value.replace("=", " ", 1).partition(" ")
         if sep and key.lower() in _SSH_COMMAND_OPTIONS:
@@ -118,7 +120,7 @@ def _ssh_option_scripts(options: list[W]) -> list[W]:
     return out
 
 
-def _ssh(argv: list[W]) -> Effects:
+def _ssh(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "BbcDEeFIiJLlmOoPpQRSWw")
     fx = Effects()
     fx.scripts.extend(_ssh_option_scripts(scan.get("o")))
@@ -133,11 +135,11 @@ def _ssh(argv: list[W]) -> Effects:
 _DD_KEYS: tuple[tuple[str, Access], ...] = (("of=", "write"), ("if=", "read"))
 
 
-def _dd(argv: list[W]) -> Effects:
+def _dd(argv: list[ResolvedWord]) -> Effects:
     fx = Effects()
     for index, word in enumerate(argv[1:], start=1):
         for key, access in _DD_KEYS:
-            if word.e.startswith(key):
+            if word.escaped.startswith(key):
                 fx.targets.append((option_tail(word, key), access))
                 fx.mutating = fx.mutating or access == "write"
         fx.skip.add(index)
@@ -147,7 +149,7 @@ def _dd(argv: list[W]) -> Effects:
 _CHMOD_MODE = re.compile(r"^([ugoa]*[-+=][rwxXstugo]*,?)+$|^[0-7]{1,4}$")
 
 
-def _chmod(argv: list[W]) -> Effects:
+def _chmod(argv: list[ResolvedWord]) -> Effects:
     fx = Effects(mutating=True)
     reference = False
     operands: list[int] = []
@@ -170,7 +172,7 @@ def _chmod(argv: list[W]) -> Effects:
     return fx
 
 
-def _sed(argv: list[W]) -> Effects:
+def _sed(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "efl", ["expression", "file", "line-length"])
     in_place = any(f in scan.flags for f in ("i", "in-place")) or any(
         (w.value or "").startswith("-i") for w in argv[1:]
@@ -187,7 +189,7 @@ def _sed(argv: list[W]) -> Effects:
     return fx
 
 
-def _perl(argv: list[W]) -> Effects:
+def _perl(argv: list[ResolvedWord]) -> Effects:
     in_place = False
     fx = Effects()
     code = False
@@ -221,7 +223,7 @@ def _perl(argv: list[W]) -> Effects:
     return fx
 
 
-FILE_OPERATIONS: dict[str, Callable[[list[W]], Effects]] = {
+FILE_OPERATIONS: dict[str, Callable[[list[ResolvedWord]], Effects]] = {
     "rm": _rm,
     "unlink": _rm,
     "rmdir": _rm,

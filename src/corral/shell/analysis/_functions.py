@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from corral.shell.analysis._escaped import MARK
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._refusal import refuse
-from corral.shell.analysis._state import Bases, Call, Ctx, Flow, Frame, FunctionInfo
+from corral.shell.analysis._state import (
+    Bases,
+    BasesAfter,
+    Call,
+    Frame,
+    FunctionInfo,
+    StatementContext,
+)
+from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import WordResolver
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = ["MAX_CALL_WALKS", "call", "check_fork_bombs", "define"]
 
@@ -20,7 +23,7 @@ MAX_CALL_WALKS = 64
 """Calls walked with bound arguments; later calls reuse the definition's findings."""
 
 
-def define(walker: Walker, node: Node, frame: Frame, bases: Bases) -> None:
+def define(walker: Walking, node: Node, frame: Frame, bases: Bases) -> None:
     """Register a function and check its body with unknown arguments."""
     name_node = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
@@ -29,32 +32,32 @@ def define(walker: Walker, node: Node, frame: Frame, bases: Bases) -> None:
     name = walker.text(frame, name_node)
     info = FunctionInfo(name=name, body=body, frame=frame)
     frame.functions[name] = info
-    rec = walker.rec
-    saved = (rec.commands, rec.paths)
-    rec.commands, rec.paths = info.commands, info.paths
+    recorder = walker.recorder
+    saved = (recorder.commands, recorder.paths)
+    recorder.commands, recorder.paths = info.commands, info.paths
     try:
-        walker.stmt(body, frame, Ctx(function=name), bases)
+        walker.stmt(body, frame, StatementContext(function=name), bases)
     finally:
-        rec.commands, rec.paths = saved
+        recorder.commands, recorder.paths = saved
     redirect = node.child_by_field_name("redirect")
     if redirect is not None:
-        rec.record_redirects(walker.resolve_redirects([redirect], frame, bases), "", bases)
+        recorder.record_redirects(walker.resolve_redirects([redirect], frame, bases), "", bases)
 
 
-def call(walker: Walker, info: FunctionInfo, site: Call) -> Flow:
+def call(walker: Walking, info: FunctionInfo, site: Call) -> BasesAfter:
     """Walk a function body again with its positional parameters bound to the call."""
     bases = site.bases
     if info.name in walker.call_stack or walker.call_walks >= MAX_CALL_WALKS:
         if not info.replayed:
             info.replayed = True
-            walker.rec.commands.extend(info.commands)
-            walker.rec.paths.extend(info.paths)
+            walker.recorder.commands.extend(info.commands)
+            walker.recorder.paths.extend(info.paths)
         return (bases, bases)
     walker.call_walks += 1
     walker.call_stack.append(info.name)
     try:
         sink = walker.sink()
-        positionals = (MARK, *(w.e for w in site.argv[1:]))
+        positionals = (MARK, *(w.escaped for w in site.argv[1:]))
         resolver = WordResolver(info.frame.src, sink, home=walker.home, positionals=positionals)
         frame = Frame(
             src=info.frame.src,
@@ -65,7 +68,7 @@ def call(walker: Walker, info: FunctionInfo, site: Call) -> Flow:
             bases=bases,
         )
         sink.frame = frame
-        ctx = Ctx(
+        ctx = StatementContext(
             stdin=site.ctx.stdin,
             subshell=site.ctx.subshell,
             spawning=site.ctx.spawning,

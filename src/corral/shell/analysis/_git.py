@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from corral.shell.analysis._escaped import MARK, quote
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["GitPlan", "classify_key", "plan_git"]
 
@@ -72,21 +72,21 @@ def classify_key(key: str, value: str | None) -> KeyKind | None:
 class GitPlan:
     """What one git invocation runs and touches."""
 
-    scripts: list[W] = field(default_factory=list)
-    """Strings git hands to a shell; an unknown one is a ``W`` whose ``e`` is unknown."""
-    hijack: list[tuple[W, str]] = field(default_factory=list)
-    inner: list[list[W]] = field(default_factory=list)
-    chdir: list[W] = field(default_factory=list)
-    writes: list[W] = field(default_factory=list)
+    scripts: list[ResolvedWord] = field(default_factory=list)
+    """Strings git hands to a shell; one not known statically has an unknown escaped form."""
+    hijack: list[tuple[ResolvedWord, str]] = field(default_factory=list)
+    inner: list[list[ResolvedWord]] = field(default_factory=list)
+    chdir: list[ResolvedWord] = field(default_factory=list)
+    writes: list[ResolvedWord] = field(default_factory=list)
     mutating: bool = False
     subcommand: str | None = None
 
 
-def _script_word(word: W, text: str | None) -> W:
-    return W(word.text, MARK) if text is None else W(word.text, quote(text))
+def _script_word(word: ResolvedWord, text: str | None) -> ResolvedWord:
+    return ResolvedWord(word.text, MARK) if text is None else ResolvedWord(word.text, quote(text))
 
 
-def _config_pair(plan: GitPlan, word: W, key: str | None, value: str | None) -> None:
+def _config_pair(plan: GitPlan, word: ResolvedWord, key: str | None, value: str | None) -> None:
     if key is None:
         plan.hijack.append((word, "the configuration key is not known before git runs"))
         return
@@ -110,7 +110,7 @@ def _config_pair(plan: GitPlan, word: W, key: str | None, value: str | None) -> 
     plan.scripts.append(_script_word(word, value))
 
 
-def _assignment(plan: GitPlan, word: W, text: str | None) -> None:
+def _assignment(plan: GitPlan, word: ResolvedWord, text: str | None) -> None:
     if text is None:
         plan.hijack.append((word, "the configuration is not known before git runs"))
         return
@@ -124,7 +124,7 @@ _GLOBAL_WITH_VALUE = frozenset(
 )  # fmt: skip
 
 
-def plan_git(argv: list[W]) -> GitPlan:
+def plan_git(argv: list[ResolvedWord]) -> GitPlan:
     """Read git's global options and the parts of its subcommand that matter."""
     plan = GitPlan()
     i, n = 1, len(argv)
@@ -138,7 +138,7 @@ def plan_git(argv: list[W]) -> GitPlan:
             break
         name, eq, inline = value.partition("=")
         if name in _GLOBAL_WITH_VALUE and not eq and name != "--exec-path":
-            arg = argv[i + 1] if i + 1 < n else W("", "")
+            arg = argv[i + 1] if i + 1 < n else ResolvedWord("", "")
             text = arg.value
             i += 2
         else:
@@ -192,9 +192,9 @@ _SUB_SCRIPT_OPTIONS = {
 }
 
 
-def _subcommand(plan: GitPlan, sub: str, rest: list[W]) -> None:
+def _subcommand(plan: GitPlan, sub: str, rest: list[ResolvedWord]) -> None:
     options = _SUB_SCRIPT_OPTIONS.get(sub, ())
-    operands: list[W] = []
+    operands: list[ResolvedWord] = []
     j = 0
     while j < len(rest):
         word = rest[j]
@@ -231,7 +231,11 @@ def _subcommand(plan: GitPlan, sub: str, rest: list[W]) -> None:
             j += 1
             continue
         if sub == "archive" and name in ("-o", "--output"):
-            target = rest[j + 1] if not eq and j + 1 < len(rest) else W(word.text, word.e[9:])
+            target = (
+                rest[j + 1]
+                if not eq and j + 1 < len(rest)
+                else ResolvedWord(word.text, word.escaped[9:])
+            )
             plan.writes.append(target)
             j += 1 if eq else 2
             continue
@@ -254,15 +258,15 @@ def _subcommand(plan: GitPlan, sub: str, rest: list[W]) -> None:
         if len(operands) >= 2:
             plan.writes.append(operands[1])
         else:
-            plan.writes.append(W(".", "."))
+            plan.writes.append(ResolvedWord(".", "."))
 
 
-def _join(words: list[W]) -> W:
+def _join(words: list[ResolvedWord]) -> ResolvedWord:
     values = [w.value for w in words]
     text = " ".join(w.text for w in words)
     if any(v is None for v in values):
-        return W(text, MARK)
-    return W(text, quote(" ".join(v for v in values if v is not None)))
+        return ResolvedWord(text, MARK)
+    return ResolvedWord(text, quote(" ".join(v for v in values if v is not None)))
 
 
 _CONFIG_VALUE_OPTIONS = frozenset(
@@ -275,8 +279,8 @@ _CONFIG_READS = frozenset(
 )  # fmt: skip
 
 
-def _git_config(plan: GitPlan, rest: list[W]) -> None:
-    operands: list[W] = []
+def _git_config(plan: GitPlan, rest: list[ResolvedWord]) -> None:
+    operands: list[ResolvedWord] = []
     j = 0
     reading = False
     while j < len(rest):

@@ -7,7 +7,6 @@ returns the statement's flow.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from corral.shell.analysis import _assign
 from corral.shell.analysis._builtins import BUILTINS
@@ -19,25 +18,23 @@ from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._shells import shell, shell_on_stdin
 from corral.shell.analysis._shells import source as shell_source
-from corral.shell.analysis._state import Call, Flow
+from corral.shell.analysis._state import BasesAfter, Call
 from corral.shell.analysis._tables import SHELLS, is_interpreter
 from corral.shell.analysis._types import Access, Chain
-from corral.shell.analysis._words import W
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord
 from corral.shell.analysis._wrappers import Unwrapped
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
 
 __all__ = ["dispatch", "wrapper"]
 
-Handler = Callable[["Walker", Call, str], Flow]
+Handler = Callable[[Walking, Call, str], BasesAfter]
 
 
-def _chdir_step(word: W | None) -> Chain:
+def _chdir_step(word: ResolvedWord | None) -> Chain:
     if word is None:
         return ()
     value = word.value
-    if value is None or is_glob(word.e) or value.startswith("~"):
+    if value is None or is_glob(word.escaped) or value.startswith("~"):
         return (None,)
     return (normalize(value),)
 
@@ -45,21 +42,21 @@ def _chdir_step(word: W | None) -> Chain:
 # -- wrappers ------------------------------------------------------------------------------
 
 
-def wrapper(walker: Walker, call: Call, base: str, unwrapped: Unwrapped) -> Flow:
+def wrapper(walker: Walking, call: Call, base: str, unwrapped: Unwrapped) -> BasesAfter:
     """Judge what a wrapper runs; record the wrapped command(s)."""
     frame = call.frame
     for assignment in unwrapped.assignments:
-        head, _, tail = assignment.e.partition("=")
+        head, _, tail = assignment.escaped.partition("=")
         name = unescape(head)
-        value = W(assignment.text, tail)
+        value = ResolvedWord(assignment.text, tail)
         _assign.check(walker, name.split("[")[0] if name else None, value, frame, scope="env")
     chdir = call.chdir + _chdir_step(unwrapped.chdir)
     if unwrapped.chdir is not None:
-        walker.rec.scan_word(unwrapped.chdir, call.bases)
+        walker.recorder.scan_word(unwrapped.chdir, call.bases)
     extra = list(call.extra_paths)
     for word, access in unwrapped.paths:
-        walker.rec.scan_word(word, call.bases)
-        walker.rec.check_device(word)
+        walker.recorder.scan_word(word, call.bases)
+        walker.recorder.check_device(word)
         extra.append((word, "write" if access == "write" else "read"))
     ran = False
     for argv in unwrapped.inner:
@@ -85,7 +82,7 @@ def wrapper(walker: Walker, call: Call, base: str, unwrapped: Unwrapped) -> Flow
                 )
     if not ran:
         call.extra_paths = extra
-        walker.rec.record(call, base, mutating=False, skip=set(range(1, len(call.argv))))
+        walker.recorder.record(call, base, mutating=False, skip=set(range(1, len(call.argv))))
     if base == "exec" and unwrapped.inner:
         return (frozenset(), frozenset())
     return call.unchanged()
@@ -104,12 +101,12 @@ _FIND_WRITE_ARG = frozenset("-fprint -fprint0 -fls".split())
 _DELETERS = frozenset({"rm", "unlink", "shred", "rmdir"})
 
 
-def _find(walker: Walker, call: Call, base: str) -> Flow:
+def _find(walker: Walking, call: Call, base: str) -> BasesAfter:
     argv = call.argv
     i = 1
     while i < len(argv) and argv[i].value in ("-H", "-L", "-P"):
         i += 1
-    starts: list[W] = []
+    starts: list[ResolvedWord] = []
     while i < len(argv):
         value = argv[i].value
         if value is not None and (value.startswith("-") or value in ("(", "!", ")", ",")):
@@ -117,14 +114,14 @@ def _find(walker: Walker, call: Call, base: str) -> Flow:
         starts.append(argv[i])
         i += 1
     if not starts:
-        starts = [W(".", ".")]
+        starts = [ResolvedWord(".", ".")]
     delete = False
-    targets: list[tuple[W, Access]] = []
+    targets: list[tuple[ResolvedWord, Access]] = []
     while i < len(argv):
         value = argv[i].value or ""
         if value in ("-exec", "-execdir", "-ok", "-okdir"):
             j = i + 1
-            inner: list[W] = []
+            inner: list[ResolvedWord] = []
             while j < len(argv):
                 current = argv[j].value
                 if current == ";" or (current == "+" and inner and "{}" in (inner[-1].value or "")):
@@ -163,21 +160,21 @@ def _find(walker: Walker, call: Call, base: str) -> Flow:
             _destructive(walker, call, start, "find -delete")
     targets.extend((start, "write" if delete else "read") for start in starts)
     for word, _ in targets:
-        walker.rec.check_device(word)
-    walker.rec.record(
+        walker.recorder.check_device(word)
+    walker.recorder.record(
         call, base, mutating=delete or any(a == "write" for _, a in targets), targets=targets,
         skip=set(range(1, len(argv))),
     )  # fmt: skip
     return call.unchanged()
 
 
-def _placeholder(word: W) -> W:
-    if "{}" in word.e:
-        return W(word.text, word.e.replace("{}", MARK))
+def _placeholder(word: ResolvedWord) -> ResolvedWord:
+    if "{}" in word.escaped:
+        return ResolvedWord(word.text, word.escaped.replace("{}", MARK))
     return word
 
 
-def _git(walker: Walker, call: Call, base: str) -> Flow:
+def _git(walker: Walking, call: Call, base: str) -> BasesAfter:
     plan = plan_git(call.argv)
     for word, reason in plan.hijack:
         refuse(
@@ -190,22 +187,22 @@ def _git(walker: Walker, call: Call, base: str) -> Flow:
         walker.script(script, call.frame, origin=script.text, same_shell=False)
     chdir: Chain = ()
     for word in plan.chdir:
-        walker.rec.scan_word(word, call.bases)
+        walker.recorder.scan_word(word, call.bases)
         chdir = (*chdir, *_chdir_step(word))
     for argv in plan.inner:
         sub = call.inner(argv, "git")
         sub.chdir = call.chdir + chdir
         walker.run(sub)
-    targets: list[tuple[W, Access]] = [(w, "write") for w in plan.writes]
+    targets: list[tuple[ResolvedWord, Access]] = [(w, "write") for w in plan.writes]
     if plan.mutating and not plan.writes:
-        targets.append((W(".", "."), "write"))
-    walker.rec.record(call, base, mutating=plan.mutating, targets=targets, chdir=chdir)
+        targets.append((ResolvedWord(".", "."), "write"))
+    walker.recorder.record(call, base, mutating=plan.mutating, targets=targets, chdir=chdir)
     return call.unchanged()
 
 
-def _destructive(walker: Walker, call: Call, word: W, what: str) -> None:
+def _destructive(walker: Walking, call: Call, word: ResolvedWord, what: str) -> None:
     chains = [loc.cwd + call.chdir for loc in call.bases]
-    reason = critical_target(word.e, home=walker.home, cwd=walker.cwd, chains=chains)
+    reason = critical_target(word.escaped, home=walker.home, cwd=walker.cwd, chains=chains)
     if reason:
         refuse(
             "dangerous_rm",
@@ -215,7 +212,7 @@ def _destructive(walker: Walker, call: Call, word: W, what: str) -> None:
         )
 
 
-def _generic(walker: Walker, call: Call, base: str) -> Flow:
+def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
     fx: Effects = effects(base, call.argv, interpreter=is_interpreter(base))
     frame = call.frame
     if base == "rm" and any(w.value == "--no-preserve-root" for w in call.argv[1:]):
@@ -227,7 +224,7 @@ def _generic(walker: Walker, call: Call, base: str) -> Flow:
     for word in fx.destructive:
         if base in ("chmod", "chown", "chgrp"):
             reason = critical_target(
-                word.e,
+                word.escaped,
                 home=walker.home,
                 cwd=walker.cwd,
                 chains=[loc.cwd + call.chdir for loc in call.bases],
@@ -244,14 +241,14 @@ def _generic(walker: Walker, call: Call, base: str) -> Flow:
         else:
             _destructive(walker, call, word, base)
     for word, _ in fx.targets:
-        walker.rec.check_device(word)
+        walker.recorder.check_device(word)
     for script in fx.scripts:
         walker.script(script, frame, origin=script.text, same_shell=False)
     if is_interpreter(base) and call.stdin.kind in ("heredoc", "herestring"):
         if call.stdin.text is not None:
-            walker.rec.scan_text(call.stdin.text, call.argv[0].text, call.bases)
+            walker.recorder.scan_text(call.stdin.text, call.argv[0].text, call.bases)
     chdir = _chdir_step(fx.chdir) if fx.chdir is not None else ()
-    walker.rec.record(
+    walker.recorder.record(
         call,
         base,
         mutating=fx.mutating,
@@ -272,7 +269,7 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-def dispatch(walker: Walker, call: Call, base: str) -> Flow:
+def dispatch(walker: Walking, call: Call, base: str) -> BasesAfter:
     """Judge and record a command that is not a wrapper."""
     if base in SHELLS:
         return shell(walker, call, base)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["OptSpec", "OptionError", "Parsed", "parse_options"]
 
@@ -36,13 +36,13 @@ class OptSpec:
 class Parsed:
     """One reading: the options seen and where the operands start."""
 
-    options: list[tuple[str, W | None, str | None]] = field(default_factory=list)
+    options: list[tuple[str, ResolvedWord | None, str | None]] = field(default_factory=list)
     operands: int = 0
 
     def has(self, *names: str) -> bool:
         return any(name in names for name, _, _ in self.options)
 
-    def values(self, *names: str) -> list[tuple[W | None, str | None]]:
+    def values(self, *names: str) -> list[tuple[ResolvedWord | None, str | None]]:
         return [(word, value) for name, word, value in self.options if name in names]
 
 
@@ -63,7 +63,7 @@ def _long(spec: OptSpec, name: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def parse_options(words: list[W], start: int, spec: OptSpec) -> list[Parsed]:
+def parse_options(words: list[ResolvedWord], start: int, spec: OptSpec) -> list[Parsed]:
     """Read options from ``words[start:]``; one :class:`Parsed` per possible reading."""
     readings: list[Parsed] = []
     pending: list[tuple[int, Parsed]] = [(start, Parsed())]
@@ -77,7 +77,11 @@ def parse_options(words: list[W], start: int, spec: OptSpec) -> list[Parsed]:
 
 
 def _parse_from(
-    words: list[W], i: int, spec: OptSpec, parsed: Parsed, pending: list[tuple[int, Parsed]]
+    words: list[ResolvedWord],
+    i: int,
+    spec: OptSpec,
+    parsed: Parsed,
+    pending: list[tuple[int, Parsed]],
 ) -> Parsed:
     n = len(words)
     while i < n:

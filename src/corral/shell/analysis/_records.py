@@ -22,7 +22,7 @@ from corral.shell.analysis._types import (
     Redirect,
     resolve_chain,
 )
-from corral.shell.analysis._words import W, expand_tilde, public_word
+from corral.shell.analysis._words import ResolvedWord, expand_tilde, public_word
 
 __all__ = ["Origin", "Recorder", "chains_of"]
 
@@ -54,13 +54,13 @@ class Recorder:
 
     # -- checks ----------------------------------------------------------------------------
 
-    def scan_word(self, word: W, bases: Bases, chdir: Chain = ()) -> None:
+    def scan_word(self, word: ResolvedWord, bases: Bases, chdir: Chain = ()) -> None:
         """Refuse a word that reaches a protected file, itself or through a piece of it."""
         chains = chains_of(bases, chdir)
-        hit = self.protection.check(word.e, chains, self.cwd)
-        if hit is None and _TOKEN_HINTS.search(word.e):
-            for token in split_tokens(word.e):
-                if token != word.e:
+        hit = self.protection.check(word.escaped, chains, self.cwd)
+        if hit is None and _TOKEN_HINTS.search(word.escaped):
+            for token in split_tokens(word.escaped):
+                if token != word.escaped:
                     hit = self.protection.check(expand_tilde(token, self.home), chains, self.cwd)
                     if hit:
                         break
@@ -74,9 +74,9 @@ class Recorder:
 
     def scan_text(self, text: str, origin: str, bases: Bases) -> None:
         """Scan code or data handed to an interpreter for protected paths."""
-        self.scan_word(W(origin, quote(text)), bases)
+        self.scan_word(ResolvedWord(origin, quote(text)), bases)
 
-    def check_device(self, word: W) -> None:
+    def check_device(self, word: ResolvedWord) -> None:
         """Refuse disks, partitions and raw memory, read or written."""
         value = word.value
         if value is None or "/dev/" not in value:
@@ -93,16 +93,22 @@ class Recorder:
     # -- paths -----------------------------------------------------------------------------
 
     def path_ref(
-        self, word: W, access: Access, origin: Origin, command: str, bases: Bases, chdir: Chain
+        self,
+        word: ResolvedWord,
+        access: Access,
+        origin: Origin,
+        command: str,
+        bases: Bases,
+        chdir: Chain,
     ) -> PathRef | None:
         """The gate's view of one path word (``None`` for harmless devices)."""
         value = word.value
-        glob = is_glob(word.e)
+        glob = is_glob(word.escaped)
         path: str | None
         if value is None:
             path = None
         elif glob:
-            pattern = to_pyglob(word.e)
+            pattern = to_pyglob(word.escaped)
             path = normalize(pattern) if pattern else None
         else:
             path = normalize(value)
@@ -137,7 +143,7 @@ class Recorder:
         base: str,
         *,
         mutating: bool,
-        targets: Sequence[tuple[W, Access]] = (),
+        targets: Sequence[tuple[ResolvedWord, Access]] = (),
         skip: Iterable[int] = (),
         text_only: bool = False,
         chdir: Chain = (),
@@ -185,19 +191,21 @@ class Recorder:
         self.paths.extend(refs)
         return command
 
-    def _implicit_path(self, word: W, base: str, bases: Bases, chdir: Chain) -> PathRef | None:
+    def _implicit_path(
+        self, word: ResolvedWord, base: str, bases: Bases, chdir: Chain
+    ) -> PathRef | None:
         value = word.value
         if value is None:
-            if literal_chars(word.e).startswith("-"):
+            if literal_chars(word.escaped).startswith("-"):
                 return None
             return self.path_ref(word, "read", "argument", base, bases, chdir)
         if value.startswith("--") and "=" in value:
             name, _, tail = value.partition("=")
             if tail.startswith(("/", "~")) or "/" in tail:
-                inner = W(word.text, word.e[len(name) + 1 :])
+                inner = ResolvedWord(word.text, word.escaped[len(name) + 1 :])
                 return self.path_ref(inner, "read", "option", base, bases, chdir)
             return None
-        if looks_like_path(value) or (is_glob(word.e) and not value.startswith("-")):
+        if looks_like_path(value) or (is_glob(word.escaped) and not value.startswith("-")):
             self.check_device(word)
             return self.path_ref(word, "read", "argument", base, bases, chdir)
         return None

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from corral.shell.analysis._escaped import literal_chars, quote
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Bases, Frame, Redir, Stdin
-from corral.shell.analysis._words import W
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["Gathered", "gather", "resolve", "stdin_of"]
 
@@ -32,7 +30,7 @@ class Gathered:
     """Statements tree-sitter hangs under a here-document (``cat <<EOF | sh``)."""
 
 
-def gather(walker: Walker, frame: Frame, nodes: Iterable[Node]) -> Gathered:
+def gather(walker: Walking, frame: Frame, nodes: Iterable[Node]) -> Gathered:
     """Sort redirect nodes into file redirects, stdin sources and continuations."""
     out = Gathered()
     for node in nodes:
@@ -49,7 +47,7 @@ def gather(walker: Walker, frame: Frame, nodes: Iterable[Node]) -> Gathered:
     return out
 
 
-def _file(walker: Walker, frame: Frame, node: Node, out: Gathered) -> None:
+def _file(walker: Walking, frame: Frame, node: Node, out: Gathered) -> None:
     out.files.append(node)
     descriptor = node.child_by_field_name("descriptor")
     fd = walker.text(frame, descriptor) if descriptor is not None else "0"
@@ -62,7 +60,7 @@ def _file(walker: Walker, frame: Frame, node: Node, out: Gathered) -> None:
         out.stdin_events.append(Stdin("closed"))
 
 
-def _heredoc(walker: Walker, frame: Frame, node: Node, out: Gathered) -> Stdin:
+def _heredoc(walker: Walking, frame: Frame, node: Node, out: Gathered) -> Stdin:
     start = ""
     strip_tabs = False
     body: Node | None = None
@@ -84,7 +82,7 @@ def _heredoc(walker: Walker, frame: Frame, node: Node, out: Gathered) -> Stdin:
             operator = kind
         elif field_name == "right":
             out.continuation.append((operator or "&&", child))
-    word = W(start, quote(start))
+    word = ResolvedWord(start, quote(start))
     if body is None:
         return Stdin("heredoc", text="", word=word)
     text = walker.text(frame, body)
@@ -153,7 +151,7 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def resolve(walker: Walker, frame: Frame, nodes: Sequence[Node], bases: Bases) -> list[Redir]:
+def resolve(walker: Walking, frame: Frame, nodes: Sequence[Node], bases: Bases) -> list[Redir]:
     """Resolve file redirects; refuse network, protected and device targets."""
     out: list[Redir] = []
     for node in nodes:
@@ -189,9 +187,9 @@ def _access(operator: str, value: str | None) -> Literal["read", "write"] | None
     return "write"
 
 
-def _check(walker: Walker, redir: Redir, bases: Bases) -> None:
+def _check(walker: Walking, redir: Redir, bases: Bases) -> None:
     word = redir.word
-    literal = literal_chars(word.e)
+    literal = literal_chars(word.escaped)
     if normalize(literal).startswith(("/dev/tcp/", "/dev/udp/")) or literal.startswith(
         ("/dev/tcp/", "/dev/udp/")
     ):
@@ -201,8 +199,8 @@ def _check(walker: Walker, redir: Redir, bases: Bases) -> None:
             "Redirecting to /dev/tcp or /dev/udp opens a raw network connection from the "
             "shell; use curl or another client for network access.",
         )
-    walker.rec.scan_word(word, bases)
-    walker.rec.check_device(word)
+    walker.recorder.scan_word(word, bases)
+    walker.recorder.check_device(word)
 
 
 def stdin_of(gathered: Gathered, redirs: Sequence[Redir], default: Stdin) -> Stdin:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from corral.shell.analysis._escaped import MARK
 from corral.shell.analysis._types import Access
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["Effects", "Scan", "consumed", "option_tail", "scan_options"]
 
@@ -17,33 +17,35 @@ class Effects:
     """File effects of one command."""
 
     mutating: bool = False
-    targets: list[tuple[W, Access]] = field(default_factory=list)
+    targets: list[tuple[ResolvedWord, Access]] = field(default_factory=list)
     skip: set[int] = field(default_factory=set)
-    chdir: W | None = None
-    scripts: list[W] = field(default_factory=list)
-    destructive: list[W] = field(default_factory=list)
+    chdir: ResolvedWord | None = None
+    scripts: list[ResolvedWord] = field(default_factory=list)
+    destructive: list[ResolvedWord] = field(default_factory=list)
     recursive: bool = False
     text_only: bool = False
 
 
-def option_tail(word: W, prefix: str) -> W:
+def option_tail(word: ResolvedWord, prefix: str) -> ResolvedWord:
     """The value part of a glued option word such as ``--output=FILE`` or ``-oFILE``."""
-    if word.e.startswith(prefix):
-        return W(word.text, word.e[len(prefix) :], split=word.split)
-    return W(word.text, MARK)
+    if word.escaped.startswith(prefix):
+        return ResolvedWord(word.text, word.escaped[len(prefix) :], split=word.split)
+    return ResolvedWord(word.text, MARK)
 
 
 @dataclass(slots=True)
 class Scan:
     operands: list[int] = field(default_factory=list)
-    values: dict[str, list[tuple[int, W]]] = field(default_factory=dict)
+    values: dict[str, list[tuple[int, ResolvedWord]]] = field(default_factory=dict)
     flags: set[str] = field(default_factory=set)
 
-    def get(self, *names: str) -> list[W]:
+    def get(self, *names: str) -> list[ResolvedWord]:
         return [word for name in names for _, word in self.values.get(name, [])]
 
 
-def scan_options(argv: list[W], short_arg: str = "", long_arg: Iterable[str] = ()) -> Scan:
+def scan_options(
+    argv: list[ResolvedWord], short_arg: str = "", long_arg: Iterable[str] = ()
+) -> Scan:
     """GNU-style option scan (options may follow operands); unknown options are flags."""
     long_set = set(long_arg)
     out = Scan()

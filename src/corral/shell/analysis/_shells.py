@@ -4,16 +4,14 @@ deeper; a script piped in or produced by another command cannot be, and is refus
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from corral.shell.analysis._escaped import literal_chars, quote
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
-from corral.shell.analysis._state import Call, Flow, Stdin
-from corral.shell.analysis._words import W
-
-if TYPE_CHECKING:
-    from corral.shell.analysis._walker import Walker
+from corral.shell.analysis._state import BasesAfter, Call, Stdin
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["shell", "shell_on_stdin", "source"]
 
@@ -22,7 +20,7 @@ _STDIN_PATHS = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 _DESCRIPTOR = re.compile(r"^(/dev/fd/|/proc/[^/]+/fd/)")
 
 
-def _script_source(word: W, stdin: Stdin) -> Literal["file", "stdin", "dynamic"]:
+def _script_source(word: ResolvedWord, stdin: Stdin) -> Literal["file", "stdin", "dynamic"]:
     """Where a script operand (``bash FILE``, ``source FILE``) really comes from."""
     value = word.value
     if word.procsub:
@@ -30,7 +28,7 @@ def _script_source(word: W, stdin: Stdin) -> Literal["file", "stdin", "dynamic"]
     if value in _STDIN_PATHS:
         return "stdin"
     if value is None:
-        literal = literal_chars(word.e)
+        literal = literal_chars(word.escaped)
         if "/fd/" in literal or "stdin" in literal or _stdin_from_command(stdin):
             return "dynamic"
         return "file"
@@ -39,12 +37,12 @@ def _script_source(word: W, stdin: Stdin) -> Literal["file", "stdin", "dynamic"]
     return "file"
 
 
-def shell(walker: Walker, call: Call, base: str) -> Flow:
+def shell(walker: Walking, call: Call, base: str) -> BasesAfter:
     argv = call.argv
     frame = call.frame
     c_flag = False
     stdin_flag = False
-    paths: list[tuple[W, Literal["read", "write"]]] = []
+    paths: list[tuple[ResolvedWord, Literal["read", "write"]]] = []
     i = 1
     while i < len(argv):
         word = argv[i]
@@ -82,8 +80,8 @@ def shell(walker: Walker, call: Call, base: str) -> Flow:
     if c_flag:
         if operands:
             script = operands[0]
-            positionals = tuple(w.e for w in operands[1:]) or (quote(base),)
-            walker.rec.record(call, base, mutating=False, skip=set(range(1, len(argv))))
+            positionals = tuple(w.escaped for w in operands[1:]) or (quote(base),)
+            walker.recorder.record(call, base, mutating=False, skip=set(range(1, len(argv))))
             walker.script(
                 script, frame, origin=script.text, positionals=positionals, same_shell=False
             )
@@ -102,7 +100,7 @@ def shell(walker: Walker, call: Call, base: str) -> Flow:
             shell_on_stdin(walker, call, base)
             return call.unchanged()
         call.extra_paths = [*call.extra_paths, *paths]
-        walker.rec.record(call, base, mutating=False, targets=[(script, "read")], skip={i})
+        walker.recorder.record(call, base, mutating=False, targets=[(script, "read")], skip={i})
         return call.unchanged()
     shell_on_stdin(walker, call, base)
     return call.unchanged()
@@ -115,10 +113,10 @@ def _stdin_from_command(stdin: Stdin) -> bool:
     )
 
 
-def shell_on_stdin(walker: Walker, call: Call, base: str) -> None:
+def shell_on_stdin(walker: Walking, call: Call, base: str) -> None:
     stdin = call.stdin
     frame = call.frame
-    walker.rec.record(call, base, mutating=False, skip=set(range(1, len(call.argv))))
+    walker.recorder.record(call, base, mutating=False, skip=set(range(1, len(call.argv))))
     if _stdin_from_command(stdin):
         refuse(
             "shell_stdin",
@@ -136,13 +134,15 @@ def shell_on_stdin(walker: Walker, call: Call, base: str) -> None:
                 "outer shell substitutes first, so the script is only known at run time; "
                 "quote the delimiter (<<'EOF') or the here-string.",
             )
-        walker.script(W(origin, quote(stdin.text)), frame, origin=origin, same_shell=False)
+        walker.script(
+            ResolvedWord(origin, quote(stdin.text)), frame, origin=origin, same_shell=False
+        )
 
 
-def source(walker: Walker, call: Call, base: str) -> Flow:
+def source(walker: Walking, call: Call, base: str) -> BasesAfter:
     argv = call.argv
     if len(argv) < 2:
-        walker.rec.record(call, base, mutating=False)
+        walker.recorder.record(call, base, mutating=False)
         return call.unchanged()
     script = argv[1]
     source = _script_source(script, call.stdin)
@@ -156,9 +156,9 @@ def source(walker: Walker, call: Call, base: str) -> Flow:
     if source == "stdin":
         stdin = call.stdin
         if stdin.kind in ("heredoc", "herestring") and stdin.text is not None:
-            walker.rec.record(call, base, mutating=False, skip={1})
+            walker.recorder.record(call, base, mutating=False, skip={1})
             walker.script(
-                W(script.text, quote(stdin.text)),
+                ResolvedWord(script.text, quote(stdin.text)),
                 call.frame,
                 origin=script.text,
                 same_shell=True,
@@ -171,5 +171,5 @@ def source(walker: Walker, call: Call, base: str) -> Flow:
                 f"{base} would load code from standard input, which cannot be checked; "
                 "write the commands directly.",
             )
-    walker.rec.record(call, base, mutating=False, targets=[(script, "read")], skip={1})
+    walker.recorder.record(call, base, mutating=False, targets=[(script, "read")], skip={1})
     return call.unchanged()

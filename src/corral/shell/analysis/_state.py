@@ -8,18 +8,18 @@ from typing import Literal, NamedTuple
 
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._types import Chain, Command, PathRef
-from corral.shell.analysis._words import W, WordResolver
+from corral.shell.analysis._words import ResolvedWord, WordResolver
 
 __all__ = [
     "MAX_BASES",
     "Bases",
+    "BasesAfter",
     "Call",
-    "Ctx",
-    "Flow",
     "Frame",
     "FunctionInfo",
     "Loc",
     "Redir",
+    "StatementContext",
     "Stdin",
     "merge",
     "unknown_loc",
@@ -37,7 +37,7 @@ class Loc(NamedTuple):
 
 
 Bases = frozenset[Loc]
-Flow = tuple[Bases, Bases]
+BasesAfter = tuple[Bases, Bases]
 """Locations after a statement succeeded and after it failed."""
 
 START: Bases = frozenset({Loc(())})
@@ -67,11 +67,11 @@ class Stdin:
     kind: StdinKind = "inherit"
     text: str | None = None
     """Here-doc or here-string text when statically known."""
-    word: W | None = None
+    word: ResolvedWord | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Ctx:
+class StatementContext:
     """How the current statement is reached."""
 
     stdin: Stdin = Stdin()
@@ -81,13 +81,13 @@ class Ctx:
     function: str | None = None
     """The function whose body is being walked."""
 
-    def spawned(self, *, stdin: Stdin | None = None) -> Ctx:
-        return Ctx(stdin or self.stdin, True, True, self.function)
+    def spawned(self, *, stdin: Stdin | None = None) -> StatementContext:
+        return StatementContext(stdin or self.stdin, True, True, self.function)
 
-    def with_stdin(self, stdin: Stdin) -> Ctx:
+    def with_stdin(self, stdin: Stdin) -> StatementContext:
         if stdin is self.stdin:
             return self
-        return Ctx(stdin, self.subshell, self.spawning, self.function)
+        return StatementContext(stdin, self.subshell, self.spawning, self.function)
 
 
 @dataclass(slots=True)
@@ -111,7 +111,7 @@ class Frame:
     resolver: WordResolver
     functions: dict[str, FunctionInfo]
     depth: int
-    ctx: Ctx = Ctx()
+    ctx: StatementContext = StatementContext()
     bases: Bases = START
 
 
@@ -121,7 +121,7 @@ class Redir:
 
     operator: str
     fd: int | None
-    word: W
+    word: ResolvedWord
     access: Literal["read", "write"] | None
     """``None`` for descriptor duplication (``2>&1``), which touches no file."""
     node: Node | None = None
@@ -131,14 +131,14 @@ class Redir:
 class Call:
     """One command about to run, after the words were resolved."""
 
-    argv: list[W]
+    argv: list[ResolvedWord]
     frame: Frame
-    ctx: Ctx
+    ctx: StatementContext
     bases: Bases
     redirects: list[Redir] = field(default_factory=list)
     wrappers: tuple[str, ...] = ()
     chdir: Chain = ()
-    extra_paths: list[tuple[W, Literal["read", "write"]]] = field(default_factory=list)
+    extra_paths: list[tuple[ResolvedWord, Literal["read", "write"]]] = field(default_factory=list)
     dynamic_args: bool = False
     scanned: bool = False
 
@@ -146,11 +146,11 @@ class Call:
     def stdin(self) -> Stdin:
         return self.ctx.stdin
 
-    def unchanged(self) -> Flow:
+    def unchanged(self) -> BasesAfter:
         """The flow of a command that does not move the shell."""
         return (self.bases, self.bases)
 
-    def inner(self, argv: list[W], wrapper: str) -> Call:
+    def inner(self, argv: list[ResolvedWord], wrapper: str) -> Call:
         return Call(
             argv=argv,
             frame=self.frame,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.shell.analysis._scan import Effects, consumed, scan_options
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["TOOLS", "interpreter"]
 
@@ -14,11 +14,11 @@ __all__ = ["TOOLS", "interpreter"]
 _TAR_ARG_LETTERS = "fCTXbHKNgVL"
 
 
-def _tar(argv: list[W]) -> Effects:
+def _tar(argv: list[ResolvedWord]) -> Effects:
     fx = Effects()
     words = list(argv)
     if len(words) > 1 and words[1].value and not words[1].value.startswith("-"):
-        words[1] = W(words[1].text, "-" + words[1].e)
+        words[1] = ResolvedWord(words[1].text, "-" + words[1].escaped)
     scan = scan_options(
         words,
         _TAR_ARG_LETTERS,
@@ -36,7 +36,7 @@ def _tar(argv: list[W]) -> Effects:
         if directories:
             fx.targets.extend((word, "write") for word in directories)
         else:
-            fx.targets.append((W(".", "."), "write"))
+            fx.targets.append((ResolvedWord(".", "."), "write"))
     elif directories:
         fx.chdir = directories[-1]
     for index in scan.operands:
@@ -46,19 +46,19 @@ def _tar(argv: list[W]) -> Effects:
     return fx
 
 
-def _unzip(argv: list[W]) -> Effects:
+def _unzip(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "dxP", [])
     fx = Effects(mutating=not (scan.flags & {"l", "t", "v", "p", "Z"}))
     if scan.operands:
         fx.targets.append((argv[scan.operands[0]], "read"))
     if fx.mutating:
         directories = scan.get("d")
-        fx.targets.extend((w, "write") for w in directories or [W(".", ".")])
+        fx.targets.extend((w, "write") for w in directories or [ResolvedWord(".", ".")])
     fx.skip |= set(range(1, len(argv)))
     return fx
 
 
-def _zip(argv: list[W]) -> Effects:
+def _zip(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "bntPxi", [])
     fx = Effects(mutating=True)
     operands = scan.operands
@@ -69,7 +69,7 @@ def _zip(argv: list[W]) -> Effects:
     return fx
 
 
-def _compress(argv: list[W]) -> Effects:
+def _compress(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "S", ["suffix"])
     to_stdout = bool(scan.flags & {"c", "stdout", "to-stdout", "t", "test", "l", "list"})
     fx = Effects(mutating=not to_stdout)
@@ -80,7 +80,7 @@ def _compress(argv: list[W]) -> Effects:
 
 
 def _output_option(
-    argv: list[W], short_arg: str, long_arg: str, writes: str, reads: str = ""
+    argv: list[ResolvedWord], short_arg: str, long_arg: str, writes: str, reads: str = ""
 ) -> Effects:
     scan = scan_options(argv, short_arg, long_arg.split())
     fx = Effects()
@@ -94,7 +94,7 @@ def _output_option(
     return fx
 
 
-def _curl(argv: list[W]) -> Effects:
+def _curl(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(
         argv,
         "oTKcbDdFHuAeEXxmrwzYy",
@@ -107,7 +107,7 @@ def _curl(argv: list[W]) -> Effects:
         fx.targets.append((word, "write"))
         fx.mutating = True
     if scan.flags & {"O", "remote-name", "remote-name-all"}:
-        fx.targets.append((W(".", "."), "write"))
+        fx.targets.append((ResolvedWord(".", "."), "write"))
         fx.mutating = True
     for word in scan.get("T", "upload-file", "K", "config", "cacert", "cert", "key"):
         fx.targets.append((word, "read"))
@@ -115,20 +115,22 @@ def _curl(argv: list[W]) -> Effects:
     return fx
 
 
-def _wget(argv: list[W]) -> Effects:
+def _wget(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "OPoaiUtTeBw", ["output-document", "directory-prefix", "output-file",
                                        "append-output", "input-file", "user-agent", "tries",
                                        "timeout", "execute", "base", "wait"])  # fmt: skip
     fx = Effects(mutating=True)
     outputs = scan.get("O", "output-document", "P", "directory-prefix")
-    fx.targets.extend((w, "write") for w in outputs or [W(".", ".")])
+    fx.targets.extend((w, "write") for w in outputs or [ResolvedWord(".", ".")])
     fx.targets.extend((w, "write") for w in scan.get("o", "output-file", "a", "append-output"))
     fx.targets.extend((w, "read") for w in scan.get("i", "input-file"))
     fx.skip |= set(scan.operands) | consumed(scan)
     return fx
 
 
-def _first_operand_is_pattern(argv: list[W], short_arg: str, long_arg: str, given: str) -> Effects:
+def _first_operand_is_pattern(
+    argv: list[ResolvedWord], short_arg: str, long_arg: str, given: str
+) -> Effects:
     scan = scan_options(argv, short_arg, long_arg.split())
     fx = Effects()
     operands = list(scan.operands)
@@ -140,7 +142,7 @@ def _first_operand_is_pattern(argv: list[W], short_arg: str, long_arg: str, give
     return fx
 
 
-def _grep(argv: list[W]) -> Effects:
+def _grep(argv: list[ResolvedWord]) -> Effects:
     return _first_operand_is_pattern(
         argv,
         "efABCmdDgtTM",
@@ -150,14 +152,14 @@ def _grep(argv: list[W]) -> Effects:
     )
 
 
-def _awk(argv: list[W]) -> Effects:
+def _awk(argv: list[ResolvedWord]) -> Effects:
     fx = _first_operand_is_pattern(argv, "fvFi", "file assign field-separator include", "f file")
     if any(w.value == "inplace" for w in argv):
         fx.mutating = True
     return fx
 
 
-def _jq(argv: list[W]) -> Effects:
+def _jq(argv: list[ResolvedWord]) -> Effects:
     fx = Effects()
     i = 1
     filter_seen = False
@@ -188,7 +190,7 @@ def _jq(argv: list[W]) -> Effects:
     return fx
 
 
-def interpreter(argv: list[W]) -> Effects:
+def interpreter(argv: list[ResolvedWord]) -> Effects:
     fx = Effects()
     i = 1
     while i < len(argv):
@@ -211,7 +213,7 @@ def interpreter(argv: list[W]) -> Effects:
     return fx
 
 
-def _sqlite(argv: list[W]) -> Effects:
+def _sqlite(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "", ["cmd", "init", "separator", "newline", "nullvalue"])
     fx = Effects()
     if scan.operands:
@@ -222,11 +224,11 @@ def _sqlite(argv: list[W]) -> Effects:
     return fx
 
 
-def _sort(argv: list[W]) -> Effects:
+def _sort(argv: list[ResolvedWord]) -> Effects:
     return _output_option(argv, "otSTk", "output temporary-directory buffer-size key", "o output")
 
 
-def _patch(argv: list[W]) -> Effects:
+def _patch(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "oidpBDFrVYzg", ["output", "input", "directory", "reject-file"])
     fx = Effects(mutating=True)
     fx.targets.extend((w, "write") for w in scan.get("o", "output", "r", "reject-file"))
@@ -238,12 +240,12 @@ def _patch(argv: list[W]) -> Effects:
         fx.targets.append((argv[scan.operands[0]], "write"))
         fx.targets.extend((argv[i], "read") for i in scan.operands[1:])
     else:
-        fx.targets.append((W(".", "."), "write"))
+        fx.targets.append((ResolvedWord(".", "."), "write"))
     fx.skip |= set(scan.operands) | consumed(scan)
     return fx
 
 
-def _make(argv: list[W]) -> Effects:
+def _make(argv: list[ResolvedWord]) -> Effects:
     scan = scan_options(argv, "CfIjloW", ["directory", "file", "makefile", "include-dir", "jobs"])
     fx = Effects()
     directories = scan.get("C", "directory")
@@ -254,7 +256,7 @@ def _make(argv: list[W]) -> Effects:
     return fx
 
 
-TOOLS: dict[str, Callable[[list[W]], Effects]] = {
+TOOLS: dict[str, Callable[[list[ResolvedWord]], Effects]] = {
     "tar": _tar,
     "gtar": _tar,
     "bsdtar": _tar,

@@ -1,9 +1,10 @@
 """The AST walk: every statement wherever it stands, every command it runs.
 
-Statements return a :data:`Flow` (where the shell may stand after success and after
+Statements return a :data:`BasesAfter` (where the shell may stand after success and after
 failure) so a literal ``cd`` moves the base of later relative paths exactly when it can.
 Commands go through :meth:`Walker.run`, which resolves wrappers and hands specific
-programs to :mod:`corral.shell.analysis._handlers`.
+programs to :mod:`corral.shell.analysis._handlers`. The handler modules see the walker
+through the :class:`~corral.shell.analysis._walking.Walking` protocol, never this module.
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import (
     START,
     Bases,
+    BasesAfter,
     Call,
-    Ctx,
-    Flow,
     Frame,
     FunctionInfo,
     Redir,
+    StatementContext,
     Stdin,
     merge,
 )
 from corral.shell.analysis._syntax import check_continuations, check_errors, repair
 from corral.shell.analysis._tables import BLOCKED, BLOCKED_PREFIXES, RESERVED
-from corral.shell.analysis._words import W, WordResolver
+from corral.shell.analysis._words import ResolvedWord, WordResolver
 from corral.shell.analysis._wrappers import unwrap
 
 __all__ = ["MAX_DEPTH", "Sink", "Walker"]
@@ -77,7 +78,7 @@ class Sink:
 
     def opaque_text(self, text: str, node: Node) -> None:
         assert self.frame is not None
-        _assign.embedded(self.walker, W(text, quote(text)), self.frame)
+        _assign.embedded(self.walker, ResolvedWord(text, quote(text)), self.frame)
 
 
 class Walker:
@@ -85,10 +86,10 @@ class Walker:
 
     max_depth = MAX_DEPTH
 
-    def __init__(self, rec: Recorder) -> None:
-        self.rec = rec
-        self.home = rec.home
-        self.cwd = rec.cwd
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.home = recorder.home
+        self.cwd = recorder.cwd
         self.call_walks = 0
         self.call_stack: list[str] = []
         self._work = 0
@@ -102,7 +103,7 @@ class Walker:
 
     # -- sources ---------------------------------------------------------------------------
 
-    def expand_words(self, groups: Sequence[Sequence[Node]], frame: Frame) -> list[W]:
+    def expand_words(self, groups: Sequence[Sequence[Node]], frame: Frame) -> list[ResolvedWord]:
         """Resolve argument words (see :func:`corral.shell.analysis._argv.expand_words`)."""
         return _argv.expand_words(self, groups, frame)
 
@@ -112,11 +113,11 @@ class Walker:
         *,
         depth: int,
         origin: str,
-        ctx: Ctx | None = None,
+        ctx: StatementContext | None = None,
         bases: Bases = START,
         positionals: tuple[str, ...] | None = None,
         functions: dict[str, FunctionInfo] | None = None,
-    ) -> Flow:
+    ) -> BasesAfter:
         """Parse ``text`` and walk it as a script at nesting ``depth``."""
         if depth > MAX_DEPTH:
             refuse(
@@ -149,17 +150,19 @@ class Walker:
         resolver = WordResolver(src, sink, home=self.home, positionals=positionals)
         frame = Frame(src, resolver, {} if functions is None else functions, depth)
         sink.frame = frame
-        flow = self.block(root.children, frame, ctx or Ctx(), bases)
+        flow = self.block(root.children, frame, ctx or StatementContext(), bases)
         if functions is None:
             _functions.check_fork_bombs(frame.functions)
         return flow
 
     # -- statements ------------------------------------------------------------------------
 
-    def block(self, children: Sequence[Node], frame: Frame, ctx: Ctx, bases: Bases) -> Flow:
+    def block(
+        self, children: Sequence[Node], frame: Frame, ctx: StatementContext, bases: Bases
+    ) -> BasesAfter:
         """A sequence of statements separated by ``;``, ``&`` or newlines."""
         current = bases
-        last: Flow = (bases, bases)
+        last: BasesAfter = (bases, bases)
         kids = list(children)
         for index, child in enumerate(kids):
             if not child.is_named or child.type == "comment":
@@ -177,8 +180,13 @@ class Walker:
         return last
 
     def stmt(
-        self, node: Node, frame: Frame, ctx: Ctx, bases: Bases, tail: Sequence[Node] = ()
-    ) -> Flow:
+        self,
+        node: Node,
+        frame: Frame,
+        ctx: StatementContext,
+        bases: Bases,
+        tail: Sequence[Node] = (),
+    ) -> BasesAfter:
         """Walk one statement; ``tail`` are redirects bash binds to its last command.
 
         tree-sitter hangs ``a && b > f`` and ``a | b > f`` on the whole list or pipeline;
@@ -233,7 +241,7 @@ class Walker:
         elif kind == "declaration_command":
             argv = _assign.declaration(self, node, frame)
             call = Call(argv=argv, frame=frame, ctx=ctx, bases=bases)
-            self.rec.record(call, argv[0].text, mutating=False, text_only=True)
+            self.recorder.record(call, argv[0].text, mutating=False, text_only=True)
         elif kind == "unset_command":
             _assign.unset(self, node, frame)
         else:
@@ -255,7 +263,9 @@ class Walker:
             elif child.named_child_count or child.type.endswith("substitution"):
                 self.descend(child, frame)
 
-    def _list(self, node: Node, frame: Frame, ctx: Ctx, bases: Bases, tail: Sequence[Node]) -> Flow:
+    def _list(
+        self, node: Node, frame: Frame, ctx: StatementContext, bases: Bases, tail: Sequence[Node]
+    ) -> BasesAfter:
         """``a && b || c`` (tree-sitter nests lists to the left; walked as a flat chain)."""
         chain: list[tuple[str, Node]] = []
         current = node
@@ -281,8 +291,8 @@ class Walker:
         return self.block(node.children, frame, ctx, bases)
 
     def _redirected(
-        self, node: Node, frame: Frame, ctx: Ctx, bases: Bases, tail: Sequence[Node]
-    ) -> Flow:
+        self, node: Node, frame: Frame, ctx: StatementContext, bases: Bases, tail: Sequence[Node]
+    ) -> BasesAfter:
         body = node.child_by_field_name("body")
         redirect_nodes = [
             child
@@ -295,21 +305,31 @@ class Walker:
         return self._with_redirects(body, redirect_nodes, frame, ctx, bases)
 
     def _with_redirects(
-        self, body: Node | None, redirect_nodes: list[Node], frame: Frame, ctx: Ctx, bases: Bases
-    ) -> Flow:
+        self,
+        body: Node | None,
+        redirect_nodes: list[Node],
+        frame: Frame,
+        ctx: StatementContext,
+        bases: Bases,
+    ) -> BasesAfter:
         """A compound statement (or nothing) with redirects that apply to all of it."""
         gathered = _redirects.gather(self, frame, redirect_nodes)
         redirs = _redirects.resolve(self, frame, gathered.files, bases)
-        self.rec.record_redirects(redirs, "", bases)
+        self.recorder.record_redirects(redirs, "", bases)
         stdin = _redirects.stdin_of(gathered, redirs, ctx.stdin)
-        flow: Flow = (bases, bases)
+        flow: BasesAfter = (bases, bases)
         if body is not None:
             flow = self.stmt(body, frame, ctx.with_stdin(stdin), bases)
         return self._continue(gathered, frame, ctx, bases, flow)
 
     def _continue(
-        self, gathered: _redirects.Gathered, frame: Frame, ctx: Ctx, bases: Bases, flow: Flow
-    ) -> Flow:
+        self,
+        gathered: _redirects.Gathered,
+        frame: Frame,
+        ctx: StatementContext,
+        bases: Bases,
+        flow: BasesAfter,
+    ) -> BasesAfter:
         """Statements tree-sitter hangs under a here-document: ``cat <<E | sh``, ``&&``…"""
         for kind, statement in gathered.continuation:
             if kind == "|":
@@ -329,8 +349,13 @@ class Walker:
     # -- commands --------------------------------------------------------------------------
 
     def command_node(
-        self, node: Node, frame: Frame, ctx: Ctx, bases: Bases, outer_redirects: list[Node]
-    ) -> Flow:
+        self,
+        node: Node,
+        frame: Frame,
+        ctx: StatementContext,
+        bases: Bases,
+        outer_redirects: list[Node],
+    ) -> BasesAfter:
         """A simple command: prefix assignments, name, arguments, redirects."""
         assignments: list[Node] = []
         name_node: Node | None = None
@@ -357,7 +382,7 @@ class Walker:
             for name, value in prefix:
                 _assign.check(self, name, value, frame, scope="global")
             redirs = _redirects.resolve(self, frame, gathered.files, bases)
-            self.rec.record_redirects(redirs, "", bases)
+            self.recorder.record_redirects(redirs, "", bases)
             return self._continue(gathered, frame, ctx, bases, (bases, bases))
         literal = name_node.named_children[0] if name_node.named_children else name_node
         groups = adjacent([literal, *args])
@@ -373,7 +398,9 @@ class Walker:
         call.redirects = redirs
         return self._continue(gathered, frame, ctx, bases, self.run(call, prefix=prefix))
 
-    def run(self, call: Call, *, prefix: Sequence[tuple[str | None, W]] = ()) -> Flow:
+    def run(
+        self, call: Call, *, prefix: Sequence[tuple[str | None, ResolvedWord]] = ()
+    ) -> BasesAfter:
         """Judge one resolved command (and what it wraps), then record it."""
         argv = call.argv
         name_word = argv[0]
@@ -386,7 +413,7 @@ class Walker:
                 f"The command name {name_word.text!r} is computed when the command runs, so "
                 "it cannot be checked; write the program name literally.",
             )
-        if is_glob(name_word.e) or _expands(name_word.e):
+        if is_glob(name_word.escaped) or _expands(name_word.escaped):
             refuse(
                 "unresolvable_command",
                 name_word.text,
@@ -426,14 +453,14 @@ class Walker:
             _assign.check(self, name, word, frame, scope="prefix", command=base)
         if not call.scanned:
             for word in argv[1:]:
-                self.rec.scan_word(word, call.bases)
+                self.recorder.scan_word(word, call.bases)
         if call.ctx.function is not None and not call.wrappers:
             caller = frame.functions.get(call.ctx.function)
             if caller is not None:
                 caller.calls.append((value, call.ctx.spawning))
         info = frame.functions.get(value) if not call.wrappers else None
         if info is not None:
-            self.rec.record(call, base, mutating=False)
+            self.recorder.record(call, base, mutating=False)
             return _functions.call(self, info, call)
         try:
             unwrapped = unwrap(base, argv)
@@ -461,7 +488,7 @@ class Walker:
                 redirect = node.child_by_field_name("redirect")
                 assert redirect is not None
                 redirs = _redirects.resolve(self, frame, [redirect], bases)
-                self.rec.record_redirects(redirs, "", bases)
+                self.recorder.record_redirects(redirs, "", bases)
             else:
                 stdin = Stdin("pipe") if first == ">(" else None
                 self.block(node.children, frame, ctx.spawned(stdin=stdin), bases)
@@ -483,7 +510,7 @@ class Walker:
         finally:
             frame.ctx, frame.bases = ctx, bases
 
-    def _backtick(self, node: Node, frame: Frame, ctx: Ctx, bases: Bases) -> None:
+    def _backtick(self, node: Node, frame: Frame, ctx: StatementContext, bases: Bases) -> None:
         raw = self.text(frame, node)
         inner = raw[2:-1] if raw.startswith("$`") else raw[1:-1]
         if "\\" not in inner:
@@ -516,13 +543,13 @@ class Walker:
 
     def script(
         self,
-        word: W,
+        word: ResolvedWord,
         frame: Frame,
         *,
         origin: str,
         positionals: tuple[str, ...] | None = None,
         same_shell: bool,
-    ) -> Flow:
+    ) -> BasesAfter:
         """Analyse a string that will be run as a shell script, one level deeper."""
         value = word.value
         if value is None:

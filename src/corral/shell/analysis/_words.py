@@ -16,8 +16,8 @@ from corral.shell.analysis._parser import Node
 from corral.shell.analysis._types import Word
 
 __all__ = [
+    "ResolvedWord",
     "Sink",
-    "W",
     "WordResolver",
     "decode_ansi_c",
     "expand_tilde",
@@ -43,23 +43,23 @@ class Sink(Protocol):
 
 
 @dataclass(slots=True)
-class W:
+class ResolvedWord:
     """A resolved word: as written, and in escaped form."""
 
     text: str
-    e: str
+    escaped: str
     procsub: bool = False
     split: bool = False
     """An unquoted unknown part: bash may split it into several words, or none."""
 
     @property
     def value(self) -> str | None:
-        return unescape(self.e)
+        return unescape(self.escaped)
 
 
-def public_word(word: W) -> Word:
+def public_word(word: ResolvedWord) -> Word:
     """The frozen public form of an internal word."""
-    return Word(text=word.text, value=word.value, glob=is_glob(word.e))
+    return Word(text=word.text, value=word.value, glob=is_glob(word.escaped))
 
 
 _SIMPLE_ESCAPES = {
@@ -187,7 +187,7 @@ _LITERAL_TYPES = frozenset({"word", "number", "regex", "extglob_pattern", "test_
 
 
 class WordResolver:
-    """Turns literal nodes into :class:`W` for one source text."""
+    """Turns literal nodes into :class:`ResolvedWord` for one source text."""
 
     __slots__ = ("_positionals", "_sink", "_split", "_src", "home", "pwd_as_dot")
 
@@ -209,18 +209,18 @@ class WordResolver:
     def text(self, node: Node) -> str:
         return self._src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
-    def word(self, node: Node, *, tilde: bool = True, assignment: bool = False) -> W:
+    def word(self, node: Node, *, tilde: bool = True, assignment: bool = False) -> ResolvedWord:
         """Resolve one word node."""
         kind = node.type
         raw = self.text(node)
         if kind == "word":
             e = unquoted(raw)
-            return W(raw, expand_tilde(e, self.home) if tilde else e)
+            return ResolvedWord(raw, expand_tilde(e, self.home) if tilde else e)
         self._split = False
         e = self._e(node, False)
         if tilde:
             e = expand_tilde(e, self.home, after_colons=assignment)
-        return W(raw, e, kind == "process_substitution", self._split)
+        return ResolvedWord(raw, e, kind == "process_substitution", self._split)
 
     # -- positionals ---------------------------------------------------------------------
 

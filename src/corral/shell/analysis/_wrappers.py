@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from corral.shell.analysis._escaped import MARK, quote, unescape
 from corral.shell.analysis._options import OptionError, OptSpec, Parsed, parse_options
 from corral.shell.analysis._types import Access
-from corral.shell.analysis._words import W
+from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["ASSIGNMENT", "RUN_WRAPPERS", "WRAPPERS", "Unwrapped", "unwrap"]
 
@@ -25,14 +25,14 @@ ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
 class Unwrapped:
     """What a wrapper runs."""
 
-    inner: list[list[W]] = field(default_factory=list)
+    inner: list[list[ResolvedWord]] = field(default_factory=list)
     """Possible wrapped argvs (several when the wrapper's options are ambiguous)."""
-    script: W | None = None
+    script: ResolvedWord | None = None
     """A string the wrapper hands to ``sh -c``."""
-    script_args: list[W] = field(default_factory=list)
-    assignments: list[W] = field(default_factory=list)
-    chdir: W | None = None
-    paths: list[tuple[W, Access]] = field(default_factory=list)
+    script_args: list[ResolvedWord] = field(default_factory=list)
+    assignments: list[ResolvedWord] = field(default_factory=list)
+    chdir: ResolvedWord | None = None
+    paths: list[tuple[ResolvedWord, Access]] = field(default_factory=list)
     dynamic_args: bool = False
     reads_stdin_as_shell: bool = False
 
@@ -60,15 +60,15 @@ def _spec(
     )
 
 
-def _argv(words: list[W], parsed: Parsed, positional: int = 0) -> list[W]:
+def _argv(words: list[ResolvedWord], parsed: Parsed, positional: int = 0) -> list[ResolvedWord]:
     start = parsed.operands + positional
     return words[start:]
 
 
-def _simple(spec: OptSpec, positional: int = 0) -> Callable[[list[W]], Unwrapped]:
+def _simple(spec: OptSpec, positional: int = 0) -> Callable[[list[ResolvedWord]], Unwrapped]:
     """A wrapper ``NAME [options] [positional…] COMMAND…``."""
 
-    def handler(argv: list[W]) -> Unwrapped:
+    def handler(argv: list[ResolvedWord]) -> Unwrapped:
         result = Unwrapped()
         for parsed in parse_options(argv, 1, spec):
             for extra in argv[parsed.operands : parsed.operands + positional]:
@@ -82,12 +82,12 @@ def _simple(spec: OptSpec, positional: int = 0) -> Callable[[list[W]], Unwrapped
     return handler
 
 
-def _timeout(argv: list[W]) -> Unwrapped:
+def _timeout(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec("ks", "v", "kill-after signal", "preserve-status foreground verbose")
     return _simple(spec, positional=1)(argv)
 
 
-def _env(argv: list[W], depth: int = 0) -> Unwrapped:
+def _env(argv: list[ResolvedWord], depth: int = 0) -> Unwrapped:
     spec = _spec(
         "uCS",
         "i0v",
@@ -106,7 +106,7 @@ def _env(argv: list[W], depth: int = 0) -> Unwrapped:
     if split:
         if depth > 3:
             raise OptionError(argv[0].text, "env -S is nested too deeply")
-        words: list[W] = []
+        words: list[ResolvedWord] = []
         for word, value in split:
             if value is None or "${" in value:
                 text = word.text if word is not None else "-S"
@@ -115,7 +115,7 @@ def _env(argv: list[W], depth: int = 0) -> Unwrapped:
                 pieces = shlex.split(value, comments=True)
             except ValueError as exc:
                 raise OptionError(value, "the -S string does not split cleanly") from exc
-            words.extend(W(piece, quote(piece)) for piece in pieces)
+            words.extend(ResolvedWord(piece, quote(piece)) for piece in pieces)
         nested = _env([argv[0], *words, *rest], depth + 1)
         nested.chdir = nested.chdir or result.chdir
         return nested
@@ -124,8 +124,8 @@ def _env(argv: list[W], depth: int = 0) -> Unwrapped:
     while rest:
         # env takes any word with "=" as an assignment, whatever the name (BASH_FUNC_x%%).
         word = rest[0]
-        head = word.e.split("=", 1)[0]
-        if "=" in word.e and head and not word.split and unescape(head) is not None:
+        head = word.escaped.split("=", 1)[0]
+        if "=" in word.escaped and head and not word.split and unescape(head) is not None:
             result.assignments.append(word)
             rest = rest[1:]
             continue
@@ -137,7 +137,7 @@ def _env(argv: list[W], depth: int = 0) -> Unwrapped:
     return result
 
 
-def _command(argv: list[W]) -> Unwrapped:
+def _command(argv: list[ResolvedWord]) -> Unwrapped:
     (parsed,) = parse_options(argv, 1, _spec("", "pvV"))
     if parsed.has("v", "V"):
         return Unwrapped()
@@ -145,15 +145,15 @@ def _command(argv: list[W]) -> Unwrapped:
     return Unwrapped(inner=[inner] if inner else [])
 
 
-def _builtin(argv: list[W]) -> Unwrapped:
+def _builtin(argv: list[ResolvedWord]) -> Unwrapped:
     return Unwrapped(inner=[argv[1:]] if len(argv) > 1 else [])
 
 
-def _exec(argv: list[W]) -> Unwrapped:
+def _exec(argv: list[ResolvedWord]) -> Unwrapped:
     return _simple(_spec("a", "cl"))(argv)
 
 
-def _time(argv: list[W]) -> Unwrapped:
+def _time(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec("fo", "apqv", "format output", "append portability quiet verbose")
     result = Unwrapped()
     for parsed in parse_options(argv, 1, spec):
@@ -166,7 +166,7 @@ def _time(argv: list[W]) -> Unwrapped:
     return result
 
 
-def _xargs(argv: list[W]) -> Unwrapped:
+def _xargs(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec(
         "adEILnPs",
         "0oprtx",
@@ -186,25 +186,25 @@ def _xargs(argv: list[W]) -> Unwrapped:
             replace = value or "{}"
         elif name == "i":
             replace = value or "{}"
-    inner = argv[parsed.operands :] or [W("echo", "echo")]
+    inner = argv[parsed.operands :] or [ResolvedWord("echo", "echo")]
     if replace:
         inner = [_replace(word, replace) for word in inner]
     else:
         # The words read from stdin are appended: one unknown word stands for them.
-        inner = [*inner, W(argv[0].text, MARK, split=True)]
+        inner = [*inner, ResolvedWord(argv[0].text, MARK, split=True)]
     result.inner.append(inner)
     return result
 
 
-def _replace(word: W, placeholder: str) -> W:
+def _replace(word: ResolvedWord, placeholder: str) -> ResolvedWord:
     """A word with an ``xargs -I``/``find -exec`` placeholder becomes unknown there."""
     for form in (placeholder, quote(placeholder)):
-        if form and form in word.e:
-            return W(word.text, word.e.replace(form, MARK))
+        if form and form in word.escaped:
+            return ResolvedWord(word.text, word.escaped.replace(form, MARK))
     return word
 
 
-def _flock(argv: list[W]) -> Unwrapped:
+def _flock(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec(
         "Ewc",
         "sxeunoFv",
@@ -229,7 +229,7 @@ def _flock(argv: list[W]) -> Unwrapped:
     return result
 
 
-def _watch(argv: list[W]) -> Unwrapped:
+def _watch(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec(
         "nq",
         "tbegcxpwrd",
@@ -246,17 +246,17 @@ def _watch(argv: list[W]) -> Unwrapped:
     return Unwrapped(script=_join(rest))
 
 
-def _join(words: list[W]) -> W:
+def _join(words: list[ResolvedWord]) -> ResolvedWord:
     """Words a program joins with spaces before handing them to ``sh -c``."""
     values = [word.value for word in words]
     text = " ".join(word.text for word in words)
     if any(value is None for value in values):
-        return W(text, MARK)
+        return ResolvedWord(text, MARK)
     joined = " ".join(value for value in values if value is not None)
-    return W(text, quote(joined))
+    return ResolvedWord(text, quote(joined))
 
 
-def _parallel(argv: list[W]) -> Unwrapped:
+def _parallel(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec(
         "jPSaIdNnLCEX",
         "0gkquvr",
@@ -269,7 +269,7 @@ def _parallel(argv: list[W]) -> Unwrapped:
     )
     (parsed,) = parse_options(argv, 1, spec)
     rest = argv[parsed.operands :]
-    template: list[W] = []
+    template: list[ResolvedWord] = []
     for word in rest:
         if word.value is not None and word.value.startswith(":::"):
             break
@@ -282,20 +282,20 @@ def _parallel(argv: list[W]) -> Unwrapped:
         # parallel substitutes its inputs for {}, {.}, {1}… or appends them: a variable
         # stands for them, so "bash -c {}" is seen as a script only known at run time.
         marked, count = _PLACEHOLDER.subn('"$PARALLEL_INPUT"', value)
-        script = W(script.text, quote(marked if count else value + ' "$PARALLEL_INPUT"'))
+        script = ResolvedWord(script.text, quote(marked if count else value + ' "$PARALLEL_INPUT"'))
     return Unwrapped(script=script, dynamic_args=True)
 
 
 _PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
 
 
-def _busybox(argv: list[W]) -> Unwrapped:
+def _busybox(argv: list[ResolvedWord]) -> Unwrapped:
     if len(argv) < 2 or (argv[1].value or "").startswith("-"):
         return Unwrapped()
     return Unwrapped(inner=[argv[1:]])
 
 
-def _script(argv: list[W]) -> Unwrapped:
+def _script(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec(
         "cTBIOmE",
         "aqfe",
@@ -321,7 +321,7 @@ def _script(argv: list[W]) -> Unwrapped:
     return result
 
 
-def _strace(argv: list[W]) -> Unwrapped:
+def _strace(argv: list[ResolvedWord]) -> Unwrapped:
     spec = _spec("abeEIoOpPsSuUX", "cCdDfFhiknqrtTvVwxyYz", strict=True)
     (parsed,) = parse_options(argv, 1, spec)
     result = Unwrapped()
@@ -330,14 +330,14 @@ def _strace(argv: list[W]) -> Unwrapped:
             result.paths.append((word, "write"))
     for word, value in parsed.values("E"):
         if word is not None and value is not None and "=" in value:
-            result.assignments.append(W(word.text, quote(value)))
+            result.assignments.append(ResolvedWord(word.text, quote(value)))
     inner = argv[parsed.operands :]
     if inner:
         result.inner.append(inner)
     return result
 
 
-def _valgrind(argv: list[W]) -> Unwrapped:
+def _valgrind(argv: list[ResolvedWord]) -> Unwrapped:
     i = 1
     while i < len(argv):
         value = argv[i].value
@@ -371,10 +371,10 @@ _GENERIC_RUN = _spec(
 )
 
 
-def _run_after(subcommand: str, spec: OptSpec) -> Callable[[list[W]], Unwrapped]:
+def _run_after(subcommand: str, spec: OptSpec) -> Callable[[list[ResolvedWord]], Unwrapped]:
     """``tool SUBCOMMAND [options] CMD…`` (``poetry run pytest``)."""
 
-    def handler(argv: list[W]) -> Unwrapped:
+    def handler(argv: list[ResolvedWord]) -> Unwrapped:
         if len(argv) < 2 or argv[1].value != subcommand:
             return Unwrapped(inner=[])
         result = Unwrapped()
@@ -392,7 +392,7 @@ def _run_after(subcommand: str, spec: OptSpec) -> Callable[[list[W]], Unwrapped]
 _NPX = _spec("pc", "yq", "package call", "yes no quiet", strict=False)
 
 
-def _npx(argv: list[W], start: int = 1) -> Unwrapped:
+def _npx(argv: list[ResolvedWord], start: int = 1) -> Unwrapped:
     result = Unwrapped()
     for parsed in parse_options(argv, start, _NPX):
         calls = parsed.values("c", "call")
@@ -405,26 +405,26 @@ def _npx(argv: list[W], start: int = 1) -> Unwrapped:
     return result
 
 
-def _npm_exec(argv: list[W]) -> Unwrapped:
+def _npm_exec(argv: list[ResolvedWord]) -> Unwrapped:
     if len(argv) < 2 or argv[1].value not in ("exec", "x", "dlx"):
         return Unwrapped(inner=[])
     return _npx(argv, 2)
 
 
-def _direnv(argv: list[W]) -> Unwrapped:
+def _direnv(argv: list[ResolvedWord]) -> Unwrapped:
     if len(argv) < 4 or argv[1].value != "exec":
         return Unwrapped(inner=[])
     return Unwrapped(inner=[argv[3:]], chdir=argv[2])
 
 
-def _nix_shell(argv: list[W]) -> Unwrapped:
+def _nix_shell(argv: list[ResolvedWord]) -> Unwrapped:
     for index, word in enumerate(argv):
         if word.value in ("--run", "--command") and index + 1 < len(argv):
             return Unwrapped(script=argv[index + 1])
     return Unwrapped()
 
 
-WRAPPERS: dict[str, Callable[[list[W]], Unwrapped]] = {
+WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
     "timeout": _timeout,
     "env": _env,
     "nice": _simple(_spec("n", "", "adjustment", numeric=True)),
@@ -465,7 +465,7 @@ WRAPPERS: dict[str, Callable[[list[W]], Unwrapped]] = {
     "nix-shell": _nix_shell,
 }  # fmt: skip
 
-RUN_WRAPPERS: dict[str, Callable[[list[W]], Unwrapped]] = {
+RUN_WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
     "uv": _run_after("run", _UV),
     "poetry": _run_after("run", _GENERIC_RUN),
     "pipenv": _run_after("run", _GENERIC_RUN),
@@ -483,7 +483,7 @@ RUN_WRAPPERS: dict[str, Callable[[list[W]], Unwrapped]] = {
 }
 
 
-def unwrap(name: str, argv: list[W]) -> Unwrapped | None:
+def unwrap(name: str, argv: list[ResolvedWord]) -> Unwrapped | None:
     """The wrapped command of ``argv`` when ``name`` is a wrapper, else ``None``."""
     handler = WRAPPERS.get(name)
     if handler is not None:
