@@ -23,7 +23,7 @@ from corral.runtime.conversations import ConversationInfo, ConversationStore
 from corral.runtime.deliveries import DeliveryRecord, DeliveryStore
 from corral.runtime.endings import Outcome, end_run
 from corral.runtime.events import EventBus, StatusBoard
-from corral.runtime.jobs import LocalJobs
+from corral.runtime.jobs import JobRunner, LocalJobs
 from corral.runtime.models import ModelRegistry, ResolvedModel
 from corral.runtime.prompt import PromptBuilder
 from corral.runtime.reports import Reports
@@ -60,7 +60,7 @@ class Runtime:
         self.board = StatusBoard()
         self.models = ModelRegistry(platform.settings)
         self.prompt = PromptBuilder(self.conversations)
-        self.jobs = LocalJobs(self.advance_run, self._concurrency)
+        self.jobs: JobRunner = LocalJobs(self.advance_run, self._concurrency)
         self.reports = Reports(self)
         self.worker = recovery.worker_id()
         self.live: dict[str, Cancellation] = {}
