@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -33,8 +34,11 @@ async def test_parked_run_survives_a_restart_and_finishes_when_approved(
         assert turn.status == "parked" and len(turn.approvals) == 1
         assert [w.tool for w in turn.waiting] == ["write_note"]
         assert not (data_dir / "drive" / "note.md").exists()
-        # Nothing is held open: no task of this process waits for the answer.
-        assert platform.runtime.jobs.pending == 0 and not platform.runtime.live
+        assert (await platform.runtime.runs.get(turn.run_id)).status == "parked"
+        # Nothing is held open: no job of this process waits for the answer.
+        async with asyncio.timeout(10):
+            await platform.runtime.jobs.idle()
+        assert not platform.runtime.live
         cards = [r.data["card"] for r in turn.rows if r.kind == "card"]
         assert cards == ["waiting"]
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from dataclasses import replace
 from pathlib import Path
@@ -47,7 +48,10 @@ async def test_a_question_parks_the_run_and_the_answer_resumes_it(
     assert card.data["card"] == "waiting" and "Which database? [PostgreSQL / SQLite]" in str(
         card.data["text"]
     )
-    assert not rt.live and rt.jobs.pending == 0  # nothing is held open while it waits
+    assert (await rt.runs.get(turn.run_id)).status == "parked"
+    async with asyncio.timeout(10):
+        await rt.jobs.idle()  # nothing is held open while it waits
+    assert not rt.live
     service = rt_platform.services.require(Questions)
     [open_] = await service.list_questions()
     assert open_.id == turn.questions[0] and open_.status == "open"

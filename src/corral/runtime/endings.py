@@ -4,12 +4,17 @@ Ending a run — finished, stopped, failed or partial, by the loop, by Stop or b
 recovery — always goes through :func:`end_run`: it closes every approval (and, through the
 run-end hooks, every question) the run still had open, writes a ``run_ended`` card, frees
 the conversation and wakes it, so a report that waited for this turn is delivered now.
+
+Parking and ending both store first and announce after: the status board, the ``run``
+event and the wake go through ``rt.jobs.after_job``, so they happen once the run's job has
+left the runner (at once when no job of the run is running: Stop of a parked run, recovery).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -44,8 +49,7 @@ async def park_run(rt: RunHost, run: RunRecord, outcome: Outcome, active_seconds
         active_seconds=active_seconds,
         steps=run.steps,
     )
-    await rt.board.set(run.id, "parked")
-    rt.publish_run(run.conversation_id, run.id, "parked", None, "")
+    await rt.jobs.after_job(run.id, partial(_announce, rt, run, outcome))
 
 
 async def end_run(
@@ -96,8 +100,13 @@ async def end_run(
     rt.publish_rows(run.conversation_id, stored)
     for hook in rt.run_end_hooks:
         await hook(run, outcome.status)
+    await rt.jobs.after_job(run.id, partial(_announce, rt, run, outcome, wake=wake))
+    return True
+
+
+async def _announce(rt: RunHost, run: RunRecord, outcome: Outcome, *, wake: bool = False) -> None:
+    """Tell this process how ``run`` settled; with ``wake`` its conversation continues."""
     await rt.board.set(run.id, outcome.status)
     rt.publish_run(run.conversation_id, run.id, outcome.status, outcome.reason, outcome.detail)
     if wake:
         await turns.wake(rt, run.conversation_id)
-    return True

@@ -20,7 +20,7 @@ from corral.runtime.background import BackgroundWorkSource
 from corral.runtime.conversations import ConversationInfo, ConversationStore
 from corral.runtime.deliveries import DeliveryStore
 from corral.runtime.events import EventBus, StatusBoard
-from corral.runtime.jobs import LocalJobs
+from corral.runtime.jobs import JobRunner
 from corral.runtime.models import ModelRegistry, ResolvedModel
 from corral.runtime.prompt import PromptBuilder
 from corral.runtime.results import RunResult
@@ -44,7 +44,7 @@ SETTLED: frozenset[str] = TERMINAL | {"parked"}
 class RunHost:
     """The runtime's shared state and plumbing; see the module docstring."""
 
-    jobs: LocalJobs
+    jobs: JobRunner
     """The job runner advancing this process's runs (set by the Runtime)."""
 
     def __init__(self, kernel: Kernel) -> None:

@@ -89,7 +89,9 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
         rt.live.pop(run_id, None)
     if outcome.status == "parked":
         await park_run(rt, step.run_record, outcome, step.active_seconds())
-        await resume_if_answered(rt, step.run_record)
+        # After "parked" is announced, so that "queued" never comes before it.
+        parked = step.run_record
+        await rt.jobs.after_job(run_id, lambda: resume_if_answered(rt, parked))
     else:
         await end_run(
             rt,
