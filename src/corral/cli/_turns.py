@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.text import Text
 
-from corral.platform import Platform
-from corral.runtime.events import Event
-from corral.runtime.results import RunResult
-from corral.runtime.runtime import Runtime, runtime_of
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.runtime.events import Event
+    from corral.runtime.results import RunResult
+    from corral.runtime.runtime import Runtime
 
 __all__ = ["TurnPrinter", "exit_code", "follow", "print_result", "runtime"]
 
@@ -21,6 +21,9 @@ T = TypeVar("T")
 
 
 def runtime(platform: Platform) -> Runtime:
+    """The platform's agent runtime (imported here: commands load it only when they run)."""
+    from corral.runtime.runtime import runtime_of
+
     return runtime_of(platform)
 
 
@@ -154,6 +157,8 @@ async def follow(
     Waiting for idle keeps the command attached while the conversation continues by itself
     (a report that arrived during the turn), so closing never cuts such a turn short.
     """
+    import asyncio
+
     rt = runtime(platform)
 
     async def until_idle() -> T:
