@@ -35,11 +35,12 @@ from corral.cli import (
     tools,
     users,
 )
-from corral.cli._global_options import CliState
+from corral.cli._global_options import CliState, CorralGroup
 
 __all__ = ["app"]
 
 app = typer.Typer(
+    cls=CorralGroup,
     help="Corral: an agent platform whose tools are the product.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -58,6 +59,8 @@ def main(
         ),
     ] = None,
 ) -> None:
+    # Every option here is global: CorralGroup repeats it on each subcommand, and a value
+    # given there replaces the field of the same name in CliState.
     ctx.obj = CliState(data_dir=data_dir)
 
 
