@@ -9,7 +9,6 @@ import pytest
 
 import corral
 from corral import ToolResult
-from corral.tools.services import Services
 from corral.web.access import WebAccess
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -94,6 +93,6 @@ async def test_a_hook_returning_the_wrong_thing_is_named(data_dir: Path) -> None
 
 async def test_services_given_at_open_win_over_installed_ones(data_dir: Path) -> None:
     mine = WebAccess()
-    async with corral.open(data_dir, services=Services(web=mine)) as platform:
+    async with corral.open(data_dir, services=corral.Services(web=mine)) as platform:
         assert platform.services.web is mine
         assert platform.services.shells is not None  # the rest stay as installed

@@ -1,31 +1,29 @@
-"""Running a platform coroutine from a command, with errors shown the same way everywhere."""
+"""Running a platform coroutine from a command, with errors shown the same way everywhere.
+
+Commands import this module at start-up, so it imports the platform (and asyncio) only when
+a command runs: ``corral --help`` never loads the database layer or the model libraries.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 
+from corral.cli._global_options import cli_state
 from corral.errors import CorralError
-from corral.platform import Platform, open_platform
 
-__all__ = ["console", "err_console", "fail", "print_json", "run_with_platform", "state"]
+if TYPE_CHECKING:
+    from corral.platform import Platform
+
+__all__ = ["console", "err_console", "fail", "print_json", "run_with_platform"]
 
 T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
-
-
-class _State:
-    data_dir: Path | None = None
-
-
-state = _State()
 
 
 def fail(message: str) -> NoReturn:
@@ -38,11 +36,19 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def run_with_platform(work: Callable[[Platform], Awaitable[T]]) -> T:
-    """Open the platform, run ``work`` as the local owner, close it; errors exit with 2."""
+def run_with_platform(ctx: typer.Context, work: Callable[[Platform], Awaitable[T]]) -> T:
+    """Open the platform the global options chose, run ``work`` as the local owner, close it.
+
+    Errors exit with 2.
+    """
+    import asyncio
+
+    from corral.platform import open_platform
+
+    data_dir = cli_state(ctx).data_dir
 
     async def main() -> T:
-        platform = await open_platform(state.data_dir)
+        platform = await open_platform(data_dir)
         try:
             return await work(platform)
         finally:

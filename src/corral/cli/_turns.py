@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.text import Text
 
-from corral.platform import Platform
-from corral.runtime.events import Event
-from corral.runtime.results import RunResult
-from corral.runtime.runtime import Runtime
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.runtime.events import Event
+    from corral.runtime.results import RunResult
+    from corral.runtime.runtime import Runtime
 
 __all__ = ["TurnPrinter", "exit_code", "follow", "print_result", "runtime"]
 
@@ -21,6 +21,7 @@ T = TypeVar("T")
 
 
 def runtime(platform: Platform) -> Runtime:
+    """The platform's agent runtime."""
     return platform.runtime
 
 
@@ -154,6 +155,8 @@ async def follow(
     Waiting for idle keeps the command attached while the conversation continues by itself
     (a report that arrived during the turn), so closing never cuts such a turn short.
     """
+    import asyncio
+
     rt = runtime(platform)
 
     async def until_idle() -> T:

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, err_console, print_json, run_with_platform
-from corral.cli._turns import TurnPrinter, follow
+from corral.cli._turns import TurnPrinter, follow, runtime
 from corral.errors import UsageError
-from corral.kernel.approvals import ApprovalRecord, Decision
-from corral.platform import Platform
-from corral.runtime.runs import RunRecord
-from corral.tools.results import ToolResult
+
+if TYPE_CHECKING:
+    from corral.kernel.approvals import ApprovalRecord, Decision
+    from corral.platform import Platform
+    from corral.runtime.runs import RunRecord
+    from corral.tools.results import ToolResult
+
+__all__ = ["app"]
 
 app = typer.Typer(help="List and decide pending approvals.", no_args_is_help=True)
 
 
 @app.command("list")
 def list_approvals(
+    ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Your pending approvals."""
@@ -27,7 +32,7 @@ def list_approvals(
     async def work(platform: Platform) -> list[ApprovalRecord]:
         return await platform.pending_approvals()
 
-    records = run_with_platform(work)
+    records = run_with_platform(ctx, work)
     if as_json:
         print_json([r.to_json() for r in records])
         return
@@ -42,6 +47,7 @@ def list_approvals(
 
 @app.command("decide")
 def decide(
+    ctx: typer.Context,
     approval_id: Annotated[str, typer.Argument(help="The approval's id.")],
     decision: Annotated[str, typer.Argument(help="approve or deny")],
     note: Annotated[str | None, typer.Option(help="A note for the agent.")] = None,
@@ -52,7 +58,7 @@ def decide(
     async def work(platform: Platform) -> tuple[ToolResult, dict[str, Any] | None]:
         if decision not in ("approve", "deny"):
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
-        chosen = cast(Decision, decision)
+        chosen = cast("Decision", decision)
         record = await platform.approvals.get(approval_id)
         run = await _run_of(platform, record.run_id)
         if run is None:
@@ -63,9 +69,9 @@ def decide(
 
         printer = None if as_json else TurnPrinter(console)
         result = await follow(platform, run.conversation_id, printer, decide_it)
-        return result, (await platform.runtime.runs.get(run.id)).to_json()
+        return result, (await runtime(platform).runs.get(run.id)).to_json()
 
-    result, run = run_with_platform(work)
+    result, run = run_with_platform(ctx, work)
     if as_json:
         print_json({**result.to_json(), "run": run})
     elif run is not None:
@@ -81,4 +87,4 @@ async def _run_of(platform: Platform, run_id: str | None) -> RunRecord | None:
     """The runtime's run an approval belongs to, if any."""
     if run_id is None:
         return None
-    return await platform.runtime.runs.find(run_id)
+    return await runtime(platform).runs.find(run_id)

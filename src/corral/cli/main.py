@@ -1,4 +1,10 @@
-"""The `corral` command."""
+"""The `corral` command: the root group, its global options and where each command lives.
+
+Each command group is the ``app`` of the module named like it (``corral shells`` is
+``cli/shells.py``); each single command is the function of the module named like it
+(``corral check-command`` is ``cli/check_command.py``). Command modules import the platform
+only when a command runs, so ``corral --help`` stays quick.
+"""
 
 from __future__ import annotations
 
@@ -8,27 +14,33 @@ from typing import Annotated
 import typer
 
 from corral.cli import (
-    agents_cmd,
+    agents,
     approvals,
-    broker_cmd,
-    chat_cmd,
-    check_cmd,
-    compactions_cmd,
-    config_cmd,
-    conversations_cmd,
-    goals_cmd,
-    identity_cmd,
-    meta_cmd,
-    questions_cmd,
-    runs_cmd,
+    chat,
+    check_command,
+    compactions,
+    conversations,
+    goals,
+    host_broker,
+    packages,
+    questions,
+    roles,
+    runs,
     serve,
-    settings_cmd,
-    shells_cmd,
+    settings,
+    shells,
+    sources,
+    summarize,
+    tokens,
     tools,
+    users,
 )
-from corral.cli._run import state
+from corral.cli._global_options import CliState, CorralGroup
+
+__all__ = ["app"]
 
 app = typer.Typer(
+    cls=CorralGroup,
     help="Corral: an agent platform whose tools are the product.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -37,6 +49,7 @@ app = typer.Typer(
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     data_dir: Annotated[
         Path | None,
         typer.Option(
@@ -46,28 +59,28 @@ def main(
         ),
     ] = None,
 ) -> None:
-    state.data_dir = data_dir
+    # Every option here is global: CorralGroup repeats it on each subcommand, and a value
+    # given there replaces the field of the same name in CliState.
+    ctx.obj = CliState(data_dir=data_dir)
 
 
 app.command("serve")(serve.serve)
 app.add_typer(tools.app, name="tools")
 app.add_typer(approvals.app, name="approvals")
-app.add_typer(settings_cmd.app, name="settings")
-app.add_typer(identity_cmd.users, name="users")
-app.add_typer(identity_cmd.roles, name="roles")
-app.add_typer(identity_cmd.tokens, name="tokens")
-app.add_typer(config_cmd.sources, name="sources")
-app.add_typer(config_cmd.agents, name="agents")
-app.add_typer(config_cmd.packages, name="packages")
-app.add_typer(shells_cmd.app, name="shells")
-app.command("check-command")(check_cmd.check_command)
-app.command("host-broker")(broker_cmd.host_broker)
-app.command("chat")(chat_cmd.chat)
-app.add_typer(conversations_cmd.app, name="conversations")
-app.add_typer(runs_cmd.app, name="runs")
-config_cmd.agents.command("set")(agents_cmd.set_agent)
-app.add_typer(questions_cmd.app, name="questions")
-app.add_typer(goals_cmd.app, name="goals")
-app.add_typer(compactions_cmd.app, name="compactions")
-app.command("summarize")(compactions_cmd.summarize)
-conversations_cmd.app.command("meta")(meta_cmd.meta)
+app.add_typer(settings.app, name="settings")
+app.add_typer(users.app, name="users")
+app.add_typer(roles.app, name="roles")
+app.add_typer(tokens.app, name="tokens")
+app.add_typer(sources.app, name="sources")
+app.add_typer(agents.app, name="agents")
+app.add_typer(packages.app, name="packages")
+app.add_typer(shells.app, name="shells")
+app.command("check-command")(check_command.check_command)
+app.command("host-broker")(host_broker.host_broker)
+app.command("chat")(chat.chat)
+app.add_typer(conversations.app, name="conversations")
+app.add_typer(runs.app, name="runs")
+app.add_typer(questions.app, name="questions")
+app.add_typer(goals.app, name="goals")
+app.add_typer(compactions.app, name="compactions")
+app.command("summarize")(summarize.summarize)

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 import typer
-import uvicorn
 
-from corral.cli._run import console, state
-from corral.platform import open_platform
-from corral.server import create_app
+from corral.cli._global_options import cli_state
+from corral.cli._run import console
+
+__all__ = ["serve"]
 
 
 def serve(
+    ctx: typer.Context,
     host: Annotated[
         str | None, typer.Option(help="Address to bind (default from settings).")
     ] = None,
     port: Annotated[int | None, typer.Option(help="Port to bind (default from settings).")] = None,
 ) -> None:
     """Start the server. API calls need a token: `corral tokens create owner`."""
+    import asyncio
+
+    import uvicorn
+
+    from corral.platform import open_platform
+    from corral.server import create_app
+
+    data_dir = cli_state(ctx).data_dir
 
     async def main() -> None:
-        platform = await open_platform(state.data_dir)
+        platform = await open_platform(data_dir)
         settings = platform.settings
         bind_host = host or settings.host
         bind_port = port if port is not None else settings.port

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, err_console, print_json, run_with_platform
-from corral.platform import Platform
-from corral.tools.results import ToolResult
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.tools.results import ToolResult
+
+__all__ = ["app"]
 
 app = typer.Typer(help="List and call tools.", no_args_is_help=True)
 
 
 @app.command("list")
 def list_tools(
+    ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     user: Annotated[str | None, typer.Option(help="Judge visibility for this user.")] = None,
     agent: Annotated[str | None, typer.Option(help="Judge visibility for this agent.")] = None,
@@ -49,7 +54,7 @@ def list_tools(
         ]
         return {"tools": tools, "pending": pending, "errors": errors}
 
-    listing = run_with_platform(work)
+    listing = run_with_platform(ctx, work)
     if as_json:
         print_json(listing)
         return
@@ -79,6 +84,7 @@ def _print_result(result: ToolResult, as_json: bool) -> None:
 
 @app.command("call")
 def call_tool(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Tool name.")],
     arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object.")] = "{}",
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole result.")] = False,
@@ -96,7 +102,7 @@ def call_tool(
     async def work(platform: Platform) -> ToolResult:
         return await platform.call_tool(name, parsed, user=user, agent=agent, profile=profile)
 
-    result = run_with_platform(work)
+    result = run_with_platform(ctx, work)
     _print_result(result, as_json)
     if result.is_error:
         raise typer.Exit(1)

@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, print_json, run_with_platform
 from corral.live_settings import LIVE_SETTINGS
-from corral.platform import Platform
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
+
+__all__ = ["app"]
 
 app = typer.Typer(help="Show and change live settings.", no_args_is_help=True)
 
 
 @app.command("show")
-def show(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def show(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Current live settings."""
 
     async def work(platform: Platform) -> dict[str, Any]:
         return await platform.live_settings()
 
-    values = run_with_platform(work)
+    values = run_with_platform(ctx, work)
     if as_json:
         print_json(values)
         return
@@ -34,6 +38,7 @@ def show(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 @app.command("set")
 def set_value(
+    ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="Live setting name.")],
     value: Annotated[str, typer.Argument(help="New value.")],
 ) -> None:
@@ -47,15 +52,17 @@ def set_value(
         owner = await platform.caller()
         return await platform.admin.set_live(key, parsed, by=owner.user_id)
 
-    console.print(f"{key} = {run_with_platform(work)!r}")
+    console.print(f"{key} = {run_with_platform(ctx, work)!r}")
 
 
 @app.command("reset")
-def reset(key: Annotated[str, typer.Argument(help="Live setting name.")]) -> None:
+def reset(
+    ctx: typer.Context, key: Annotated[str, typer.Argument(help="Live setting name.")]
+) -> None:
     """Return a live setting to its default."""
 
     async def work(platform: Platform) -> None:
         await platform.admin.reset_live(key)
 
-    run_with_platform(work)
+    run_with_platform(ctx, work)
     console.print(f"{key} reset to {LIVE_SETTINGS[key].default!r}")

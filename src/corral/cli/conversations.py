@@ -1,15 +1,17 @@
-"""`corral conversations`: list them, show a timeline, queue an inbox message."""
+"""`corral conversations`: list them, show a timeline or the meta document, queue a message."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, print_json, run_with_platform
 from corral.cli._turns import TurnPrinter, follow, runtime
-from corral.platform import Platform
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
 
 __all__ = ["app"]
 
@@ -18,6 +20,7 @@ app = typer.Typer(help="Conversations: timelines, inbox messages.", no_args_is_h
 
 @app.command("list")
 def list_conversations(
+    ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Your conversations, most recent first."""
@@ -25,7 +28,7 @@ def list_conversations(
     async def work(platform: Platform) -> list[dict[str, Any]]:
         return [c.to_json() for c in await runtime(platform).list_conversations()]
 
-    rows = run_with_platform(work)
+    rows = run_with_platform(ctx, work)
     if as_json:
         print_json(rows)
         return
@@ -44,6 +47,7 @@ def list_conversations(
 
 @app.command("show")
 def show(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
     after: Annotated[int, typer.Option(help="Only rows after this sequence number.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -56,7 +60,7 @@ def show(
         rows = await rt.rows(conversation_id, after=after)
         return {"conversation": conversation.to_json(), "rows": [r.to_json() for r in rows]}
 
-    shown = run_with_platform(work)
+    shown = run_with_platform(ctx, work)
     if as_json:
         print_json(shown)
         return
@@ -80,6 +84,7 @@ def show(
 
 @app.command("send")
 def send(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation to write into.")],
     text: Annotated[str, typer.Argument(help="The message.")],
     from_conversation: Annotated[
@@ -101,8 +106,22 @@ def send(
         printer = None if as_json else TurnPrinter(console)
         return await follow(platform, conversation_id, printer, queue)
 
-    delivery = run_with_platform(work)
+    delivery = run_with_platform(ctx, work)
     if as_json:
         print_json(delivery)
     else:
         console.print(f"[dim]message {delivery['id']} queued into {conversation_id}[/]")
+
+
+@app.command("meta")
+def meta(
+    ctx: typer.Context,
+    conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
+) -> None:
+    """Goal, todo list, loop bound, the session ledger (sessionLedger), compactions and
+    questions of a conversation, as JSON."""
+
+    async def work(platform: Platform) -> dict[str, Any]:
+        return await platform.conversation_meta(conversation_id)
+
+    print_json(run_with_platform(ctx, work))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, print_json, run_with_platform
 from corral.cli._turns import runtime
-from corral.platform import Platform
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
 
 __all__ = ["app"]
 
@@ -18,6 +20,7 @@ app = typer.Typer(help="Runs of the agent loop.", no_args_is_help=True)
 
 @app.command("list")
 def list_runs(
+    ctx: typer.Context,
     conversation: Annotated[str | None, typer.Option(help="Only this conversation's runs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -29,7 +32,7 @@ def list_runs(
             await rt.conversation(conversation)
         return [r.to_json() for r in await rt.runs.list_runs(conversation_id=conversation)]
 
-    rows = run_with_platform(work)
+    rows = run_with_platform(ctx, work)
     if as_json:
         print_json(rows)
         return
@@ -47,21 +50,21 @@ def list_runs(
 
 
 @app.command("show")
-def show(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None:
+def show(ctx: typer.Context, run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None:
     """One run, as JSON."""
 
     async def work(platform: Platform) -> dict[str, Any]:
         return (await runtime(platform).run(run_id)).to_json()
 
-    print_json(run_with_platform(work))
+    print_json(run_with_platform(ctx, work))
 
 
 @app.command("stop")
-def stop(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None:
+def stop(ctx: typer.Context, run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None:
     """Stop a run and what it started (in another process: at its next step)."""
 
     async def work(platform: Platform) -> dict[str, Any]:
         return (await runtime(platform).stop(run_id)).to_json()
 
-    run = run_with_platform(work)
+    run = run_with_platform(ctx, work)
     console.print(f"run {run['id']}: {run['status']}", highlight=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 from pathlib import Path
@@ -11,7 +10,8 @@ from typing import Annotated
 import typer
 
 from corral.cli._run import console, fail
-from corral.shell.host.broker import BrokerConfig, HostBroker
+
+__all__ = ["host_broker"]
 
 
 def host_broker(
@@ -32,6 +32,10 @@ def host_broker(
     network: Annotated[bool, typer.Option(help="With --sandbox: allow the network.")] = False,
 ) -> None:
     """Serve the host plane: run allowlisted commands in the roots for the platform."""
+    import asyncio
+
+    from corral.shell.host.broker import BrokerConfig, HostBroker
+
     roots = [str(Path(r).resolve()) for r in (root or [])]
     if not roots:
         fail("name at least one --root folder commands may start in")

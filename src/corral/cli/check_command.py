@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from corral.cli._run import console, err_console, print_json, run_with_platform
-from corral.platform import Platform
-from corral.shell.verdict import Verdict
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.shell.verdict import Verdict
+
+__all__ = ["REFUSED_EXIT", "check_command"]
 
 REFUSED_EXIT = 3
 
 
 def check_command(
+    ctx: typer.Context,
     command: Annotated[str, typer.Argument(help="The bash command, quoted as one argument.")],
     cwd: Annotated[
         str | None, typer.Option(help="Working directory: data://…, absolute or relative.")
@@ -26,7 +31,7 @@ def check_command(
     async def work(platform: Platform) -> Verdict:
         return await platform.check_command(command, cwd=cwd, user=user)
 
-    verdict = run_with_platform(work)
+    verdict = run_with_platform(ctx, work)
     if as_json:
         print_json(verdict.to_json())
     elif verdict.allowed:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from corral.cli._run import console, print_json, run_with_platform
 from corral.cli._turns import TurnPrinter, exit_code, follow, print_result, runtime
-from corral.platform import Platform
-from corral.runtime.results import RunResult
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.runtime.results import RunResult
 
 __all__ = ["chat"]
 
 
 def chat(
+    ctx: typer.Context,
     message: Annotated[str, typer.Argument(help="What to say.")],
     agent: Annotated[str | None, typer.Option(help="Agent to talk to (default: default).")] = None,
     model: Annotated[
@@ -49,7 +52,7 @@ def chat(
         printer = None if as_json else TurnPrinter(console)
         return await follow(platform, conversation_id, printer, turn)
 
-    result = run_with_platform(work)
+    result = run_with_platform(ctx, work)
     if as_json:
         print_json(result.to_json())
     else:

@@ -1,22 +1,30 @@
-"""`corral compactions`: the trims of a conversation's prompt, "Show full", and /summarize."""
+"""`corral compactions`: the trims of a conversation's prompt, switched off ("Show full") and on."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, print_json, run_with_platform
-from corral.platform import Platform
-from corral.runtime.compaction import Compactions
 
-__all__ = ["app", "summarize"]
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.runtime.compaction import Compactions
+
+__all__ = ["app"]
 
 app = typer.Typer(
     help="Compactions: what the agent's prompt leaves out, switched off and on.",
     no_args_is_help=True,
 )
+
+
+def _compactions(platform: Platform) -> Compactions:
+    from corral.runtime.compaction import Compactions
+
+    return platform.services.require(Compactions)
 
 
 def _show(rows: list[dict[str, Any]], as_json: bool) -> None:
@@ -49,20 +57,22 @@ def _show(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 @app.command("list")
 def list_compactions(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Every compaction of the conversation and whether it applies now."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        return await platform.services.require(Compactions).list_compactions(conversation_id)
+        return await _compactions(platform).list_compactions(conversation_id)
 
-    rows = run_with_platform(work)
+    rows = run_with_platform(ctx, work)
     _show(rows, as_json)
 
 
 @app.command("show-full")
 def show_full(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
     compaction_id: Annotated[
         str | None, typer.Argument(help="Only this compaction (default: all of them).")
@@ -72,18 +82,19 @@ def show_full(
     """Switch compactions off: the agent reads those rows in full again from its next step."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        service = platform.services.require(Compactions)
+        service = _compactions(platform)
         if compaction_id is None:
             return await service.show_full(conversation_id)
         await service.set_applied(conversation_id, compaction_id, False)
         return await service.list_compactions(conversation_id)
 
-    rows = run_with_platform(work)
+    rows = run_with_platform(ctx, work)
     _show(rows, as_json)
 
 
 @app.command("apply")
 def apply(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
     compaction_id: Annotated[str, typer.Argument(help="The compaction to switch on again.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -91,34 +102,9 @@ def apply(
     """Switch a compaction on again."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        service = platform.services.require(Compactions)
+        service = _compactions(platform)
         await service.set_applied(conversation_id, compaction_id, True)
         return await service.list_compactions(conversation_id)
 
-    rows = run_with_platform(work)
+    rows = run_with_platform(ctx, work)
     _show(rows, as_json)
-
-
-def summarize(
-    conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
-    model: Annotated[
-        str | None, typer.Option(help="provider:model to write it (default: the conversation's).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-) -> None:
-    """/summarize: the model summarizes the whole conversation so far, and the summary stands
-    in for it in the agent's prompt (switchable with `corral compactions show-full`)."""
-
-    async def work(platform: Platform) -> dict[str, Any]:
-        return await platform.services.require(Compactions).summarize(conversation_id, model=model)
-
-    made = run_with_platform(work)
-    if as_json:
-        print_json(made)
-        return
-    console.print(made["summary"], highlight=False, markup=False)
-    console.print(
-        f"[dim]compaction {made['id']}: rows {made['first_seq']} to {made['last_seq']} now read "
-        f"as this summary; about {made['tokens_saved']:,} tokens saved ({made['tokenizer']})[/]",
-        highlight=False,
-    )

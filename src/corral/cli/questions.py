@@ -2,35 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, print_json, run_with_platform
 from corral.cli._turns import TurnPrinter, follow, runtime
-from corral.platform import Platform
-from corral.runtime.questions import AnswerInput, Questions
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.runtime.questions import AnswerInput, Questions
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Questions agents asked you: list and answer.", no_args_is_help=True)
 
 
+def _questions(platform: Platform) -> Questions:
+    from corral.runtime.questions import Questions
+
+    return platform.services.require(Questions)
+
+
 @app.command("list")
 def list_questions(
+    ctx: typer.Context,
     every: Annotated[bool, typer.Option("--all", help="Answered and closed ones too.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Your open questions (with --all, every question put to you)."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        found = await platform.services.require(Questions).list_questions(
-            status=None if every else "open"
-        )
+        found = await _questions(platform).list_questions(status=None if every else "open")
         return [q.to_json() for q in found]
 
-    records = run_with_platform(work)
+    records = run_with_platform(ctx, work)
     if as_json:
         print_json(records)
         return
@@ -50,6 +57,7 @@ def list_questions(
 
 @app.command("answer")
 def answer(
+    ctx: typer.Context,
     question_id: Annotated[str, typer.Argument(help="The question's id (q_…).")],
     answers: Annotated[
         list[str],
@@ -64,7 +72,7 @@ def answer(
     """Answer a question; the waiting run continues with your answers."""
 
     async def work(platform: Platform) -> dict[str, Any]:
-        service = platform.services.require(Questions)
+        service = _questions(platform)
         record = await service.get(question_id)
         given: list[AnswerInput] = []
         for question, text in zip(record.questions, answers, strict=False):
@@ -79,7 +87,7 @@ def answer(
         run = await runtime(platform).runs.get(record.run_id)
         return {**answered, "run": run.to_json()}
 
-    outcome = run_with_platform(work)
+    outcome = run_with_platform(ctx, work)
     if as_json:
         print_json(outcome)
         return

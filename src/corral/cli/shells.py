@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from corral.cli._run import console, err_console, print_json, run_with_platform
-from corral.platform import Platform
-from corral.shell.service import ShellService
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.shell.service import ShellService
+
+__all__ = ["app"]
 
 app = typer.Typer(help="Background shells: list, output, stop.", no_args_is_help=True)
 
@@ -17,8 +21,15 @@ UserOption = Annotated[str | None, typer.Option(help="Act as this user (default:
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
+def _shells(platform: Platform) -> ShellService:
+    from corral.shell.service import ShellService
+
+    return platform.services.require(ShellService)
+
+
 @app.command("list")
 def list_shells(
+    ctx: typer.Context,
     status: Annotated[str | None, typer.Option(help="Only running, exited, lost…")] = None,
     user: UserOption = None,
     as_json: JsonOption = False,
@@ -27,10 +38,10 @@ def list_shells(
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
         caller = await platform.caller(user)
-        store = platform.services.require(ShellService).store
+        store = _shells(platform).store
         return [r.to_json() for r in await store.find(user_id=caller.user_id, status=status)]
 
-    shells = run_with_platform(work)
+    shells = run_with_platform(ctx, work)
     if as_json:
         print_json(shells)
         return
@@ -52,6 +63,7 @@ def list_shells(
 
 @app.command("output")
 def output(
+    ctx: typer.Context,
     shell_id: Annotated[str, typer.Argument(help="The shell's id (sh_…).")],
     after: Annotated[int, typer.Option(help="Only rows after this sequence number.")] = 0,
     limit: Annotated[int, typer.Option(help="Most rows to print.")] = 5000,
@@ -62,10 +74,10 @@ def output(
 
     async def work(platform: Platform) -> dict[str, Any]:
         caller = await platform.caller(user)
-        background = platform.services.require(ShellService).background
+        background = _shells(platform).background
         return await background.output(shell_id, caller, after=after, limit=limit)
 
-    result = run_with_platform(work)
+    result = run_with_platform(ctx, work)
     if as_json:
         print_json(result)
         return
@@ -82,6 +94,7 @@ def output(
 
 @app.command("stop")
 def stop(
+    ctx: typer.Context,
     shell_id: Annotated[str, typer.Argument(help="The shell's id (sh_…).")],
     user: UserOption = None,
     as_json: JsonOption = False,
@@ -90,10 +103,10 @@ def stop(
 
     async def work(platform: Platform) -> dict[str, Any]:
         caller = await platform.caller(user)
-        record = await platform.services.require(ShellService).background.stop(shell_id, caller)
+        record = await _shells(platform).background.stop(shell_id, caller)
         return record.to_json()
 
-    record = run_with_platform(work)
+    record = run_with_platform(ctx, work)
     if as_json:
         print_json(record)
     else:

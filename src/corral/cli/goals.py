@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from corral.cli._run import console, fail, print_json, run_with_platform
-from corral.platform import Platform
-from corral.runtime.goals import Goals, GoalState
-from corral.runtime.goals.render import render_state
+
+if TYPE_CHECKING:
+    from corral.platform import Platform
+    from corral.runtime.goals import Goals, GoalState
 
 __all__ = ["app"]
 
@@ -19,28 +20,38 @@ app = typer.Typer(
 )
 
 
+def _goals(platform: Platform) -> Goals:
+    from corral.runtime.goals import Goals
+
+    return platform.services.require(Goals)
+
+
 def _print(state: GoalState, as_json: bool) -> None:
     if as_json:
         print_json(state.to_json())
-    else:
-        console.print(render_state(state), highlight=False, markup=False)
+        return
+    from corral.runtime.goals.render import render_state
+
+    console.print(render_state(state), highlight=False, markup=False)
 
 
 @app.command("show")
 def show(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """The goal state as the agent sees it in its system prompt."""
 
     async def work(platform: Platform) -> GoalState:
-        return await platform.services.require(Goals).state(conversation_id)
+        return await _goals(platform).state(conversation_id)
 
-    _print(run_with_platform(work), as_json)
+    _print(run_with_platform(ctx, work), as_json)
 
 
 @app.command("set")
 def set_goal(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
     goal: Annotated[str, typer.Argument(help="The outcome to reach, in one sentence.")],
     condition: Annotated[
@@ -68,7 +79,7 @@ def set_goal(
         fail(f"--evolve may only be 'agent', not {evolve!r}")
 
     async def work(platform: Platform) -> GoalState:
-        return await platform.services.require(Goals).set_goal(
+        return await _goals(platform).set_goal(
             conversation_id,
             goal,
             conditions=condition or [],
@@ -79,29 +90,31 @@ def set_goal(
             replace=replace,
         )
 
-    _print(run_with_platform(work), as_json)
+    _print(run_with_platform(ctx, work), as_json)
 
 
 @app.command("clear")
 def clear(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Clear the open goal or list (archived to the ledger as cleared) and the loop bound."""
 
     async def work(platform: Platform) -> GoalState:
-        return await platform.services.require(Goals).clear_goal(conversation_id)
+        return await _goals(platform).clear_goal(conversation_id)
 
-    _print(run_with_platform(work), as_json)
+    _print(run_with_platform(ctx, work), as_json)
 
 
 @app.command("ledger")
 def ledger(
+    ctx: typer.Context,
     conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
 ) -> None:
     """The session ledger: every closed cycle as a versioned entry, as JSON."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        return await platform.services.require(Goals).ledger(conversation_id)
+        return await _goals(platform).ledger(conversation_id)
 
-    print_json(run_with_platform(work))
+    print_json(run_with_platform(ctx, work))
