@@ -245,6 +245,14 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="Background shells one user may have running at once.",
     ),
     LiveSettingDef(
+        key="delegate_answer_cap_chars",
+        type=int,
+        default=20_000,
+        minimum=1_000,
+        description="Longest delegate answer the parent receives; a longer one keeps both ends "
+        "around a marker naming what was dropped and where the full transcript is.",
+    ),
+    LiveSettingDef(
         key="run_step_budget",
         type=int,
         default=50,

@@ -18,6 +18,7 @@ from corral.errors import NotFound, UsageError
 from corral.policy.identity import Caller
 from corral.runtime.collector import collector_paused
 from corral.runtime.timeline import TimelineRow
+from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt
 from corral.store.tables import utcnow
 
@@ -141,7 +142,13 @@ class ConversationStore:
     async def list_conversations(
         self, *, owner_id: str | None = None, limit: int = 100
     ) -> list[ConversationInfo]:
-        query = self._with_last_seq().order_by(rt.Conversation.updated_at.desc()).limit(limit)
+        children = select(dt.Delegation.conversation_id)
+        query = (
+            self._with_last_seq()
+            .where(rt.Conversation.id.not_in(children))  # a subagent's own conversation
+            .order_by(rt.Conversation.updated_at.desc())
+            .limit(limit)
+        )
         if owner_id is not None:
             query = query.where(rt.Conversation.owner_id == owner_id)
         async with self._sessions() as session:

@@ -69,11 +69,49 @@ async def decide_approval(
         "by": decider.name,
         "note": note,
     }
+    if result.waiting is not None and await _wait_again(rt, run, record, result, card):
+        return result
     try:
         await resolve_wait(rt, run.id, record.call_id, result, card=card)
     except UsageError:
         pass  # the run ended meanwhile (stopped): the result stays on the approval record
     return result
+
+
+async def _wait_again(
+    rt: RunHost,
+    run: RunRecord,
+    record: ApprovalRecord,
+    result: ToolResult,
+    decided: dict[str, object],
+) -> bool:
+    """The approved call must wait in turn (a delegate whose child parked): the parked run
+    now waits for that instead of the approval. False when the run is not parked on it."""
+    assert result.waiting is not None and record.call_id is not None
+    call_id = record.call_id
+    wait = Wait(kind=result.waiting.kind, id=result.waiting.id, call_id=call_id, tool=record.tool)
+
+    async def work(session: AsyncSession) -> list[TimelineRow] | None:
+        row = await session.get(rt_tables.Run, run.id)
+        if row is None or row.status != "parked":
+            return None
+        waits = [w for w in row.waiting or () if w["call_id"] != call_id]
+        row.waiting = [*waits, wait.to_json()]
+        waiting = {"card": "waiting", "wait": wait.to_json(), "text": result.text}
+        return await append_rows(
+            session,
+            run.conversation_id,
+            [
+                NewRow(kind="card", run_id=run.id, user_id=run.user_id, call_id=call_id, data=c)
+                for c in (decided, waiting)
+            ],
+        )
+
+    stored = await write(rt.kernel.sessions, work)
+    if stored is None:
+        return False
+    rt.publish_rows(run.conversation_id, stored)
+    return True
 
 
 async def _run_approved(rt: RunHost, run: RunRecord, record: ApprovalRecord) -> ToolResult:

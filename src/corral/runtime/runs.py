@@ -207,9 +207,12 @@ class RunStore:
         *,
         conversation_id: str | None = None,
         statuses: Sequence[str] | None = None,
+        parent_run_id: str | None = None,
         limit: int = 100,
     ) -> list[RunRecord]:
         query = select(rt.Run).order_by(rt.Run.created_at.desc()).limit(limit)
+        if parent_run_id is not None:
+            query = query.where(rt.Run.parent_run_id == parent_run_id)
         if conversation_id is not None:
             query = query.where(rt.Run.conversation_id == conversation_id)
         if statuses is not None:

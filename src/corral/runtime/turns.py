@@ -22,7 +22,7 @@ from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.appends import append_rows, write
 from corral.runtime.conversations import ConversationInfo, claim_conversation
 from corral.runtime.deliveries import mark_delivered, take_queued
-from corral.runtime.runs import RunRecord, Trigger, new_run_id, run_row
+from corral.runtime.runs import RunKind, RunRecord, Trigger, new_run_id, run_row
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.tools.context import Narrowing
 
@@ -44,6 +44,8 @@ class TurnSpec:
     step_budget: int
     wall_clock_limit_s: float
     narrowing: Narrowing = field(default_factory=Narrowing)
+    kind: RunKind = "chat"
+    parent_run_id: str | None = None
 
 
 async def turn_spec(
@@ -94,6 +96,8 @@ async def start_turn(
             hop=max([spec.hop, *(d.hop for d in riding)]),
             step_budget=spec.step_budget,
             wall_clock_limit_s=spec.wall_clock_limit_s,
+            kind=spec.kind,
+            parent_run_id=spec.parent_run_id,
         )
         row.worker = rt.worker
         session.add(row)

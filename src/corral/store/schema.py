@@ -3,9 +3,16 @@ schema tests see all of them. A new table module adds one import line here."""
 
 from __future__ import annotations
 
-from corral.store import context_tables, runtime_tables, shell_tables, tables
+from corral.store import context_tables, delegation_tables, runtime_tables, shell_tables, tables
 from corral.store.tables import Base
 
 metadata = Base.metadata
 
-__all__ = ["context_tables", "metadata", "runtime_tables", "shell_tables", "tables"]
+__all__ = [
+    "context_tables",
+    "delegation_tables",
+    "metadata",
+    "runtime_tables",
+    "shell_tables",
+    "tables",
+]

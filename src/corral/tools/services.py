@@ -26,6 +26,8 @@ from corral.service_protocols import (
     ReportSink,
     UsageRecorder,
 )
+from corral.tools.cancellation import Cancellation
+from corral.tools.narrowing import Narrowing
 from corral.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CallScope",
     "Compactor",
+    "DelegateScope",
+    "Delegator",
     "GoalKeeper",
     "QuestionAsker",
     "Services",
@@ -66,6 +70,17 @@ class CallScope(Protocol):
     def run_id(self) -> str | None: ...
     @property
     def conversation_id(self) -> str | None: ...
+
+
+class DelegateScope(CallScope, Protocol):
+    """What delegating needs to know of the call: its agent, its narrowing, its Stop."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def narrowing(self) -> Narrowing: ...
+    @property
+    def cancellation(self) -> Cancellation: ...
 
 
 class Shells(Protocol):
@@ -113,6 +128,12 @@ class Compactor(Protocol):
     async def compact(self, args: dict[str, Any], ctx: CallScope, /) -> ToolResult: ...
 
 
+class Delegator(Protocol):
+    """delegate: a child run with its own loop; its answer comes back as the result."""
+
+    async def delegate(self, args: dict[str, Any], ctx: DelegateScope, /) -> ToolResult: ...
+
+
 class ServicesConflict(ValueError):
     """Two providers offered the same service."""
 
@@ -128,6 +149,8 @@ class Services:
     questions: QuestionAsker | None = None
     goals: GoalKeeper | None = None
     compactions: Compactor | None = None
+    runs: Delegator | None = None
+    """Delegate runs (subagents)."""
     usage: UsageRecorder | None = None
     """Meters model use a tool makes for the conversation (set for calls of a run)."""
     conversation_model: ConversationModel | None = None

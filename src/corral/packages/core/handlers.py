@@ -11,6 +11,7 @@ from typing import Any
 
 from corral.packages.core.ask_question import ask_question
 from corral.packages.core.compact_history import compact_history
+from corral.packages.core.delegate import delegate
 from corral.packages.core.execute import execute, execute_policy
 from corral.packages.core.install import install
 from corral.packages.core.todos import todos
@@ -23,6 +24,7 @@ __all__ = [
     "POLICY_HOOKS",
     "ask_question",
     "compact_history",
+    "delegate",
     "execute",
     "install",
     "todos",

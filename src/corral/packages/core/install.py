@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from corral.runtime.compaction import Compactions
+from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
@@ -57,6 +58,7 @@ async def install(setup: PackageSetup) -> Installed:
             questions=questions,
             goals=goals,
             compactions=compactions,
+            runs=Delegation(runtime),
         ),
         start=[start],
         close=[shells.close],

@@ -1,0 +1,304 @@
+"""The ``delegate`` tool's service: a child run with its own loop, narrow-only reach.
+
+The child runs in a conversation of its own, tied to the parent call by a ``delegations``
+row. In the foreground the call waits for the child; if the child parks (one of its own
+tools needs approval), the parent call returns a typed wait on the child and the parent run
+parks too, holding nothing open. When the child ends, its answer reaches the parent call
+exactly once (whichever side gets there first claims ``delivered``), and the parent resumes.
+A subagent's own ``background: true`` child runs in the foreground, and the result says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import update
+
+from corral.errors import CorralError, InvalidArguments, NotFound, ToolError
+from corral.runtime.agents import load_agent
+from corral.runtime.delegation.answer import clip_both_ends, last_substantive_text
+from corral.runtime.delegation.reach import child_reach
+from corral.runtime.delegation.transcript import RunFolder
+from corral.runtime.parking import resolve_wait
+from corral.runtime.runs import TERMINAL, RunRecord
+from corral.runtime.runtime import Runtime
+from corral.runtime.timeline import NewRow
+from corral.runtime.turns import TurnSpec, start_turn
+from corral.store import delegation_tables as dt
+from corral.tools.dispatch import CallRequest
+from corral.tools.results import ToolResult
+from corral.tools.selection import AgentSelection
+from corral.tools.services import DelegateScope
+
+__all__ = ["Delegation"]
+
+log = logging.getLogger("corral.runtime")
+
+TIMEOUT_MS_MAX = 1_680_000
+STEPS_MAX = 200
+
+
+class Delegation:
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        runtime.run_end_hooks.append(self._on_run_end)
+
+    # -- the tool -----------------------------------------------------------------------------
+
+    async def delegate(self, args: Mapping[str, Any], ctx: DelegateScope) -> ToolResult:
+        rt = self._rt
+        if ctx.run_id is None or ctx.conversation_id is None:
+            raise ToolError(
+                "delegate runs a subagent for a conversation's run; call it from a chat turn",
+                code="not_available",
+            )
+        parent = await rt.runs.get(ctx.run_id)
+        parent_conversation = await rt.conversations.get(ctx.conversation_id)
+        agent_name = str(args.get("agent") or ctx.agent)
+        try:
+            agent = await load_agent(rt.kernel.sessions, agent_name)
+        except NotFound as exc:
+            raise InvalidArguments(str(exc)) from None
+        state = await rt.kernel.config.dispatch_state()
+        parent_visible = rt.kernel.dispatcher.visible_tools(
+            CallRequest(
+                tool="", arguments={}, caller=ctx.caller, agent=ctx.agent, narrowing=ctx.narrowing
+            ),
+            state,
+        )
+        reach = child_reach(
+            parent_visible=parent_visible,
+            parent_narrowing=ctx.narrowing,
+            agent=state.agents.get(agent_name) or AgentSelection(agent=agent_name, mode="all"),
+            tools=args.get("tools"),
+            blocked_tools=args.get("blocked_tools") or (),
+            disabled_packages=args.get("disabled_packages") or (),
+        )
+        if reach.empty:
+            raise InvalidArguments(
+                "none of the tools you named can go to the subagent, so no subagent was "
+                f"started. {reach.describe()} Name tools from your own tool list, or omit "
+                "'tools' to give it your full set.",
+                data={"tools": reach.to_json()},
+            )
+        model = str(
+            args.get("model") or (agent.model if args.get("agent") else None) or parent.model
+        )
+        try:
+            rt.models.resolve(model)
+        except CorralError as exc:
+            raise InvalidArguments(f"model {model!r} cannot be used: {exc}") from None
+        notes = []
+        if args.get("background") and ctx.narrowing.subagent:
+            notes.append(
+                "background: true is for the top level only; this subagent's own subagent ran "
+                "in the foreground and its answer is below."
+            )
+        task = str(args["task"])
+        context = str(args.get("context") or "").strip()
+        child = await rt.conversations.create(
+            owner_id=ctx.caller.user_id,
+            agent=agent.name,
+            profile=parent_conversation.profile,
+            model=model,
+            title=task[:120],
+        )
+        async with rt.kernel.sessions.begin() as session:
+            session.add(
+                dt.Delegation(
+                    conversation_id=child.id,
+                    parent_conversation_id=ctx.conversation_id,
+                    parent_run_id=ctx.run_id,
+                    parent_call_id=ctx.call_id,
+                    user_id=ctx.caller.user_id,
+                    task=task,
+                    background=False,
+                    parent_waits=False,
+                    delivered=False,
+                    reach=reach.to_json(),
+                )
+            )
+        spec = TurnSpec(
+            conversation_id=child.id,
+            user_id=ctx.caller.user_id,
+            agent=agent.name,
+            model=model,
+            profile=parent.profile,
+            trigger="message",
+            hop=parent.hop,
+            step_budget=min(int(args.get("max_steps") or STEPS_MAX), STEPS_MAX),
+            wall_clock_limit_s=min(int(args.get("timeout_ms") or TIMEOUT_MS_MAX), TIMEOUT_MS_MAX)
+            / 1000,
+            narrowing=reach.narrowing,
+            kind="delegate",
+            parent_run_id=ctx.run_id,
+        )
+        opening = f"{context}\n\n{task}" if context else task
+        started = await start_turn(
+            rt,
+            spec,
+            [NewRow(kind="user_message", user_id=ctx.caller.user_id, data={"text": opening})],
+        )
+        if started is None:  # a brand-new conversation cannot be busy
+            raise ToolError("the subagent could not start", code="delegate_failed")
+        run, _ = started
+        unregister = ctx.cancellation.on_cancel(lambda: self._stop_child(run.id))
+        try:
+            settled = await rt.wait_run(run.id)
+        finally:
+            unregister()
+        if settled.status in TERMINAL:
+            await self._claim(child.id)
+            return await self._answer(settled, reach.describe(), notes)
+        await self._parent_waits(child.id)
+        settled = await rt.runs.get(run.id)
+        if settled.status in TERMINAL and await self._claim(child.id):
+            return await self._answer(settled, reach.describe(), notes)
+        asks = ", ".join(f"{w.kind} {w.id} for {w.tool!r}" for w in settled.waiting)
+        return ToolResult.wait_for(
+            "delegate",
+            run.id,
+            f"Subagent run {run.id} is waiting for {asks or 'an answer'}; this call resumes "
+            "with its answer once a person decides.",
+            data={
+                "run_id": run.id,
+                "conversation_id": child.id,
+                "waiting": [w.to_json() for w in settled.waiting],
+                "tools": reach.to_json(),
+            },
+        )
+
+    # -- answers ------------------------------------------------------------------------------
+
+    async def _answer(self, run: RunRecord, reach: str | None, notes: list[str]) -> ToolResult:
+        rt = self._rt
+        delegation = await self._delegation(run.conversation_id)
+        folder = RunFolder(rt.kernel.settings, delegation.parent_conversation_id, run.id)
+        rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
+        live = await rt.kernel.live_settings()
+        text = clip_both_ends(
+            last_substantive_text(rows),
+            int(live["delegate_answer_cap_chars"]),
+            folder.transcript_uri,
+        )
+        lines: list[str] = []
+        if run.status == "partial":
+            lines.append(
+                f"Partial answer: the subagent was cut off ({run.detail}); it did not write a "
+                "conclusion, so treat what follows as unfinished."
+            )
+        elif run.status != "finished":
+            lines.append(f"The subagent run {run.status}: {run.detail or run.reason}.")
+        lines += notes
+        if reach:
+            lines.append(reach)
+        lines.append(text or "(the subagent wrote no answer)")
+        lines.append(
+            f"[subagent run {run.id} · {run.steps} steps · transcript {folder.transcript_uri}]"
+        )
+        failed = run.status in ("failed", "stopped")
+        return ToolResult.text_result(
+            "\n\n".join(lines),
+            is_error=failed,
+            error_code=f"delegate_{run.status}" if failed else None,
+            status="stopped" if run.status == "stopped" else ("error" if failed else "ok"),
+            data={
+                "run_id": run.id,
+                "conversation_id": run.conversation_id,
+                "status": run.status,
+                "steps": run.steps,
+                "status_uri": folder.status_uri,
+                "transcript_uri": folder.transcript_uri,
+            },
+        )
+
+    async def _on_run_end(self, run: RunRecord, status: str) -> None:
+        """Persist a child's folder and give its answer to a parent call that waits for it;
+        stop the children of any run that ended."""
+        try:
+            await self._stop_children(run)
+            if run.kind != "delegate":
+                return
+            delegation = await self._delegation(run.conversation_id)
+            ended = await self._rt.runs.get(run.id)
+            await self._persist(delegation, ended)
+            if delegation.parent_waits and await self._claim(run.conversation_id):
+                result = await self._answer(ended, None, [])
+                await resolve_wait(
+                    self._rt, delegation.parent_run_id, delegation.parent_call_id, result
+                )
+        except Exception:  # a hook must never break the run's ending
+            log.exception("delegate run %s ended, but its parent could not be answered", run.id)
+
+    async def _persist(self, delegation: dt.Delegation, run: RunRecord) -> None:
+        folder = RunFolder(self._rt.kernel.settings, delegation.parent_conversation_id, run.id)
+        rows = await self._rt.conversations.rows(run.conversation_id, run_id=run.id)
+        meta = {
+            **run_meta(run),
+            "parent_conversation_id": delegation.parent_conversation_id,
+            "parent_run_id": delegation.parent_run_id,
+            "task": delegation.task,
+            "tools": delegation.reach,
+        }
+        await folder.write(meta, rows)
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    async def _delegation(self, conversation_id: str) -> dt.Delegation:
+        async with self._rt.kernel.sessions() as session:
+            row = await session.get(dt.Delegation, conversation_id)
+        if row is None:
+            raise NotFound(f"conversation {conversation_id!r} is not a delegate run's")
+        return row
+
+    async def _parent_waits(self, conversation_id: str) -> None:
+        async with self._rt.kernel.sessions.begin() as session:
+            await session.execute(
+                update(dt.Delegation)
+                .where(dt.Delegation.conversation_id == conversation_id)
+                .values(parent_waits=True)
+            )
+
+    async def _claim(self, conversation_id: str) -> bool:
+        """Take the one right to give the parent call its answer."""
+        async with self._rt.kernel.sessions.begin() as session:
+            outcome = await session.execute(
+                update(dt.Delegation)
+                .where(
+                    dt.Delegation.conversation_id == conversation_id,
+                    dt.Delegation.delivered.is_(False),
+                )
+                .values(delivered=True)
+            )
+        return int(getattr(outcome, "rowcount", 0)) == 1
+
+    def _stop_child(self, run_id: str) -> None:
+        cancellation = self._rt.live.get(run_id)
+        if cancellation is not None:
+            cancellation.cancel("stopped")
+
+    async def _stop_children(self, run: RunRecord) -> None:
+        for child in await self._rt.runs.list_runs(
+            statuses=["queued", "running", "parked"], parent_run_id=run.id
+        ):
+            await self._rt.stop(child.id, user=child.user_id)
+
+
+def run_meta(run: RunRecord) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "kind": run.kind,
+        "status": run.status,
+        "reason": run.reason,
+        "detail": run.detail,
+        "agent": run.agent,
+        "model": run.model,
+        "profile": run.profile,
+        "steps": run.steps,
+        "step_budget": run.step_budget,
+        "narrowing": run.narrowing.to_json(),
+        "created_at": run.created_at,
+        "ended_at": run.ended_at,
+    }

@@ -1,0 +1,210 @@
+"""delegate: a child run with its own loop, narrow-only reach, answers, parking, folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+import corral
+from corral.platform import Platform
+from corral.runtime.runtime import Runtime
+from corral.store import delegation_tables as dt
+from tests.conftest import DEMO
+from tests.runtime.conftest import ScriptWriter, call
+
+AUTO = {"profile": "auto"}
+
+
+def delegate_results(rows: Any) -> list[dict[str, Any]]:
+    return [
+        r.data["result"]
+        for r in rows
+        if r.kind == "tool_result" and r.data.get("tool") == "delegate"
+    ]
+
+
+async def test_a_foreground_child_answers_the_parent_and_leaves_its_folder(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter, data_dir: Path
+) -> None:
+    child = write_script(
+        {"text": "Draft.", "tool_calls": [call("echo", text="x")]},
+        {"text": "The child says hi.", "tool_calls": [call("echo", text="y")]},
+        {"text": ""},  # a step without text does not erase the answer before it
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="Say hi", context="You are polite.", model=child)]},
+        {"when_result_contains": "The child says hi.", "text": "Parent done."},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    assert (turn.status, turn.text) == ("finished", "Parent done.")
+    (result,) = delegate_results(turn.rows)
+    assert result["status"] == "ok"
+    data = result["data"]
+    assert data["status"] == "finished" and data["steps"] == 3
+    transcript = data["transcript_uri"]
+    assert transcript.startswith(f"data://.corral/conversations/{turn.conversation_id}/runs/")
+    folder = data_dir / "drive" / transcript.removeprefix("data://").rsplit("/", 1)[0]
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["status"] == "finished" and meta["task"] == "Say hi"
+    assert meta["parent_conversation_id"] == turn.conversation_id
+    lines = [json.loads(line) for line in (folder / "messages.jsonl").read_text().splitlines()]
+    assert lines[0]["kind"] == "user_message"
+    assert lines[0]["data"]["text"] == "You are polite.\n\nSay hi"
+    child_run = await rt.runs.get(data["run_id"])
+    assert (child_run.kind, child_run.parent_run_id) == ("delegate", turn.run_id)
+    assert child_run.narrowing.subagent
+    # The child's own conversation is not one of the person's conversations.
+    listed = [c.id for c in await rt.list_conversations()]
+    assert listed == [turn.conversation_id]
+
+
+async def test_every_named_tool_is_answered_and_hidden_reads_as_missing(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_tool_enabled("default", "explode", False)  # hidden from caller
+    child = write_script({"text": "ok"}, name="child")
+    parent = write_script(
+        {
+            "tool_calls": [
+                call(
+                    "delegate",
+                    task="t",
+                    model=child,
+                    tools=["echo", "ask_question", "no_such_tool", "explode", "gate"],
+                    blocked_tools=["gate"],
+                )
+            ]
+        },
+        {"text": "done"},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    text = result["content"][0]["text"]
+    assert "'ask_question' (barred from every subagent)" in text
+    assert "'no_such_tool' (not in the subagent's catalog)" in text
+    assert "'explode' (not in the subagent's catalog)" in text
+    assert "'gate' (removed by this call's blocked_tools)" in text
+    child_run = await rt.runs.get(result["data"]["run_id"])
+    assert child_run.narrowing.tools == frozenset({"echo"})
+
+
+async def test_a_list_with_no_survivors_starts_no_child(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", tools=["ask_question", "nope"])]},
+        {"text": "done"},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    assert result["error_code"] == "invalid_arguments"
+    assert "no subagent was started" in result["content"][0]["text"]
+    async with rt_platform.sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(dt.Delegation)) == 0
+
+
+async def test_an_empty_tools_list_is_refused_by_the_schema(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    parent = write_script({"tool_calls": [call("delegate", task="t", tools=[])]}, {"text": "x"})
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    assert result["error_code"] == "invalid_arguments" and "/tools" in result["content"][0]["text"]
+
+
+async def test_a_child_calling_a_tool_outside_its_reach_is_refused_when_it_calls(
+    rt_platform: Platform, write_script: ScriptWriter, data_dir: Path
+) -> None:
+    child = write_script(
+        {"tool_calls": [call("write_note", path="data://x.md", text="no")]},
+        {"when_result_contains": "not available here", "text": "I could not write."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, tools=["echo"])]},
+        {"text": "done"},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    assert "I could not write." in result["content"][0]["text"]
+    assert not (data_dir / "drive" / "x.md").exists()
+
+
+async def test_ask_question_never_reaches_a_grandchild_and_detaching_is_top_level_only(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    grandchild = write_script(
+        {"tool_calls": [call("ask_question", questions=[{"question": "?", "header": "h"}])]},
+        {"when_result_contains": "not available here", "text": "No one to ask."},
+        name="grandchild",
+    )
+    child = write_script(
+        {"tool_calls": [call("delegate", task="ask", model=grandchild, background=True)]},
+        {"when_result_contains": "No one to ask.", "text": "Grandchild said: no one to ask."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child)]}, {"text": "done"}
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    assert turn.status == "finished"
+    (result,) = delegate_results(turn.rows)
+    assert "Grandchild said: no one to ask." in result["content"][0]["text"]
+    child_id = result["data"]["conversation_id"]
+    child_rows = await rt_platform.runtime.conversations.rows(child_id)
+    (inner,) = delegate_results(child_rows)
+    assert "ran in the foreground" in inner["content"][0]["text"]
+
+
+async def test_a_long_answer_keeps_both_ends_with_a_marker(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("delegate_answer_cap_chars", 1000)
+    child = write_script({"text": "A" * 1500 + "Z" * 1500}, name="child")
+    parent = write_script({"tool_calls": [call("delegate", task="t", model=child)]}, {"text": "x"})
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    text = result["content"][0]["text"]
+    assert "A" * 500 in text and "Z" * 500 in text
+    assert "A" * 501 not in text and "Z" * 501 not in text
+    assert "2,000 of 3,000 characters dropped" in text
+    assert result["data"]["transcript_uri"] in text
+
+
+async def test_an_inner_approval_parks_child_and_parent_across_a_restart(
+    data_dir: Path, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"tool_calls": [call("write_note", path="data://note.md", text="hello")]},
+        {"when_result_contains": "wrote", "text": "The note is written."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="write it", model=child)]},
+        {"when_result_contains": "The note is written.", "text": "Parent saw the note."},
+    )
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        turn = await platform.chat("go", model=parent, profile="balanced")
+        assert turn.status == "parked"  # the delegate call itself asks first
+        await platform.decide_approval(turn.approvals[0], "approve")
+        parent_run = await platform.runtime.runs.get(turn.run_id)
+        assert parent_run.status == "parked"
+        (wait,) = parent_run.waiting
+        assert wait.kind == "delegate"
+        child_run = await platform.runtime.runs.get(wait.id)
+        assert child_run.status == "parked"
+        (inner,) = child_run.waiting
+        assert (inner.kind, inner.tool) == ("approval", "write_note")
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        rt = platform.runtime
+        assert (await rt.runs.get(child_run.id)).status == "parked"
+        await platform.decide_approval(inner.id, "approve")
+        assert (await rt.wait_run(child_run.id)).status == "finished"
+        final = await rt.wait_run(turn.run_id)
+        assert final.status == "finished"
+        assert (await rt.result(turn.run_id)).text == "Parent saw the note."
+    assert (data_dir / "drive" / "note.md").read_text() == "note:hello"
