@@ -253,6 +253,21 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "around a marker naming what was dropped and where the full transcript is.",
     ),
     LiveSettingDef(
+        key="delegate_background_max",
+        type=int,
+        default=4,
+        minimum=0,
+        description="Background delegate runs a person may have in flight at once; past it "
+        "a background delegate call is refused (code delegate_background_limit).",
+    ),
+    LiveSettingDef(
+        key="delegate_report_back",
+        type=bool,
+        default=True,
+        description="Whether a finished background delegate run reports into its "
+        "conversation (its answer stays in its transcript either way).",
+    ),
+    LiveSettingDef(
         key="run_step_budget",
         type=int,
         default=50,

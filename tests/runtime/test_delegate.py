@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from corral.platform import Platform
 from corral.runtime.runtime import Runtime
 from corral.store import delegation_tables as dt
 from tests.conftest import DEMO
-from tests.runtime.conftest import ScriptWriter, call
+from tests.runtime.conftest import ScriptWriter, call, gate
 
 AUTO = {"profile": "auto"}
 
@@ -208,3 +209,136 @@ async def test_an_inner_approval_parks_child_and_parent_across_a_restart(
         assert final.status == "finished"
         assert (await rt.result(turn.run_id)).text == "Parent saw the note."
     assert (data_dir / "drive" / "note.md").read_text() == "note:hello"
+
+
+async def test_a_background_run_reports_and_the_parent_continues_by_itself(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter, data_dir: Path
+) -> None:
+    child = write_script({"text": "Background answer: 42."}, name="child")
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="compute", model=child, background=True)]},
+        {"when_result_contains": "Started background subagent run", "text": "Started it."},
+        {"when_message_contains": "Background answer: 42.", "text": "The answer is 42."},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    assert (turn.status, turn.text) == ("finished", "Started it.")
+    (started,) = delegate_results(turn.rows)
+    data = started["data"]
+    assert data["background"] and data["status_uri"].endswith("/meta.json")
+    await rt.wait_run(data["run_id"])
+    await rt.wait_idle(turn.conversation_id)
+    rows = await rt.rows(turn.conversation_id)
+    report = next(r for r in rows if r.kind == "background_report")
+    assert report.data["source"] == "delegate" and report.data["source_id"] == data["run_id"]
+    assert "Background answer: 42." in report.data["text"]
+    last = (await rt.runs.list_runs(conversation_id=turn.conversation_id, limit=1))[0]
+    assert last.trigger == "report" and last.user_id == turn.rows[0].user_id
+    assert (await rt.result(last.id)).text == "The answer is 42."
+    folder = data_dir / "drive" / data["status_uri"].removeprefix("data://")
+    assert json.loads(folder.read_text())["status"] == "finished"
+
+
+async def test_a_background_report_waits_for_the_turn_in_flight(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    child = write_script({"text": "Child finished early."}, name="child")
+    parent = write_script(
+        {
+            "tool_calls": [
+                call("delegate", task="t", model=child, background=True),
+                call("gate", name="hold"),
+            ]
+        },
+        {"text": "Turn done."},
+        {"when_message_contains": "Child finished early.", "text": "Read the report."},
+    )
+    conversation = await rt.start_conversation(model=parent, profile="auto")
+    async with rt.events.subscribe(conversation.id) as events:
+        run = await rt.start_chat("go", conversation_id=conversation.id)
+        gate_running = delegate_returned = False
+        async for event in events:
+            gate_running = gate_running or event["type"] == "output"
+            row = event.get("row") or {}
+            delegate_returned = delegate_returned or (
+                row.get("kind") == "tool_result" and row["data"].get("tool") == "delegate"
+            )
+            if gate_running and delegate_returned:
+                break  # the child is started and the turn is still in flight
+    async with rt_platform.sessions() as session:
+        (delegation,) = await session.scalars(select(dt.Delegation))
+    (child_run,) = await rt.runs.list_runs(conversation_id=delegation.conversation_id)
+    assert (await rt.wait_run(child_run.id)).status == "finished"
+    queued = await rt.deliveries.list_deliveries(conversation.id, status="queued")
+    assert len(queued) == 1  # the report waits: the parent's turn is still in flight
+    gate(rt_platform, "hold").set()
+    await rt.wait_run(run.id)
+    await rt.wait_idle(conversation.id)
+    order = [r.kind for r in await rt.rows(conversation.id)]
+    assert order.index("background_report") > order.index("model_turn", 2)
+    assert (await rt.result(run.id)).text == "Turn done."
+
+
+async def test_background_runs_past_the_limit_are_refused(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("delegate_background_max", 0)
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", background=True)]}, {"text": "ok"}
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    assert result["error_code"] == "delegate_background_limit"
+    async with rt_platform.sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(dt.Delegation)) == 0
+
+
+async def test_the_last_step_is_a_text_only_wrap_up_and_the_answer_says_partial(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"text": "Working.", "tool_calls": [call("echo", text="x")]},
+        {"text": "Summary: half done; the rest needs a second pass."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, max_steps=2)]}, {"text": "ok"}
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    text = result["content"][0]["text"]
+    assert text.startswith("Partial answer: the subagent was cut off")
+    assert "Summary: half done; the rest needs a second pass." in text
+    child_run = await rt.runs.get(result["data"]["run_id"])
+    assert (child_run.status, child_run.reason, child_run.steps) == ("partial", "step_budget", 2)
+    rows = await rt.conversations.rows(child_run.conversation_id)
+    assert [r.kind for r in rows].count("tool_call") == 1  # the wrap-up called no tool
+
+
+async def test_a_wrap_up_that_does_not_land_is_cut_and_reported_partial(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter, monkeypatch: Any
+) -> None:
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from corral.runtime import loop
+
+    monkeypatch.setattr(loop, "WRAP_UP_SECONDS", 0.2)
+    never = asyncio.Event()
+
+    async def slow_child(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            await never.wait()  # the wrap-up turn never answers
+        return ModelResponse(
+            parts=[TextPart("Started on it."), ToolCallPart("echo", {"text": "x"}, "c1")]
+        )
+
+    rt.models.register("function:slow-child", FunctionModel(slow_child))
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model="function:slow-child", max_steps=2)]},
+        {"text": "ok"},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    text = result["content"][0]["text"]
+    assert result["status"] == "ok" and not result["is_error"]  # partial, never a failure
+    assert text.startswith("Partial answer") and "Started on it." in text

@@ -20,12 +20,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import (
+    ModelRequest,
     ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
     TextPart,
     TextPartDelta,
     ToolCallPart,
+    UserPromptPart,
 )
 
 from corral.errors import CorralError
@@ -50,6 +52,14 @@ log = logging.getLogger("corral.runtime")
 
 STOP_CHECK_SECONDS = 1.0
 """How often a running run looks for a Stop requested from another process."""
+
+WRAP_UP_SECONDS = 90.0
+"""How long a delegate run's wrap-up turn may take before the run is cut without it."""
+
+WRAP_UP = (
+    "[platform] {why}. Do not call tools. Write your final answer now: what you found and "
+    "did, what is unfinished, and what the person who delegated this should do next."
+)
 
 
 async def advance_run(rt: RunHost, run_id: str) -> None:
@@ -140,9 +150,12 @@ class _Loop:
             remaining, self.cancellation.cancel, "wall_clock"
         )
         try:
-            return await self._steps(context)
+            outcome = await self._steps(context)
         finally:
             timer.cancel()
+        if run.kind == "delegate" and outcome.reason in ("wall_clock", "step_budget"):
+            await self._wrap_up(context, outcome.detail)
+        return outcome
 
     async def _steps(self, context: _Context) -> Outcome:
         first = True
@@ -150,7 +163,8 @@ class _Loop:
             if self.cancellation.cancelled or await self._stop_requested():
                 return self._cancelled()
             run = self.run_record
-            if run.steps >= run.step_budget:
+            # A delegate run keeps its budget's last step for the wrap-up turn.
+            if run.steps >= run.step_budget - (1 if run.kind == "delegate" else 0):
                 return Outcome(
                     status="partial",
                     reason="step_budget",
@@ -193,10 +207,27 @@ class _Loop:
                 # Answered while the turn ran, possibly by another process: re-read the rows.
                 self.rt.prompt.invalidate(run.conversation_id)
 
-    async def _prompt(self, context: _Context, *, refresh: bool) -> Prompt:
+    async def _wrap_up(self, context: _Context, why: str) -> None:
+        """One text-only turn for a delegate run that ran out of time or steps, so that it
+        returns a focused partial summary; cut without it after ``WRAP_UP_SECONDS``."""
+        prompt = await self._prompt(context, refresh=False, with_tools=False)
+        ask = ModelRequest(parts=[UserPromptPart(WRAP_UP.format(why=why[:1].upper() + why[1:]))])
+        try:
+            async with asyncio.timeout(WRAP_UP_SECONDS):
+                response = await context.model.model.request(
+                    [*prompt.messages, ask], None, prompt.parameters
+                )
+        except Exception as exc:  # the wrap-up is a courtesy: the run ends partial either way
+            log.warning("the wrap-up turn of run %s did not land: %r", self.run_record.id, exc)
+            return
+        text = response.text or ""
+        if text.strip():
+            await self._store_turn(ModelResponse(parts=[TextPart(text)]), [])
+
+    async def _prompt(self, context: _Context, *, refresh: bool, with_tools: bool = True) -> Prompt:
         rt, run = self.rt, self.run_record
         state = await rt.kernel.config.dispatch_state()
-        tools = await rt.visible_tools(run, context.caller)
+        tools = await rt.visible_tools(run, context.caller) if with_tools else []
         return await rt.prompt.build(
             PromptRequest(
                 conversation_id=run.conversation_id,

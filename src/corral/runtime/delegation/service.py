@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 
 from corral.errors import CorralError, InvalidArguments, NotFound, ToolError
 from corral.runtime.agents import load_agent
@@ -22,11 +22,12 @@ from corral.runtime.delegation.answer import clip_both_ends, last_substantive_te
 from corral.runtime.delegation.reach import child_reach
 from corral.runtime.delegation.transcript import RunFolder
 from corral.runtime.parking import resolve_wait
-from corral.runtime.runs import TERMINAL, RunRecord
+from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow
 from corral.runtime.turns import TurnSpec, start_turn
 from corral.store import delegation_tables as dt
+from corral.store import runtime_tables as rt_tables
 from corral.tools.dispatch import CallRequest
 from corral.tools.results import ToolResult
 from corral.tools.selection import AgentSelection
@@ -43,6 +44,7 @@ STEPS_MAX = 200
 class Delegation:
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
+        self._reports = runtime.reports
         runtime.run_end_hooks.append(self._on_run_end)
 
     # -- the tool -----------------------------------------------------------------------------
@@ -91,6 +93,9 @@ class Delegation:
         except CorralError as exc:
             raise InvalidArguments(f"model {model!r} cannot be used: {exc}") from None
         notes = []
+        background = bool(args.get("background")) and not ctx.narrowing.subagent
+        if background:
+            await self._check_background_room(ctx.caller.user_id)
         if args.get("background") and ctx.narrowing.subagent:
             notes.append(
                 "background: true is for the top level only; this subagent's own subagent ran "
@@ -114,7 +119,7 @@ class Delegation:
                     parent_call_id=ctx.call_id,
                     user_id=ctx.caller.user_id,
                     task=task,
-                    background=False,
+                    background=background,
                     parent_waits=False,
                     delivered=False,
                     reach=reach.to_json(),
@@ -144,6 +149,8 @@ class Delegation:
         if started is None:  # a brand-new conversation cannot be busy
             raise ToolError("the subagent could not start", code="delegate_failed")
         run, _ = started
+        if background:
+            return await self._detached(run, ctx.conversation_id, reach.describe())
         unregister = ctx.cancellation.on_cancel(lambda: self._stop_child(run.id))
         try:
             settled = await rt.wait_run(run.id)
@@ -167,6 +174,50 @@ class Delegation:
                 "conversation_id": child.id,
                 "waiting": [w.to_json() for w in settled.waiting],
                 "tools": reach.to_json(),
+            },
+        )
+
+    async def _check_background_room(self, user_id: str) -> None:
+        limit = int((await self._rt.kernel.live_settings())["delegate_background_max"])
+        c, r = dt.Delegation, rt_tables.Run
+        active = (
+            select(func.count(func.distinct(c.conversation_id)))
+            .join(r, r.conversation_id == c.conversation_id)
+            .where(c.user_id == user_id, c.background.is_(True), r.status.in_(list(ACTIVE)))
+        )
+        async with self._rt.kernel.sessions() as session:
+            running = int(await session.scalar(active) or 0)
+        if running >= limit:
+            raise ToolError(
+                f"{running} background subagent runs are already in flight (the live setting "
+                f"delegate_background_max is {limit}); wait for one to report, or run this one "
+                "in the foreground (background: false)",
+                code="delegate_background_limit",
+                data={"running": running, "limit": limit},
+            )
+
+    async def _detached(
+        self, run: RunRecord, parent_conversation_id: str, reach: str | None
+    ) -> ToolResult:
+        folder = RunFolder(self._rt.kernel.settings, parent_conversation_id, run.id)
+        await folder.write({**run_meta(run), "status": "running"}, [])
+        lines = [
+            f"Started background subagent run {run.id}. It keeps working after this turn; "
+            "when it ends, its answer arrives in this conversation as a report by itself. "
+            "There is nothing to poll: continue with other work or end your turn.",
+            f"Status: {folder.status_uri} · transcript: {folder.transcript_uri}",
+        ]
+        if reach:
+            lines.append(reach)
+        return ToolResult.text_result(
+            "\n".join(lines),
+            data={
+                "run_id": run.id,
+                "conversation_id": run.conversation_id,
+                "status": "running",
+                "status_uri": folder.status_uri,
+                "transcript_uri": folder.transcript_uri,
+                "background": True,
             },
         )
 
@@ -218,19 +269,36 @@ class Delegation:
         """Persist a child's folder and give its answer to a parent call that waits for it;
         stop the children of any run that ended."""
         try:
-            await self._stop_children(run)
+            await self._stop_children(run, status)
             if run.kind != "delegate":
                 return
             delegation = await self._delegation(run.conversation_id)
             ended = await self._rt.runs.get(run.id)
             await self._persist(delegation, ended)
-            if delegation.parent_waits and await self._claim(run.conversation_id):
+            if delegation.background:
+                await self._report(delegation, ended)
+            elif delegation.parent_waits and await self._claim(run.conversation_id):
                 result = await self._answer(ended, None, [])
                 await resolve_wait(
                     self._rt, delegation.parent_run_id, delegation.parent_call_id, result
                 )
         except Exception:  # a hook must never break the run's ending
             log.exception("delegate run %s ended, but its parent could not be answered", run.id)
+
+    async def _report(self, delegation: dt.Delegation, run: RunRecord) -> None:
+        """A background run's answer, as a report into the parent conversation."""
+        if not (await self._rt.kernel.live_settings())["delegate_report_back"]:
+            return
+        result = await self._answer(run, None, [])
+        await self._reports.queue_report(
+            conversation_id=delegation.parent_conversation_id,
+            user_id=delegation.user_id,
+            source="delegate",
+            source_id=run.id,
+            title=f"Background subagent run {run.id} {run.status}",
+            text=result.text,
+            data=dict(result.data or {}),
+        )
 
     async def _persist(self, delegation: dt.Delegation, run: RunRecord) -> None:
         folder = RunFolder(self._rt.kernel.settings, delegation.parent_conversation_id, run.id)
@@ -279,10 +347,12 @@ class Delegation:
         if cancellation is not None:
             cancellation.cancel("stopped")
 
-    async def _stop_children(self, run: RunRecord) -> None:
-        for child in await self._rt.runs.list_runs(
-            statuses=["queued", "running", "parked"], parent_run_id=run.id
-        ):
+    async def _stop_children(self, run: RunRecord, status: str) -> None:
+        """A stopped run stops all its children; a run that ended otherwise stops those it
+        was waiting for (background children go on and report)."""
+        for child in await self._rt.runs.list_runs(statuses=list(ACTIVE), parent_run_id=run.id):
+            if status != "stopped" and (await self._delegation(child.conversation_id)).background:
+                continue
             await self._rt.stop(child.id, user=child.user_id)
 
 
