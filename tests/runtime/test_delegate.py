@@ -11,10 +11,11 @@ from sqlalchemy import func, select
 
 import corral
 from corral.platform import Platform
+from corral.runtime.delegation import Delegation
 from corral.runtime.runtime import Runtime
 from corral.store import delegation_tables as dt
 from tests.conftest import DEMO
-from tests.runtime.conftest import ScriptWriter, call, gate
+from tests.runtime.conftest import RTKIT, ScriptWriter, call, gate
 
 AUTO = {"profile": "auto"}
 
@@ -342,3 +343,92 @@ async def test_a_wrap_up_that_does_not_land_is_cut_and_reported_partial(
     text = result["content"][0]["text"]
     assert result["status"] == "ok" and not result["is_error"]  # partial, never a failure
     assert text.startswith("Partial answer") and "Started on it." in text
+
+
+async def test_stopping_a_parked_child_answers_the_waiting_parent(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter, data_dir: Path
+) -> None:
+    child = write_script(
+        {"tool_calls": [call("write_note", path="data://n.md", text="x")]}, name="child"
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child)]},
+        {"when_result_contains": "stopped", "text": "The subagent was stopped."},
+    )
+    conversation = await rt.start_conversation(model=parent, profile="balanced")
+    await rt.conversations.update(conversation.id, profile="balanced")
+    turn = await rt_platform.chat("go", conversation_id=conversation.id)
+    await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
+    (wait,) = (await rt.runs.get(turn.run_id)).waiting
+    child_run = await rt.runs.get(wait.id)
+    (inner,) = child_run.waiting
+    stopped = await rt_platform.services.require(Delegation).stop(child_run.id)
+    assert stopped.status == "stopped"
+    assert (await rt_platform.approvals.get(inner.id)).status == "closed"
+    final = await rt.wait_run(turn.run_id)
+    assert final.status == "finished"
+    assert (await rt.result(turn.run_id)).text == "The subagent was stopped."
+    assert not (data_dir / "drive" / "n.md").exists()
+
+
+async def test_a_running_background_child_ends_partial_when_the_platform_closes(
+    data_dir: Path, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"text": "Begun.", "tool_calls": [call("gate", name="never")]}, name="child"
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, background=True)]},
+        {"text": "Detached."},
+        {"when_message_contains": "partial", "text": "It was cut by a restart."},
+    )
+    async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as platform:
+        rt = platform.runtime
+        conversation = await rt.start_conversation(model=parent, profile="auto")
+        turn = await platform.chat("go", conversation_id=conversation.id)
+        (started,) = delegate_results(turn.rows)
+        child_run_id = started["data"]["run_id"]
+        child_conversation = started["data"]["conversation_id"]
+        async with rt.events.subscribe(child_conversation) as events:
+            rows = await rt.conversations.rows(child_conversation)
+            if not any(r.kind == "tool_call" for r in rows):
+                async for event in events:
+                    if event["type"] == "output":
+                        break  # the gate call is running: the child is mid-run
+    async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as platform:
+        rt = platform.runtime
+        child_run = await rt.runs.get(child_run_id)
+        assert (child_run.status, child_run.reason) == ("partial", "shutdown")
+        rows = await rt.conversations.rows(child_conversation)
+        assert [r.kind for r in rows][:3] == ["user_message", "model_turn", "tool_call"]
+        await rt.wake_all()
+        await rt.wait_idle(conversation.id)
+        parent_rows = await rt.rows(conversation.id)
+        report = next(r for r in parent_rows if r.kind == "background_report")
+        assert "partial" in report.data["title"] and "Begun." in report.data["text"]
+        last = (await rt.runs.list_runs(conversation_id=conversation.id, limit=1))[0]
+        assert (await rt.result(last.id)).text == "It was cut by a restart."
+    meta = data_dir / "drive" / started["data"]["status_uri"].removeprefix("data://")
+    assert json.loads(meta.read_text())["status"] == "partial"
+
+
+async def test_denying_an_inner_approval_lets_the_child_continue_with_the_refusal(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter, data_dir: Path
+) -> None:
+    child = write_script(
+        {"tool_calls": [call("write_note", path="data://n.md", text="x")]},
+        {"when_result_contains": "denied", "text": "Not allowed; I left the note alone."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child)]},
+        {"when_result_contains": "left the note alone", "text": "Understood."},
+    )
+    turn = await rt_platform.chat("go", model=parent, profile="balanced")
+    await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
+    (wait,) = (await rt.runs.get(turn.run_id)).waiting
+    (inner,) = (await rt.runs.get(wait.id)).waiting
+    await rt_platform.decide_approval(inner.id, "deny", note="not now")
+    assert (await rt.wait_run(turn.run_id)).status == "finished"
+    assert (await rt.result(turn.run_id)).text == "Understood."
+    assert not (data_dir / "drive" / "n.md").exists()

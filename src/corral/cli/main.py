@@ -20,6 +20,7 @@ from corral.cli import (
     check_command,
     compactions,
     conversations,
+    delegates,
     goals,
     host_broker,
     packages,
@@ -80,6 +81,7 @@ app.command("host-broker")(host_broker.host_broker)
 app.command("chat")(chat.chat)
 app.add_typer(conversations.app, name="conversations")
 app.add_typer(runs.app, name="runs")
+app.add_typer(delegates.app, name="delegates")
 app.add_typer(questions.app, name="questions")
 app.add_typer(goals.app, name="goals")
 app.add_typer(compactions.app, name="compactions")

@@ -12,7 +12,15 @@ from fastapi.responses import JSONResponse
 import corral
 from corral.errors import NotFound, ToolError, UsageError
 from corral.platform import Platform
-from corral.server.routes import approvals, context, conversations, settings, shells, tools
+from corral.server.routes import (
+    approvals,
+    context,
+    conversations,
+    delegates,
+    settings,
+    shells,
+    tools,
+)
 
 __all__ = ["create_app"]
 
@@ -62,4 +70,5 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(shells.router)
     app.include_router(conversations.router)
     app.include_router(context.router)
+    app.include_router(delegates.router)
     return app

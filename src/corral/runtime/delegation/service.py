@@ -16,7 +16,8 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from corral.errors import CorralError, InvalidArguments, NotFound, ToolError
+from corral.errors import CorralError, InvalidArguments, NotFound, ToolError, UsageError
+from corral.policy.profiles import parse_profile, stricter
 from corral.runtime.agents import load_agent
 from corral.runtime.delegation.answer import clip_both_ends, last_substantive_text
 from corral.runtime.delegation.reach import child_reach
@@ -311,6 +312,107 @@ class Delegation:
             "tools": delegation.reach,
         }
         await folder.write(meta, rows)
+
+    # -- people's API (routes and CLI) -------------------------------------------------------
+
+    async def list_delegates(
+        self, conversation_id: str, *, user: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The delegate runs a conversation started, newest first, with their status."""
+        await self._rt.conversation(conversation_id, user=user)
+        async with self._rt.kernel.sessions() as session:
+            delegations = list(
+                await session.scalars(
+                    select(dt.Delegation)
+                    .where(dt.Delegation.parent_conversation_id == conversation_id)
+                    .order_by(dt.Delegation.created_at.desc())
+                )
+            )
+        listed = []
+        for delegation in delegations:
+            for run in await self._rt.runs.list_runs(conversation_id=delegation.conversation_id):
+                folder = RunFolder(self._rt.kernel.settings, conversation_id, run.id)
+                listed.append(
+                    {
+                        **run_meta(run),
+                        "task": delegation.task,
+                        "background": delegation.background,
+                        "status_uri": folder.status_uri,
+                        "transcript_uri": folder.transcript_uri,
+                    }
+                )
+        return listed
+
+    async def show(self, run_id: str, *, user: str | None = None) -> dict[str, Any]:
+        """One delegate run: its meta, the answer it gave, where its transcript is."""
+        run, delegation = await self._readable(run_id, user)
+        result = await self._answer(run, None, [])
+        return {
+            **run_meta(run),
+            "task": delegation.task,
+            "tools": delegation.reach,
+            "parent_conversation_id": delegation.parent_conversation_id,
+            "answer": result.text,
+            **{k: v for k, v in (result.data or {}).items() if k.endswith("_uri")},
+        }
+
+    async def stop(self, run_id: str, *, user: str | None = None) -> RunRecord:
+        """Stop a delegate run and its children (only the person who started it may)."""
+        run, _ = await self._readable(run_id, user, own=True)
+        return await self._rt.stop(run.id, user=user)
+
+    async def continue_run(
+        self, run_id: str, instruction: str, *, user: str | None = None
+    ) -> RunRecord:
+        """Give an ended delegate run a further instruction: a new run of the same child,
+        with the same narrowing, whose answer reports into the parent conversation."""
+        if not instruction.strip():
+            raise UsageError("continuing a run needs an instruction")
+        run, delegation = await self._readable(run_id, user, own=True)
+        if run.status not in TERMINAL:
+            raise UsageError(f"run {run_id!r} is {run.status}; continue it once it has ended")
+        latest = (await self._rt.runs.list_runs(conversation_id=run.conversation_id, limit=1))[0]
+        if latest.id != run.id:
+            raise UsageError(f"run {run_id!r} was continued already, as {latest.id!r}")
+        async with self._rt.kernel.sessions.begin() as session:
+            await session.execute(
+                update(dt.Delegation)
+                .where(dt.Delegation.conversation_id == run.conversation_id)
+                .values(background=True)  # nobody waits for it: it reports back
+            )
+        conversation = await self._rt.conversations.get(run.conversation_id)
+        spec = TurnSpec(
+            conversation_id=run.conversation_id,
+            user_id=delegation.user_id,
+            agent=run.agent,
+            model=run.model,
+            profile=stricter(run.profile, parse_profile(conversation.profile)),
+            trigger="message",
+            hop=run.hop,
+            step_budget=run.step_budget,
+            wall_clock_limit_s=run.wall_clock_limit_s,
+            narrowing=run.narrowing,
+            kind="delegate",
+            parent_run_id=run.parent_run_id,
+        )
+        row = NewRow(kind="user_message", user_id=delegation.user_id, data={"text": instruction})
+        started = await start_turn(self._rt, spec, [row])
+        if started is None:
+            raise UsageError(f"the subagent of run {run_id!r} is busy; try again once it ends")
+        return started[0]
+
+    async def _readable(
+        self, run_id: str, user: str | None, *, own: bool = False
+    ) -> tuple[RunRecord, dt.Delegation]:
+        run = await self._rt.runs.get(run_id)
+        if run.kind != "delegate":
+            raise NotFound(f"run {run_id!r} is not a delegate run; `corral runs show` shows it")
+        delegation = await self._delegation(run.conversation_id)
+        caller = await self._rt.kernel.caller(user)
+        if own and caller.user_id != delegation.user_id:
+            raise UsageError(f"only the person who started run {run_id!r} may do that")
+        await self._rt.conversation(delegation.parent_conversation_id, user=caller.user_id)
+        return run, delegation
 
     # -- bookkeeping --------------------------------------------------------------------------
 
