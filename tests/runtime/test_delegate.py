@@ -429,6 +429,7 @@ async def test_denying_an_inner_approval_lets_the_child_continue_with_the_refusa
     (wait,) = (await rt.runs.get(turn.run_id)).waiting
     (inner,) = (await rt.runs.get(wait.id)).waiting
     await rt_platform.decide_approval(inner.id, "deny", note="not now")
+    assert (await rt.wait_run(wait.id)).status == "finished"  # the child goes on first
     assert (await rt.wait_run(turn.run_id)).status == "finished"
     assert (await rt.result(turn.run_id)).text == "Understood."
     assert not (data_dir / "drive" / "n.md").exists()
