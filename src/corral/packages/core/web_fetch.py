@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import secrets
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import ToolError
+from corral.files import write_text_atomically
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
 from corral.tools.services import Web
@@ -68,18 +67,6 @@ def _save_path(target: str, url: str, ctx: CallContext) -> tuple[Path, str]:
     return resolved.path, resolved.uri
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".web_fetch-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
-
-
 async def web_fetch(args: dict[str, Any], ctx: CallContext) -> ToolResult:
     fetcher = _access(ctx).fetcher(ctx.live)
     fmt = args.get("format", "markdown")
@@ -115,7 +102,7 @@ async def web_fetch(args: dict[str, Any], ctx: CallContext) -> ToolResult:
     saved_uri = None
     if save is not None:
         path, saved_uri = save
-        await asyncio.to_thread(_write_atomically, path, text)
+        await asyncio.to_thread(write_text_atomically, path, text)
         header.append(f"saved to: {saved_uri} ({len(text):,} characters, not cut)")
     body = "\n".join(header) + "\n\n" + returned
     return ToolResult(

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from corral.files import write_text_atomically
 from corral.runtime.timeline import TimelineRow
 from corral.settings import Settings
 
@@ -43,16 +41,5 @@ class RunFolder:
 
     def _write_files(self, meta: str, messages: str) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        _replace(self.path / "messages.jsonl", messages)
-        _replace(self.path / "meta.json", meta)
-
-
-def _replace(path: Path, text: str) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
+        write_text_atomically(self.path / "messages.jsonl", messages)
+        write_text_atomically(self.path / "meta.json", meta)
