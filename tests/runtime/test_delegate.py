@@ -433,3 +433,30 @@ async def test_denying_an_inner_approval_lets_the_child_continue_with_the_refusa
     assert (await rt.wait_run(turn.run_id)).status == "finished"
     assert (await rt.result(turn.run_id)).text == "Understood."
     assert not (data_dir / "drive" / "n.md").exists()
+
+
+async def test_a_parked_background_child_adopts_its_parents_stricter_profile(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"tool_calls": [call("write_note", path="data://n.md", text="x")]},
+        {"text": "done"},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, background=True)]},
+        {"text": "Detached."},
+        {"text": "Reported."},
+    )
+    turn = await rt_platform.chat("go", model=parent, profile="balanced")
+    await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
+    await rt.wait_run(turn.run_id)
+    async with rt_platform.sessions() as session:
+        (delegation,) = await session.scalars(select(dt.Delegation))
+    (child_run,) = await rt.runs.list_runs(conversation_id=delegation.conversation_id)
+    child_run = await rt.wait_run(child_run.id)
+    assert (child_run.status, child_run.profile) == ("parked", "balanced")
+    await rt.conversations.update(turn.conversation_id, profile="safe")
+    (inner,) = child_run.waiting
+    await rt_platform.decide_approval(inner.id, "approve")
+    assert (await rt.wait_run(child_run.id)).profile == "safe"

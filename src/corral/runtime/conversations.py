@@ -154,6 +154,12 @@ class ConversationStore:
         async with self._sessions() as session:
             return [ConversationInfo.of(row, last) for row, last in await session.execute(query)]
 
+    async def delegated_from(self, conversation_id: str) -> str | None:
+        """The conversation whose delegate call started this one, if any."""
+        async with self._sessions() as session:
+            row = await session.get(dt.Delegation, conversation_id)
+        return row.parent_conversation_id if row is not None else None
+
     async def update(self, conversation_id: str, **values: Any) -> None:
         allowed = {"model", "profile", "title", "agent"}
         if not set(values) <= allowed:

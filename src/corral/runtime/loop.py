@@ -70,6 +70,10 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
     conversation = await rt.conversations.get(run.conversation_id)
     # A run may only become stricter: it adopts a stricter conversation profile on resume.
     profile = stricter(run.profile, parse_profile(conversation.profile))
+    parent_id = await rt.conversations.delegated_from(run.conversation_id)
+    if parent_id is not None:  # a subagent also follows its parent conversation's switches
+        parent = await rt.conversations.get(parent_id)
+        profile = stricter(profile, parse_profile(parent.profile))
     if not await rt.runs.move(
         run_id, from_statuses=["queued"], to="running", worker=rt.worker, profile=profile
     ):
