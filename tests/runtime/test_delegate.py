@@ -395,6 +395,10 @@ async def test_a_running_background_child_ends_partial_when_the_platform_closes(
                 async for event in events:
                     if event["type"] == "output":
                         break  # the gate call is running: the child is mid-run
+        # A mid-run read of the transcript shows the work so far.
+        transcript = data_dir / "drive" / started["data"]["transcript_uri"][len("data://") :]
+        grown = [json.loads(line)["kind"] for line in transcript.read_text().splitlines()]
+        assert grown == ["user_message", "model_turn", "tool_call"]
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as platform:
         rt = platform.runtime
         child_run = await rt.runs.get(child_run_id)

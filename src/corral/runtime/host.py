@@ -33,10 +33,13 @@ from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
 from corral.tools.services import Services
 
-__all__ = ["SETTLED", "RunEndHook", "RunHost"]
+__all__ = ["SETTLED", "RowObserver", "RunEndHook", "RunHost"]
 
 RunEndHook = Callable[[RunRecord, str], Awaitable[None]]
 """Called when a run ends (with its final status): close what it left open."""
+
+RowObserver = Callable[[str, Sequence[TimelineRow]], None]
+"""Sees the rows of a conversation as this process stores them."""
 
 SETTLED: frozenset[str] = TERMINAL | {"parked"}
 
@@ -63,6 +66,8 @@ class RunHost:
         self.live: dict[str, Cancellation] = {}
         """Cancellations of the runs (and approved calls) executing in this process."""
         self.run_end_hooks: list[RunEndHook] = []
+        self.row_observers: list[RowObserver] = []
+        """Called with every batch of rows this process stores (keep them quick)."""
         self.background_work: list[BackgroundWorkSource] = []
         """Sources of running background work, listed in the agent's prompt every step."""
         self.closing = False
@@ -73,6 +78,8 @@ class RunHost:
         """Announce rows this process stored: to the prompt cache, the appender, readers."""
         self.appender.note(conversation_id, rows)
         self.prompt.observe(conversation_id, rows)
+        for observe in self.row_observers:
+            observe(conversation_id, rows)
         if self.events.has_subscribers(conversation_id):
             for row in rows:
                 self.events.publish(conversation_id, {"type": "row", "row": row.to_json()})

@@ -11,7 +11,7 @@ A subagent's own ``background: true`` child runs in the foreground, and the resu
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -25,7 +25,7 @@ from corral.runtime.delegation.transcript import RunFolder
 from corral.runtime.parking import resolve_wait
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord
 from corral.runtime.runtime import Runtime
-from corral.runtime.timeline import NewRow
+from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.turns import TurnSpec, start_turn
 from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt_tables
@@ -46,7 +46,10 @@ class Delegation:
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
         self._reports = runtime.reports
+        self._growing: dict[str, str] = {}
+        """Child conversations running in this process → their parent conversation."""
         runtime.run_end_hooks.append(self._on_run_end)
+        runtime.row_observers.append(self._grow_transcript)
 
     # -- the tool -----------------------------------------------------------------------------
 
@@ -149,7 +152,10 @@ class Delegation:
         )
         if started is None:  # a brand-new conversation cannot be busy
             raise ToolError("the subagent could not start", code="delegate_failed")
-        run, _ = started
+        run, opening_rows = started
+        # From here the transcript grows as the child stores rows: a mid-run read shows work.
+        self._growing[child.id] = ctx.conversation_id
+        RunFolder(rt.kernel.settings, ctx.conversation_id, run.id).append(opening_rows)
         if background:
             return await self._detached(run, ctx.conversation_id, reach.describe())
         unregister = ctx.cancellation.on_cancel(lambda: self._stop_child(run.id))
@@ -201,7 +207,7 @@ class Delegation:
         self, run: RunRecord, parent_conversation_id: str, reach: str | None
     ) -> ToolResult:
         folder = RunFolder(self._rt.kernel.settings, parent_conversation_id, run.id)
-        await folder.write({**run_meta(run), "status": "running"}, [])
+        await folder.write_meta({**run_meta(run), "status": "running"})
         lines = [
             f"Started background subagent run {run.id}. It keeps working after this turn; "
             "when it ends, its answer arrives in this conversation as a report by itself. "
@@ -221,6 +227,17 @@ class Delegation:
                 "background": True,
             },
         )
+
+    def _grow_transcript(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
+        parent = self._growing.get(conversation_id)
+        if parent is None:
+            return
+        for run_id in dict.fromkeys(r.run_id for r in rows if r.run_id):
+            mine = [r for r in rows if r.run_id == run_id]
+            try:
+                RunFolder(self._rt.kernel.settings, parent, run_id).append(mine)
+            except OSError:
+                log.exception("could not add to the transcript of run %s", run_id)
 
     # -- answers ------------------------------------------------------------------------------
 
@@ -274,6 +291,7 @@ class Delegation:
             if run.kind != "delegate":
                 return
             delegation = await self._delegation(run.conversation_id)
+            self._growing.pop(run.conversation_id, None)
             ended = await self._rt.runs.get(run.id)
             await self._persist(delegation, ended)
             if delegation.background:
@@ -396,6 +414,7 @@ class Delegation:
             parent_run_id=run.parent_run_id,
         )
         row = NewRow(kind="user_message", user_id=delegation.user_id, data={"text": instruction})
+        self._growing[run.conversation_id] = delegation.parent_conversation_id
         started = await start_turn(self._rt, spec, [row])
         if started is None:
             raise UsageError(f"the subagent of run {run_id!r} is busy; try again once it ends")

@@ -34,6 +34,16 @@ class RunFolder:
     def transcript_uri(self) -> str:
         return f"{self.uri}/messages.jsonl"
 
+    def append(self, rows: Sequence[TimelineRow]) -> None:
+        """Add rows to the transcript as the run stores them (the end rewrites it whole)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with (self.path / "messages.jsonl").open("a", encoding="utf-8") as out:
+            out.writelines(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in rows)
+
+    async def write_meta(self, meta: Mapping[str, Any]) -> None:
+        body = json.dumps(dict(meta), indent=2, ensure_ascii=False, default=str) + "\n"
+        await asyncio.to_thread(write_text_atomically, self.path / "meta.json", body)
+
     async def write(self, meta: Mapping[str, Any], rows: Sequence[TimelineRow]) -> None:
         lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in rows)
         body = json.dumps(dict(meta), indent=2, ensure_ascii=False, default=str) + "\n"
