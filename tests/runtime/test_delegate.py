@@ -464,3 +464,54 @@ async def test_a_parked_background_child_adopts_its_parents_stricter_profile(
     (inner,) = child_run.waiting
     await rt_platform.decide_approval(inner.id, "approve")
     assert (await rt.wait_run(child_run.id)).profile == "safe"
+
+
+class FastTimers:
+    """The wall clock at a thousandth of its pace: 300 s of limit fire after 0.3 s."""
+
+    def call_later(self, delay: float, callback: Any) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(delay / 1000, callback)
+
+
+async def test_the_soft_timeout_gives_one_wrap_up_turn_and_a_partial_answer(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    rt.timers = FastTimers()
+    child = write_script(
+        {"text": "Waiting on the build.", "tool_calls": [call("gate", name="never-opens")]},
+        {"text": "Summary: the build never finished; rerun it."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, timeout_ms=300_000)]},
+        {"text": "ok"},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    text = result["content"][0]["text"]
+    assert text.startswith("Partial answer") and "wall-clock limit of 300 s" in text
+    assert "Summary: the build never finished; rerun it." in text
+    child_run = await rt.runs.get(result["data"]["run_id"])
+    assert (child_run.status, child_run.reason, child_run.steps) == ("partial", "wall_clock", 2)
+
+
+async def test_a_child_whose_model_fails_is_reported_failed_with_the_reason_first(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def unavailable(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ConnectionError("the model is not available to this project")
+
+    rt.models.register("function:unavailable", FunctionModel(unavailable))
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model="function:unavailable")]},
+        {"text": "ok"},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = delegate_results(turn.rows)
+    text = result["content"][0]["text"]
+    assert result["is_error"] and result["error_code"] == "delegate_failed"
+    assert text.startswith("The subagent run failed: the model 'function:unavailable' failed")
+    assert "before its first step" in text and "not available to this project" in text

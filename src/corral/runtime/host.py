@@ -8,7 +8,9 @@ import circle.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from corral.errors import UsageError
 from corral.kernel import DEFAULT_AGENT, Kernel
@@ -33,7 +35,7 @@ from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
 from corral.tools.services import Services
 
-__all__ = ["SETTLED", "RowObserver", "RunEndHook", "RunHost"]
+__all__ = ["SETTLED", "LoopTimers", "RowObserver", "RunEndHook", "RunHost", "Timers"]
 
 RunEndHook = Callable[[RunRecord, str], Awaitable[None]]
 """Called when a run ends (with its final status): close what it left open."""
@@ -42,6 +44,19 @@ RowObserver = Callable[[str, Sequence[TimelineRow]], None]
 """Sees the rows of a conversation as this process stores them."""
 
 SETTLED: frozenset[str] = TERMINAL | {"parked"}
+
+
+class Timers(Protocol):
+    def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        """Run ``callback`` after ``delay`` seconds; the handle cancels it."""
+        ...
+
+
+class LoopTimers:
+    """Timers on the running event loop's clock."""
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(delay, callback)
 
 
 class RunHost:
@@ -71,6 +86,8 @@ class RunHost:
         self.background_work: list[BackgroundWorkSource] = []
         """Sources of running background work, listed in the agent's prompt every step."""
         self.closing = False
+        self.timers: Timers = LoopTimers()
+        """When the wall-clock limits fire: a seam tests replace to make minutes short."""
 
     # -- announcing ------------------------------------------------------------------------
 

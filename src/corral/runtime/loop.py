@@ -150,9 +150,7 @@ class _Loop:
         remaining = run.wall_clock_limit_s - run.active_seconds
         if remaining <= 0:
             return self._wall_clock()
-        timer = asyncio.get_running_loop().call_later(
-            remaining, self.cancellation.cancel, "wall_clock"
-        )
+        timer = self.rt.timers.call_later(remaining, lambda: self.cancellation.cancel("wall_clock"))
         try:
             outcome = await self._steps(context)
         finally:
