@@ -1,0 +1,163 @@
+"""delegate runs through crashes, parallel parking and report-back switched off."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+from sqlalchemy import select
+
+import corral
+from corral.platform import Platform
+from corral.runtime.delegation import Delegation
+from corral.runtime.runtime import Runtime
+from corral.store import delegation_tables as dt
+from tests.conftest import DEMO
+from tests.runtime.conftest import RTKIT, ScriptWriter, call
+from tests.runtime.test_delegate import delegate_results
+
+CRASHING_PARENT = textwrap.dedent(
+    """
+    import asyncio, sys
+    import corral
+
+    async def main():
+        paths = sys.argv[2].split("|")
+        async with corral.open(sys.argv[1], package_paths=paths) as platform:
+            turn = await platform.chat("go", model=sys.argv[3], profile="auto")
+            result = next(r for r in turn.rows if r.kind == "tool_result")
+            data = result.data["result"]["data"]
+            rt = platform.runtime
+            async with rt.events.subscribe(data["conversation_id"]) as events:
+                rows = await rt.conversations.rows(data["conversation_id"])
+                if not any(r.kind == "tool_call" for r in rows):
+                    async for event in events:
+                        if event["type"] == "output":
+                            break
+            print(data["run_id"], turn.conversation_id, data["status_uri"], flush=True)
+            await asyncio.Event().wait()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_crash_ends_a_running_background_child_partial_and_it_reports(
+    data_dir: Path, tmp_path: Path, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"text": "Begun the long part.", "tool_calls": [call("gate", name="never")]},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, background=True)]},
+        {"text": "Detached."},
+        {"when_message_contains": "Begun the long part.", "text": "It was cut by a crash."},
+    )
+    script = tmp_path / "parent.py"
+    script.write_text(CRASHING_PARENT)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        str(data_dir),
+        f"{DEMO}|{RTKIT}",
+        parent,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    assert process.stdout is not None
+    line = (await asyncio.wait_for(process.stdout.readline(), 120)).decode().split()
+    assert len(line) == 3, line
+    child_run_id, conversation_id, status_uri = line
+    process.send_signal(signal.SIGKILL)
+    await process.wait()
+    async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as platform:
+        rt = platform.runtime
+        child_run = await rt.runs.get(child_run_id)
+        assert (child_run.status, child_run.reason) == ("partial", "restart")
+        rows = await rt.conversations.rows(child_run.conversation_id)
+        assert [r.kind for r in rows][:3] == ["user_message", "model_turn", "tool_call"]
+        await rt.wait_idle(conversation_id)
+        report = next(r for r in await rt.rows(conversation_id) if r.kind == "background_report")
+        assert "partial" in report.data["title"]
+        assert report.data["text"].startswith("Partial answer")
+        last = (await rt.runs.list_runs(conversation_id=conversation_id, limit=1))[0]
+        assert (await rt.result(last.id)).text == "It was cut by a crash."
+    meta = data_dir / "drive" / status_uri.removeprefix("data://")
+    assert json.loads(meta.read_text())["status"] == "partial"
+
+
+async def test_several_children_park_and_resume_independently(
+    data_dir: Path, write_script: ScriptWriter
+) -> None:
+    def writer(name: str) -> str:
+        return write_script(
+            {"tool_calls": [call("write_note", path=f"data://{name}.md", text=name)]},
+            {"when_result_contains": "wrote", "text": f"{name} written."},
+            name=name,
+        )
+
+    parent = write_script(
+        {
+            "tool_calls": [
+                call("delegate", task="a", model=writer("a")),
+                call("delegate", task="b", model=writer("b")),
+            ]
+        },
+        [
+            {"when_result_contains": "a written.", "text": "Both written."},
+            {"text": "Something is missing."},
+        ],
+    )
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        rt = platform.runtime
+        turn = await platform.chat("go", model=parent, profile="balanced")
+        assert turn.status == "parked" and len(turn.approvals) == 2  # both delegate calls
+        for approval in turn.approvals:
+            await platform.decide_approval(approval, "approve")
+        waits = (await rt.runs.get(turn.run_id)).waiting
+        assert sorted(w.kind for w in waits) == ["delegate", "delegate"]
+        children = {w.id: await rt.runs.get(w.id) for w in waits}
+        by_task = {}
+        async with platform.sessions() as session:
+            for delegation in await session.scalars(select(dt.Delegation)):
+                by_task[delegation.task] = delegation.conversation_id
+        a, b = (next(r for r in children.values() if r.conversation_id == by_task[t]) for t in "ab")
+        await platform.decide_approval(b.waiting[0].id, "approve")
+        assert (await rt.wait_run(b.id)).status == "finished"
+        assert (await rt.runs.get(turn.run_id)).status == "parked"  # a still works
+        answered = [
+            r["data"]["run_id"] for r in delegate_results(await rt.rows(turn.conversation_id))
+        ]
+        assert answered == [b.id]
+        await platform.decide_approval(a.waiting[0].id, "approve")
+        assert (await rt.wait_run(a.id)).status == "finished"
+        assert (await rt.wait_run(turn.run_id)).status == "finished"
+        results = delegate_results((await rt.result(turn.run_id)).rows)
+        assert {r["data"]["status"] for r in results} == {"finished"}
+    assert (data_dir / "drive" / "a.md").exists() and (data_dir / "drive" / "b.md").exists()
+
+
+async def test_with_report_back_off_the_answer_stays_in_the_transcript(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter, data_dir: Path
+) -> None:
+    await rt_platform.admin.set_live("delegate_report_back", False)
+    child = write_script({"text": "Quiet answer."}, name="child")
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, background=True)]},
+        {"text": "Detached."},
+    )
+    turn = await rt_platform.chat("go", model=parent, profile="auto")
+    (started,) = delegate_results(turn.rows)
+    assert (await rt.wait_run(started["data"]["run_id"])).status == "finished"
+    await rt.wait_idle(turn.conversation_id)
+    assert "background_report" not in [r.kind for r in await rt.rows(turn.conversation_id)]
+    transcript = data_dir / "drive" / started["data"]["transcript_uri"][len("data://") :]
+    assert "Quiet answer." in transcript.read_text()
+    (listed,) = await rt_platform.services.require(Delegation).list_delegates(turn.conversation_id)
+    assert listed["status"] == "finished"
