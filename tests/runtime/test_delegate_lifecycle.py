@@ -161,3 +161,73 @@ async def test_with_report_back_off_the_answer_stays_in_the_transcript(
     assert "Quiet answer." in transcript.read_text()
     (listed,) = await rt_platform.services.require(Delegation).list_delegates(turn.conversation_id)
     assert listed["status"] == "finished"
+
+
+async def test_disabled_packages_union_down_the_generations(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    grandchild = write_script(
+        {"tool_calls": [call("gate", name="g"), call("echo", text="x")]},
+        {"text": "grandchild done"},
+        name="grandchild",
+    )
+    child = write_script(
+        {"tool_calls": [call("delegate", task="g", model=grandchild, disabled_packages=["demo"])]},
+        {"text": "child done"},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="c", model=child, disabled_packages=["rtkit"])]},
+        {"text": "parent done"},
+    )
+    turn = await rt_platform.chat("go", model=parent, profile="auto")
+    assert turn.text == "parent done"
+    async with rt_platform.sessions() as session:
+        delegations = {
+            d.task: d.conversation_id for d in await session.scalars(select(dt.Delegation))
+        }
+    (child_run,) = await rt.runs.list_runs(conversation_id=delegations["c"])
+    (grandchild_run,) = await rt.runs.list_runs(conversation_id=delegations["g"])
+    assert child_run.narrowing.disabled_packages == {"rtkit"}
+    assert grandchild_run.narrowing.disabled_packages == {"rtkit", "demo"}
+    rows = await rt.conversations.rows(delegations["g"])
+    refused = [r.data["result"]["error_code"] for r in rows if r.kind == "tool_result"]
+    assert refused == ["not_visible", "not_visible"]  # gate (rtkit) and echo (demo) are off
+
+
+async def test_a_later_turn_of_a_subagent_conversation_keeps_its_narrowing(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"text": "first"},
+        {"tool_calls": [call("sync_echo", n=1)]},
+        {"text": "second"},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="c", model=child, tools=["echo"])]},
+        {"text": "done"},
+        {"text": "again"},
+    )
+    turn = await rt_platform.chat("go", model=parent, profile="auto")
+    (result,) = delegate_results(turn.rows)
+    child_conversation = result["data"]["conversation_id"]
+    assert rt.reports is not None
+    await rt.reports.queue_report(
+        conversation_id=child_conversation,
+        user_id=turn.rows[0].user_id or "",
+        source="shell",
+        source_id="sh_1",
+        title="A shell of the subagent ended",
+        text="exit 0",
+        data={},
+    )
+    await rt.wait_idle(child_conversation)
+    first, later = sorted(
+        await rt.runs.list_runs(conversation_id=child_conversation), key=lambda r: r.created_at
+    )
+    assert (later.kind, later.narrowing) == ("delegate", first.narrowing)
+    assert later.narrowing.tools == frozenset({"echo"})
+    rows = await rt.conversations.rows(child_conversation, run_id=later.id)
+    refused = [r.data["result"]["error_code"] for r in rows if r.kind == "tool_result"]
+    assert refused == ["not_visible"]  # sync_echo stays out of reach

@@ -11,7 +11,7 @@ a report that waited behind a long turn is delivered right after it, and never d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -61,7 +61,7 @@ async def turn_spec(
     """The run a turn of ``conversation`` gets: its model, profile and limits."""
     agent = agent or await load_agent(rt.kernel.sessions, conversation.agent)
     live = await rt.kernel.live_settings()
-    return TurnSpec(
+    spec = TurnSpec(
         conversation_id=conversation.id,
         user_id=user_id,
         agent=agent.name,
@@ -71,6 +71,22 @@ async def turn_spec(
         hop=hop,
         step_budget=agent.step_budget or int(live["run_step_budget"]),
         wall_clock_limit_s=float(live["run_wall_clock_limit_s"]),
+    )
+    if await rt.conversations.delegated_from(conversation.id) is None:
+        return spec
+    # A subagent's conversation keeps its run's narrowing and limits on every later turn
+    # (a report from its own background shell, a person writing into it): reach never widens.
+    latest = await rt.runs.list_runs(conversation_id=conversation.id, limit=1)
+    if not latest:
+        raise UsageError(f"subagent conversation {conversation.id!r} has no run to continue")
+    last = latest[0]
+    return replace(
+        spec,
+        narrowing=last.narrowing,
+        kind="delegate",
+        parent_run_id=last.parent_run_id,
+        step_budget=last.step_budget,
+        wall_clock_limit_s=last.wall_clock_limit_s,
     )
 
 
