@@ -42,3 +42,6 @@ def test_admin_commands_explain_mistakes(data_dir: Path) -> None:
     assert run(data_dir, "tools", "call", "echo", '{"text": "x"}').returncode == 1
     both = run(data_dir, "sources", "grant", "data", "r", "--role", "x", "--user", "y")
     assert both.returncode == 2 and "exactly one" in both.stderr
+    yolo = run(data_dir, "agents", "set", "default", "--profile", "yolo")
+    assert yolo.returncode == 2 and "unknown permission profile 'yolo'" in yolo.stderr
+    assert "Traceback" not in yolo.stderr

@@ -121,7 +121,10 @@ def set_agent(
     if model is not None:
         fields["model"] = model or None
     if profile is not None:
-        fields["profile"] = parse_profile(profile)
+        try:
+            fields["profile"] = parse_profile(profile)
+        except UsageError as exc:
+            fail(str(exc))
     if step_budget is not None:
         if step_budget < 1:
             raise typer.BadParameter("the step budget is at least 1")
