@@ -231,3 +231,24 @@ async def test_a_later_turn_of_a_subagent_conversation_keeps_its_narrowing(
     rows = await rt.conversations.rows(child_conversation, run_id=later.id)
     refused = [r.data["result"]["error_code"] for r in rows if r.kind == "tool_result"]
     assert refused == ["not_visible"]  # sync_echo stays out of reach
+
+
+async def test_foreground_children_run_even_when_their_parents_fill_every_slot(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    """A parent that only waits for its child lends its job slot; without that, one slot
+    and two generations of subagents would wait for each other forever."""
+    await rt_platform.admin.set_live("runs_max_concurrent", 1)
+    grandchild = write_script({"text": "grandchild answer"}, name="grandchild")
+    child = write_script(
+        {"tool_calls": [call("delegate", task="g", model=grandchild)]},
+        {"when_result_contains": "grandchild answer", "text": "child answer"},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="c", model=child)]},
+        {"when_result_contains": "child answer", "text": "parent answer"},
+    )
+    async with asyncio.timeout(60):
+        turn = await rt_platform.chat("go", model=parent, profile="auto")
+    assert (turn.status, turn.text) == ("finished", "parent answer")

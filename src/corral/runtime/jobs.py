@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
 __all__ = ["AfterJob", "Job", "JobRunner", "LocalJobs"]
@@ -63,6 +64,11 @@ class JobRunner(Protocol):
         """Take no more jobs; end the ones still running."""
         ...
 
+    def lending(self) -> AbstractAsyncContextManager[None]:
+        """While inside, the calling job's slot counts as free: a job that only waits for
+        another run's job (a parent for its foreground subagent) must not starve it."""
+        ...
+
 
 class LocalJobs:
     """Runs jobs as tasks of this event loop, at most ``limit()`` at a time."""
@@ -79,6 +85,8 @@ class LocalJobs:
         self._changed = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._lent = 0
+        """Slots held by jobs that wait for other jobs (see :meth:`lending`)."""
 
     @property
     def pending(self) -> int:
@@ -104,12 +112,27 @@ class LocalJobs:
         async with self._changed:
             await self._changed.wait_for(lambda: not self._queued)
 
+    @asynccontextmanager
+    async def lending(self) -> AsyncIterator[None]:
+        # The slot is not taken back on the way out: waiting for it again could deadlock a
+        # chain of parents, so the limit may be passed by the lenders until they end.
+        async with self._changed:
+            self._lent += 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._lent -= 1
+
     async def _run(self, run_id: str) -> None:
         holds_slot = False
         try:
             limit = await self._limit()
             async with self._changed:
-                await self._changed.wait_for(lambda: sum(self._running.values()) < limit)
+                await self._changed.wait_for(
+                    lambda: sum(self._running.values()) - self._lent < limit
+                )
                 _count(self._running, run_id, +1)
                 holds_slot = True
             await self._job(run_id)

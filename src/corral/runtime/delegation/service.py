@@ -160,7 +160,8 @@ class Delegation:
             return await self._detached(run, ctx.conversation_id, reach.describe())
         unregister = ctx.cancellation.on_cancel(lambda: self._stop_child(run.id))
         try:
-            settled = await rt.wait_run(run.id)
+            async with rt.jobs.lending():  # the parent only waits: its slot is the child's
+                settled = await rt.wait_run(run.id)
         finally:
             unregister()
         if settled.status in TERMINAL:
