@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from dataclasses import dataclass
@@ -13,17 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound, UsageError
 from corral.kernel.config import ConfigCache, bump_config_version
+from corral.kernel.tokens import TokenLookup, hash_token
 from corral.policy.grants import BUILTIN_ROLES, validate_feature_pattern
 from corral.store import tables as t
 
-__all__ = ["Identity", "NewToken", "hash_token"]
+__all__ = ["Identity", "NewToken"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 TOKEN_PREFIX = "corral_"
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +32,7 @@ class Identity:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], config: ConfigCache) -> None:
         self._sessions = sessions
         self._config = config
+        self.tokens = TokenLookup(sessions)
 
     async def create_role(self, name: str, features: list[str], description: str = "") -> None:
         if not _NAME.match(name):
@@ -99,6 +96,8 @@ class Identity:
             session.add(
                 t.ApiToken(id=token_id, user_id=row.id, name=name, token_hash=hash_token(token))
             )
+            await bump_config_version(session)  # running servers take the token at once
+        self.tokens.invalidate()
         return NewToken(id=token_id, token=token)
 
     async def revoke_token(self, token_id: str) -> None:
@@ -108,18 +107,11 @@ class Identity:
                 .where(t.ApiToken.id == token_id, t.ApiToken.revoked_at.is_(None))
                 .values(revoked_at=t.utcnow())
             )
+            await bump_config_version(session)  # every process refuses it from now on
+        self.tokens.invalidate()
         if getattr(outcome, "rowcount", 0) != 1:
             raise NotFound(f"no active token {token_id!r}")
 
     async def user_for_token(self, token: str) -> str | None:
         """The user id an API token belongs to, or None for an unknown or revoked token."""
-        async with self._sessions.begin() as session:
-            row = await session.scalar(
-                select(t.ApiToken).where(
-                    t.ApiToken.token_hash == hash_token(token), t.ApiToken.revoked_at.is_(None)
-                )
-            )
-            if row is None:
-                return None
-            row.last_used_at = t.utcnow()
-            return row.user_id
+        return await self.tokens.user_for(token)

@@ -84,6 +84,7 @@ class Kernel:
         return dict((await self.config.dispatch_state()).live)
 
     async def close(self) -> None:
+        await self.identity.tokens.settle()
         await self.engine.dispose()
 
 

@@ -1,0 +1,69 @@
+"""API tokens: found in memory, revoked at once in every process, stamped once a minute."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from sqlalchemy import select
+
+from corral.kernel.tokens import TokenLookup
+from corral.platform import Platform
+from corral.server.app import create_app
+from corral.store import tables as t
+
+
+def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir)}
+    return subprocess.run(
+        [sys.executable, "-m", "corral", *args], capture_output=True, text=True, env=env
+    )
+
+
+async def test_a_token_revoked_by_another_process_is_refused_at_once(
+    platform: Platform, data_dir: Path
+) -> None:
+    made = cli(data_dir, "tokens", "create", "owner")
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.split()[-1]
+    token_id = made.stdout.split()[1]
+    transport = httpx.ASGITransport(app=create_app(platform))
+    async with httpx.AsyncClient(transport=transport, base_url="http://corral.test") as http:
+        auth = {"Authorization": f"Bearer {token}"}
+        # Made by another process a moment ago, it works here without a restart.
+        assert (await http.get("/tools", headers=auth)).status_code == 200
+        revoked = await asyncio.to_thread(cli, data_dir, "tokens", "revoke", token_id)
+        assert revoked.returncode == 0, revoked.stderr
+        refused = await http.get("/tools", headers=auth)
+        assert refused.status_code == 401 and "revoked" in refused.text
+
+
+async def test_last_used_is_stamped_at_most_once_a_minute_off_the_request(
+    platform: Platform,
+) -> None:
+    now = [1000.0]
+    lookup = TokenLookup(platform.sessions, clock=lambda: now[0])
+    made = await platform.identity.create_token("owner")
+
+    async def stamped() -> object:
+        await lookup.settle()
+        async with platform.sessions() as session:
+            return await session.scalar(
+                select(t.ApiToken.last_used_at).where(t.ApiToken.id == made.id)
+            )
+
+    assert await lookup.user_for(made.token) == "u_owner"
+    first = await stamped()
+    assert first is not None
+    now[0] += 59
+    assert await lookup.user_for(made.token) == "u_owner"
+    assert await stamped() == first  # within the minute: no write
+    now[0] += 2
+    assert await lookup.user_for(made.token) == "u_owner"
+    later = await stamped()
+    assert later is not None and later != first
+    assert await lookup.user_for("corral_not-a-token") is None
