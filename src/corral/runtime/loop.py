@@ -74,13 +74,16 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
     if parent_id is not None:  # a subagent also follows its parent conversation's switches
         parent = await rt.conversations.get(parent_id)
         profile = stricter(profile, parse_profile(parent.profile))
+    # Registered before the run counts as running, so a Stop in between always finds it.
+    cancellation = Cancellation()
+    rt.live[run_id] = cancellation
     if not await rt.runs.move(
         run_id, from_statuses=["queued"], to="running", worker=rt.worker, profile=profile
     ):
+        if rt.live.get(run_id) is cancellation:
+            del rt.live[run_id]
         return
     run = await rt.runs.get(run_id)
-    cancellation = Cancellation()
-    rt.live[run_id] = cancellation
     await rt.board.set(run_id, "running")
     rt.publish_run(run.conversation_id, run_id, "running", None, "")
     started = time.monotonic()

@@ -91,10 +91,23 @@ class Runtime(RunHost):
             active = conversation.active_run_id
             if active is None:
                 if not await self.deliveries.list_deliveries(conversation_id, status="queued"):
-                    return
-            elif self.board.get(active) is None or self.board.get(active) == "parked":
-                return  # another process has it, or it waits for a person
+                    # A turn may have claimed the conversation and taken the deliveries in
+                    # one transaction between the two reads: look again before trusting it.
+                    again = await self.conversations.get(conversation_id)
+                    if again.active_run_id is None:
+                        return
+                    continue
+            elif self.board.get(active) == "parked":
+                return  # it waits for a person
+            elif self.board.get(active) is None and not await self._announcing(active):
+                return  # another process has it
             await self.board.wait_change(version)
+
+    async def _announcing(self, run_id: str) -> bool:
+        """True for a run of this process stored as queued or running whose status the
+        board has not shown yet (it is announced right after the write that made it)."""
+        run = await self.runs.find(run_id)
+        return run is not None and run.worker == self.worker and run.status in ("queued", "running")
 
     async def stop(self, run_id: str, *, user: str | None = None) -> RunRecord:
         """Stop a run and everything it started; what it captured is kept."""
@@ -109,8 +122,13 @@ class Runtime(RunHost):
                 return await self.wait_run(run_id)
         who = (await self.kernel.caller(user)).name
         outcome = Outcome(status="stopped", reason="stopped", detail=f"stopped by {who}")
-        await end_run(self, run, outcome, from_statuses=["parked", "queued"])
-        return await self.runs.get(run_id)
+        if await end_run(self, run, outcome, from_statuses=["parked", "queued"]):
+            return await self.runs.get(run_id)
+        current = await self.runs.get(run_id)
+        if current.status == "running" and current.worker == self.worker:
+            # It started between our read and the stop: its loop sees the Stop and ends it.
+            return await self.wait_run(run_id)
+        return current
 
     # -- answers ----------------------------------------------------------------------------
 
