@@ -79,8 +79,7 @@ class Runtime(RunHost):
 
     async def run(self, run_id: str, *, user: str | None = None) -> RunRecord:
         run = await self.runs.get(run_id)
-        caller = await self.kernel.caller(user)
-        (await self.conversations.get(run.conversation_id)).check_access(caller)
+        await self.conversation(run.conversation_id, user=user)  # NotFound unless readable
         return run
 
     async def wait_idle(self, conversation_id: str) -> None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import func, select, update
 
 from corral.errors import CorralError, InvalidArguments, NotFound, ToolError, UsageError
-from corral.policy.profiles import parse_profile, stricter
+from corral.policy.profiles import stricter
 from corral.runtime.agents import load_agent
 from corral.runtime.delegation.answer import clip_both_ends, last_substantive_text
 from corral.runtime.delegation.reach import child_reach
@@ -26,10 +27,9 @@ from corral.runtime.parking import resolve_wait
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow, TimelineRow
-from corral.runtime.turns import TurnSpec, start_turn
+from corral.runtime.turns import TurnSpec, start_turn, turn_spec
 from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt_tables
-from corral.tools.dispatch import CallRequest
 from corral.tools.results import ToolResult
 from corral.tools.selection import AgentSelection
 from corral.tools.services import DelegateScope
@@ -68,14 +68,8 @@ class Delegation:
         except NotFound as exc:
             raise InvalidArguments(str(exc)) from None
         state = await rt.kernel.config.dispatch_state()
-        parent_visible = rt.kernel.dispatcher.visible_tools(
-            CallRequest(
-                tool="", arguments={}, caller=ctx.caller, agent=ctx.agent, narrowing=ctx.narrowing
-            ),
-            state,
-        )
         reach = child_reach(
-            parent_visible=parent_visible,
+            parent_visible=await rt.visible_tools(parent, ctx.caller),
             parent_narrowing=ctx.narrowing,
             agent=state.agents.get(agent_name) or AgentSelection(agent=agent_name, mode="all"),
             tools=args.get("tools"),
@@ -400,20 +394,11 @@ class Delegation:
                 .values(background=True)  # nobody waits for it: it reports back
             )
         conversation = await self._rt.conversations.get(run.conversation_id)
-        spec = TurnSpec(
-            conversation_id=run.conversation_id,
-            user_id=delegation.user_id,
-            agent=run.agent,
-            model=run.model,
-            profile=stricter(run.profile, parse_profile(conversation.profile)),
-            trigger="message",
-            hop=run.hop,
-            step_budget=run.step_budget,
-            wall_clock_limit_s=run.wall_clock_limit_s,
-            narrowing=run.narrowing,
-            kind="delegate",
-            parent_run_id=run.parent_run_id,
+        # turn_spec carries the child's narrowing, limits and kind over from its last run.
+        spec = await turn_spec(
+            self._rt, conversation, user_id=delegation.user_id, trigger="message", hop=run.hop
         )
+        spec = replace(spec, profile=stricter(run.profile, spec.profile))  # never looser
         row = NewRow(kind="user_message", user_id=delegation.user_id, data={"text": instruction})
         self._growing[run.conversation_id] = delegation.parent_conversation_id
         started = await start_turn(self._rt, spec, [row])
