@@ -44,12 +44,14 @@ async def open_platform(
     platform = Platform(kernel, runtime)
     try:
         kernel.services = Services(reports=runtime.reports)
-        installed = [await _install(p, kernel, runtime) for p in _with_hooks(kernel)]
+        installed: list[Installed] = []
+        for package in _with_hooks(kernel):
+            done = await _install(package, kernel, runtime)
+            for closer in done.close:  # at once: a later failure still closes what is open
+                platform.on_close(closer)
+            installed.append(done)
         if services is not None:
             platform.provide(services)
-        for done in installed:
-            for closer in done.close:
-                platform.on_close(closer)
         await runtime.recover()
         for done in installed:
             for work in done.start:
