@@ -23,6 +23,8 @@ class LiveSettingDef:
     description: str
     minimum: float | None = None
     maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    """For a text setting: the only values it accepts (empty: any text)."""
 
 
 def _defs(*items: LiveSettingDef) -> dict[str, LiveSettingDef]:
@@ -309,6 +311,38 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         minimum=0,
         description="Minimum gap between two inbox messages to the same conversation.",
     ),
+    LiveSettingDef(
+        key="workflow_wait_cap_s",
+        type=int,
+        default=120,
+        minimum=0,
+        maximum=300,
+        description="Longest wait_seconds a workflow run or get may wait for a run to end.",
+    ),
+    LiveSettingDef(
+        key="workflow_runtime_ceiling_minutes",
+        type=int,
+        default=480,
+        minimum=1,
+        description="Platform ceiling on a workflow's max_runtime_minutes (wall clock per run).",
+    ),
+    LiveSettingDef(
+        key="workflow_missed_fire",
+        type=str,
+        default="run_once",
+        choices=("run_once", "skip"),
+        description=(
+            "A schedule slot missed while no scheduler ran: run_once fires the latest missed "
+            "slot once at start-up; skip records it as skipped and waits for the next slot."
+        ),
+    ),
+    LiveSettingDef(
+        key="workflow_hook_rate_per_minute",
+        type=int,
+        default=30,
+        minimum=1,
+        description="Runs one webhook may start per minute; more are answered 429.",
+    ),
 )
 
 
@@ -344,7 +378,14 @@ def coerce_live_value(key: str, value: Any) -> Any:
             result = float(value)
         else:
             result = str(value)
+            if definition.choices and result not in definition.choices:
+                raise ValueError(value)
     except (TypeError, ValueError):
+        if definition.choices:
+            allowed = ", ".join(repr(c) for c in definition.choices)
+            raise UsageError(
+                f"live setting {key!r} takes one of {allowed}, not {value!r}"
+            ) from None
         raise UsageError(f"live setting {key!r} takes a {kind.__name__}, not {value!r}") from None
     if definition.minimum is not None and result < definition.minimum:
         raise UsageError(f"live setting {key!r} must be at least {definition.minimum:g}")

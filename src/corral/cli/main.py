@@ -35,6 +35,7 @@ from corral.cli import (
     tokens,
     tools,
     users,
+    workflows,
 )
 from corral.cli._global_options import CliState, CorralGroup
 
@@ -82,6 +83,7 @@ app.command("chat")(chat.chat)
 app.add_typer(conversations.app, name="conversations")
 app.add_typer(runs.app, name="runs")
 app.add_typer(delegates.app, name="delegates")
+app.add_typer(workflows.app, name="workflows")
 app.add_typer(questions.app, name="questions")
 app.add_typer(goals.app, name="goals")
 app.add_typer(compactions.app, name="compactions")

@@ -19,6 +19,7 @@ from corral.runtime.conversations import ConversationInfo
 from corral.runtime.results import ChatTurn
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import TimelineRow
+from corral.runtime.workflows import Workflows
 from corral.shell.verdict import Verdict
 from corral.tools.context import Cancellation, Narrowing, OutputSink
 from corral.tools.dispatch import CallRequest
@@ -51,6 +52,11 @@ class Platform:
     def services(self) -> Services:
         """The services every call receives (``ctx.services``), as packages installed them."""
         return self.kernel.services
+
+    @property
+    def workflows(self) -> Workflows:
+        """The project's workflows: set, run, read, schedule, webhooks and templates."""
+        return self.kernel.services.require(Workflows)
 
     def provide(self, services: Services | None = None, **fields: Any) -> None:
         """Provide (or replace) services from now on: the fields given win, extras merge.

@@ -15,6 +15,7 @@ KNOWN_FEATURES: dict[str, str] = {
     "workflow.read": "read workflows and their runs",
     "workflow.write": "create and change workflows",
     "workflow.dispatch": "start workflow runs",
+    "workflow.manage": "change, cancel and delete workflows other users own",
     "delegate.run": "start subagents",
     "mcp.connect": "connect MCP servers",
     "channels.connect": "connect messaging channels",

@@ -20,6 +20,7 @@ from corral.runtime.collector import collector_paused
 from corral.runtime.timeline import TimelineRow
 from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt
+from corral.store import workflow_tables as wt
 from corral.store.tables import utcnow
 
 __all__ = [
@@ -143,9 +144,11 @@ class ConversationStore:
         self, *, owner_id: str | None = None, limit: int = 100
     ) -> list[ConversationInfo]:
         children = select(dt.Delegation.conversation_id)
+        workflow_runs = select(wt.WorkflowRun.conversation_id)
         query = (
             self._with_last_seq()
             .where(rt.Conversation.id.not_in(children))  # a subagent's own conversation
+            .where(rt.Conversation.id.not_in(workflow_runs))  # listed with its workflow
             .order_by(rt.Conversation.updated_at.desc())
             .limit(limit)
         )

@@ -23,15 +23,12 @@ from corral.errors import Refusal, UsageError
 from corral.policy.identity import Caller
 from corral.runtime.deliveries import DeliveryRecord
 from corral.runtime.turns import wake
+from corral.store.tables import as_utc
 
 if TYPE_CHECKING:
     from corral.runtime.host import RunHost
 
 __all__ = ["send_message"]
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 async def send_message(
@@ -79,7 +76,7 @@ async def send_message(
     gap_ms = int(live["inbox_min_interval_ms"])
     last = await rt.deliveries.last_queued_at(conversation_id, "message")
     if last is not None and gap_ms > 0:
-        waited = (datetime.now(UTC) - _aware(last)).total_seconds() * 1000
+        waited = (datetime.now(UTC) - as_utc(last)).total_seconds() * 1000
         if waited < gap_ms:
             raise Refusal(
                 f"a message reached conversation {conversation_id!r} {waited:.0f} ms ago; "

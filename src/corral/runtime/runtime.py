@@ -7,6 +7,7 @@ loop itself lives in :mod:`corral.runtime.loop`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from corral.kernel import ApprovalRecord, Decision, Kernel
@@ -33,6 +34,8 @@ class Runtime(RunHost):
         super().__init__(kernel)
         self.jobs = LocalJobs(self.advance_run, self.concurrency)
         self.reports = Reports(self)
+        self.on_host: list[Callable[[], Awaitable[None]]] = []
+        """Started by :meth:`host`: what only a long-lived process runs (the scheduler)."""
 
     def add_background_work(self, source: BackgroundWorkSource) -> None:
         """List ``source``'s running work in the agent's prompt every step."""
@@ -67,6 +70,15 @@ class Runtime(RunHost):
     async def wake(self, conversation_id: str) -> RunRecord | None:
         """Continue ``conversation_id`` with its queued deliveries if it is free."""
         return await turns.wake(self, conversation_id)
+
+    async def host(self) -> list[str]:
+        """Become a host: start the schedulers, then continue every waiting conversation.
+
+        A server calls this once at start-up; a short CLI command does not, so it never
+        fires a schedule it could not see through."""
+        for start in self.on_host:
+            await start()
+        return await self.wake_all()
 
     async def wake_all(self) -> list[str]:
         """Continue every free conversation that has deliveries waiting (a host's start)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -72,18 +72,17 @@ async def turn_spec(
         step_budget=agent.step_budget or int(live["run_step_budget"]),
         wall_clock_limit_s=float(live["run_wall_clock_limit_s"]),
     )
-    if await rt.conversations.delegated_from(conversation.id) is None:
-        return spec
-    # A subagent's conversation keeps its run's narrowing and limits on every later turn
-    # (a report from its own background shell, a person writing into it): reach never widens.
+    # A subagent's or a workflow run's conversation keeps its run's narrowing, limits and
+    # kind on every later turn (a report from its own background shell, a person writing
+    # into it): reach never widens.
     latest = await rt.runs.list_runs(conversation_id=conversation.id, limit=1)
-    if not latest:
-        raise UsageError(f"subagent conversation {conversation.id!r} has no run to continue")
+    if not latest or latest[0].kind == "chat":
+        return spec
     last = latest[0]
     return replace(
         spec,
         narrowing=last.narrowing,
-        kind="delegate",
+        kind=cast(RunKind, last.kind),
         parent_run_id=last.parent_run_id,
         step_budget=last.step_budget,
         wall_clock_limit_s=last.wall_clock_limit_s,

@@ -10,16 +10,18 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 import corral
-from corral.errors import NotFound, ToolError, UsageError
+from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
 from corral.platform import Platform
 from corral.server.routes import (
     approvals,
     context,
     conversations,
     delegates,
+    hooks,
     settings,
     shells,
     tools,
+    workflows,
 )
 
 __all__ = ["create_app"]
@@ -30,7 +32,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await platform.runtime.wake_all()  # a host delivers what waited while none ran
+        await platform.runtime.host()  # schedules; and deliver what waited while none ran
         yield
         if close_platform:
             await platform.close()
@@ -50,6 +52,11 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     @app.exception_handler(UsageError)
     async def bad_request(request: Request, exc: UsageError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(InvalidArguments)
+    async def invalid(request: Request, exc: InvalidArguments) -> JSONResponse:
+        body = {"detail": exc.message, "code": exc.code, "data": exc.data}
+        return JSONResponse(body, status_code=422)
 
     @app.exception_handler(ToolError)
     async def refused(request: Request, exc: ToolError) -> JSONResponse:
@@ -71,4 +78,6 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(conversations.router)
     app.include_router(context.router)
     app.include_router(delegates.router)
+    app.include_router(workflows.router)
+    app.include_router(hooks.router)
     return app

@@ -3,7 +3,14 @@ schema tests see all of them. A new table module adds one import line here."""
 
 from __future__ import annotations
 
-from corral.store import context_tables, delegation_tables, runtime_tables, shell_tables, tables
+from corral.store import (
+    context_tables,
+    delegation_tables,
+    runtime_tables,
+    shell_tables,
+    tables,
+    workflow_tables,
+)
 from corral.store.tables import Base
 
 metadata = Base.metadata
@@ -15,4 +22,5 @@ __all__ = [
     "runtime_tables",
     "shell_tables",
     "tables",
+    "workflow_tables",
 ]

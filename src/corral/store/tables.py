@@ -31,12 +31,18 @@ __all__ = [
     "Source",
     "SourceRight",
     "User",
+    "as_utc",
     "utcnow",
 ]
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A stored time read back as UTC (SQLite returns times without their zone)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 class Base(DeclarativeBase):

@@ -13,7 +13,7 @@ fields below is provided in :attr:`Services.extra`, keyed by its type, and found
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -52,6 +52,7 @@ __all__ = [
     "ServicesConflict",
     "Shells",
     "Web",
+    "WorkflowKeeper",
 ]
 
 T = TypeVar("T")
@@ -134,6 +135,14 @@ class Delegator(Protocol):
     async def delegate(self, args: dict[str, Any], ctx: DelegateScope, /) -> ToolResult: ...
 
 
+class WorkflowKeeper(Protocol):
+    """workflow: the project's workflows; ``notes`` name the verbs the pipeline dropped."""
+
+    async def call(
+        self, args: dict[str, Any], ctx: CallScope, notes: Sequence[str], /
+    ) -> ToolResult: ...
+
+
 class ServicesConflict(ValueError):
     """Two providers offered the same service."""
 
@@ -151,6 +160,8 @@ class Services:
     compactions: Compactor | None = None
     runs: Delegator | None = None
     """Delegate runs (subagents)."""
+    workflows: WorkflowKeeper | None = None
+    """The project's workflows, their runs, schedules and webhooks."""
     usage: UsageRecorder | None = None
     """Meters model use a tool makes for the conversation (set for calls of a run)."""
     conversation_model: ConversationModel | None = None

@@ -17,6 +17,7 @@ from corral.packages.core.install import install
 from corral.packages.core.todos import todos
 from corral.packages.core.web_fetch import web_fetch
 from corral.packages.core.web_search import web_search
+from corral.packages.core.workflow import workflow
 
 POLICY_HOOKS: dict[str, Any] = {"execute": execute_policy}
 
@@ -30,4 +31,5 @@ __all__ = [
     "todos",
     "web_fetch",
     "web_search",
+    "workflow",
 ]

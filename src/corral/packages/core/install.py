@@ -1,7 +1,8 @@
 """The built-in package's install hook: the services its native tools use.
 
 Installed through the same hook as any package: web access (web_fetch, web_search), the
-shell service (execute), and the services of ask_question, todos and compact_history with
+shell service (execute), workflows with their scheduler (started when the process hosts),
+and the services of ask_question, todos and compact_history with
 their parts of the prompt (the goal state block, the context map, the compaction overlay)
 and the run-end hook that closes the questions of a run that ended.
 """
@@ -16,6 +17,7 @@ from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
 from corral.runtime.runs import TERMINAL
+from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct
 from corral.store import runtime_tables as rt_tables
@@ -47,6 +49,14 @@ async def install(setup: PackageSetup) -> Installed:
     runtime.prompt.add_overlay(compactions.overlay)
     runtime.run_end_hooks.append(questions.close_for_run)
 
+    workflows = Workflows(runtime, goals)
+    scheduler = Scheduler(workflows)
+
+    async def start_scheduler() -> None:
+        scheduler.start()
+
+    runtime.on_host.append(start_scheduler)
+
     async def start() -> None:
         await _close_orphaned_questions(setup)
         await recover_shells(shells)
@@ -59,9 +69,11 @@ async def install(setup: PackageSetup) -> Installed:
             goals=goals,
             compactions=compactions,
             runs=Delegation(runtime),
+            workflows=WorkflowTool(workflows),
+            extra={Workflows: workflows, Webhooks: Webhooks(workflows), Scheduler: scheduler},
         ),
         start=[start],
-        close=[shells.close],
+        close=[shells.close, scheduler.close],
     )
 
 

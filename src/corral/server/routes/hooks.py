@@ -1,0 +1,69 @@
+"""``POST /hooks/{workflow_id}/{hook_id}``: a webhook caller starts a workflow run.
+
+No bearer token: the hook's own key, sent as ``Authorization: Bearer <key>`` or in the
+``X-Corral-Hook-Key`` header. A wrong key, hook or workflow is one 401; a body that breaks
+the hook's contract is a 422 naming each problem by JSON pointer and starts nothing; a
+hook past its rate is a 429.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from corral.runtime.workflows import Webhooks
+from corral.server.deps import PlatformDep
+
+router = APIRouter(tags=["webhooks"])
+
+BODY_MAX = 1_000_000
+
+
+def _key(request: Request) -> str:
+    given = request.headers.get("x-corral-hook-key")
+    if given:
+        return given.strip()
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
+
+
+@router.post("/hooks/{workflow_id}/{hook_id}", status_code=202)
+async def receive(
+    workflow_id: str, hook_id: str, request: Request, platform: PlatformDep
+) -> JSONResponse:
+    key = _key(request)
+    if not key:
+        return JSONResponse(
+            {"detail": "send the webhook key as 'Authorization: Bearer <key>'"},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > BODY_MAX:
+            return JSONResponse(
+                {"detail": f"the body is larger than {BODY_MAX:,} bytes"}, status_code=413
+            )
+    body: Any
+    try:
+        body = json.loads(raw.decode("utf-8", errors="replace")) if raw else None
+    except json.JSONDecodeError as exc:
+        return JSONResponse(
+            {
+                "detail": "the body is not JSON; nothing was started",
+                "problems": [{"pointer": "", "message": f"not JSON: {exc.msg}"}],
+            },
+            status_code=422,
+        )
+    received = await platform.services.require(Webhooks).receive(workflow_id, hook_id, key, body)
+    answer: dict[str, Any] = {"detail": received.message}
+    if received.run_id is not None:
+        answer["run_id"] = received.run_id
+    if received.problems:
+        answer["problems"] = [p.to_json() for p in received.problems]
+    headers = {"WWW-Authenticate": "Bearer"} if received.status == 401 else None
+    return JSONResponse(answer, status_code=received.status, headers=headers)
