@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 from typing import BinaryIO
 
 from corral.errors import ToolError
@@ -67,25 +69,30 @@ def page_image(handle: BinaryIO, page: int, pages: int) -> bytes:
             code="invalid_arguments",
         )
     fd = handle.fileno()
-    command = [binary, "-png", "-singlefile", "-f", str(page), "-l", str(page)]
-    command += ["-scale-to", str(RENDER_SIZE), f"/dev/fd/{fd}", "-"]
-    try:
-        done = subprocess.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            pass_fds=(fd,),
-            timeout=RENDER_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise ToolError(
-            f"drawing page {page} took longer than {RENDER_SECONDS:.0f} s and was stopped",
-            code="render_failed",
-        ) from None
-    if done.returncode != 0 or not done.stdout.startswith(b"\x89PNG"):
+    with tempfile.TemporaryDirectory(prefix="corral-pdf-") as folder:
+        # pdftoppm 22 writes nothing to stdout for PNG: it gets a file of its own.
+        out = Path(folder) / "page"
+        command = [binary, "-png", "-singlefile", "-f", str(page), "-l", str(page)]
+        command += ["-scale-to", str(RENDER_SIZE), f"/dev/fd/{fd}", str(out)]
+        try:
+            done = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                pass_fds=(fd,),
+                timeout=RENDER_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ToolError(
+                f"drawing page {page} took longer than {RENDER_SECONDS:.0f} s and was stopped",
+                code="render_failed",
+            ) from None
+        drawn = out.with_suffix(".png")
+        image = drawn.read_bytes() if drawn.is_file() else b""
+    if done.returncode != 0 or not image.startswith(b"\x89PNG"):
         detail = done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {done.returncode}"
         raise ToolError(f"page {page} could not be drawn: {detail}", code="render_failed")
-    if len(done.stdout) > _MAX_PNG:
+    if len(image) > _MAX_PNG:
         raise ToolError(f"page {page} drew larger than {_MAX_PNG:,} bytes", code="too_large")
-    return done.stdout
+    return image
