@@ -169,6 +169,8 @@ async def _ripgrep(
                     continue
                 if pattern is not None and not pattern.matches(relative):
                     continue
+                if not query.hidden and "/." in "/" + relative:
+                    continue  # a --glob that names a hidden file overrides ripgrep's own rule
                 if len(found.hits) == query.max_results:
                     found.more = True
                     break
