@@ -66,7 +66,7 @@ async def test_access_is_checked_as_the_sender(
     (drive / "vault" / "k.txt").write_text("secret")
     await platform.admin.add_source("vault", str(drive / "vault"))
     recording_model(platform, "test:any", [{"text": "?"}])
-    with pytest.raises(UsageError, match="the message was not sent: .*denied"):
+    with pytest.raises(UsageError, match=r"the message was not sent: .*denied"):
         await platform.chat("⟦fs:read:data://vault/k.txt⟧", model="test:any", user=member)
     with pytest.raises(UsageError, match="not covered by any source"):
         await platform.chat("⟦fs:read:/etc/shadow⟧", model="test:any", user=member)

@@ -4,7 +4,6 @@ and the durable URIs that resolve only for their owner."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -223,4 +222,4 @@ async def test_a_delegate_runs_files_are_read_by_its_owner_only(
     # Another run's id under this conversation's folder does not pass the owner check.
     forged = status_uri.replace(result["data"]["run_id"], "r_0000000000000000")
     assert (await call(platform, "fs_read", uri=forged)).error_code == "policy_denied"
-    assert os.path.exists(platform.runtime.kernel.settings.drive_dir / status_uri[7:])
+    assert (platform.runtime.kernel.settings.drive_dir / status_uri[7:]).is_file()

@@ -145,7 +145,7 @@ async def test_an_image_reaches_an_image_model_as_pixels_and_a_text_model_as_a_m
     blind = recording_model(platform, "test:blind", [{"tool_calls": [read]}, {"text": "ok"}])
     await platform.chat("look", model="test:blind")
     marker = returned(blind[-1], "fs_read")[1]
-    assert (
-        marker
-        == f"[image image/png, {len(PNG)} bytes: from data://dot.png; this model does not take image input]"
+    assert marker == (
+        f"[image image/png, {len(PNG)} bytes: from data://dot.png; this model does not take "
+        "image input]"
     )

@@ -12,7 +12,6 @@ from corral.platform import Platform
 from tests.conftest import DEMO
 from tests.packages.drive.conftest import call, recording_model, tool_call
 
-
 SKIP = [{"text": "(an earlier turn)"}]
 
 

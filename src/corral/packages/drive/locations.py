@@ -18,7 +18,9 @@ Durable URIs are read-only.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,9 +136,9 @@ class Locator:
                 target,
             ) from None
         if match.group(2):
-            return Location(
-                target=target, uri=record.output_uri, path=Path(record.log_path), durable=True
-            )
+            # Opened and checked as a real path.
+            log = Path(await asyncio.to_thread(os.path.realpath, record.log_path))
+            return Location(target=target, uri=record.output_uri, path=log, durable=True)
         document = json.dumps(record.to_json(), indent=2, ensure_ascii=False) + "\n"
         return Location(target=target, uri=record.status_uri, path=None, document=document)
 
