@@ -64,6 +64,8 @@ async def test_glob_case_hidden_literal_and_a_single_file(
         "//src/main.py",
         "//src/pkg/util.py",
     ]
+    negated = await call(platform, "fs_search", pattern="TODO", glob="!*.py")
+    assert negated.text.splitlines()[1:] == ["data://src/pkg/notes.md:1: TODO_md"]
     by_path = await call(platform, "fs_search", pattern="TODO", glob="src/pkg/**")
     assert "main.py" not in by_path.text and "notes.md" in by_path.text
     folded = await call(platform, "fs_search", pattern="todo_", ignore_case=True, glob="util.py")
@@ -126,6 +128,7 @@ def test_globs_match_names_paths_and_alternatives() -> None:
     assert not Glob.of("src/*.ts").matches("src/a/b.ts")
     assert Glob.of("*.{md,txt}").matches("x.txt") and not Glob.of("*.{md,txt}").matches("x.rst")
     assert Glob.of("[!a]*").matches("b") and not Glob.of("[!a]*").matches("a")
+    assert Glob.of("!*.md").matches("a/b.py") and not Glob.of("!*.md").matches("a/b.md")
 
 
 # -- fs_list ------------------------------------------------------------------------------------

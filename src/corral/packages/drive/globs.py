@@ -2,7 +2,8 @@
 
 A pattern without ``/`` matches a name at any depth (``*.py``); one with ``/`` matches the
 whole relative path (``src/**/*.ts``). ``**`` spans folders, ``*`` and ``?`` stay within
-one, ``[abc]`` is a class and ``{a,b}`` alternatives.
+one, ``[abc]`` is a class and ``{a,b}`` alternatives; a leading ``!`` keeps what does *not*
+match (as ripgrep reads it).
 """
 
 from __future__ import annotations
@@ -62,17 +63,20 @@ class Glob:
     pattern: str
     by_name: bool
     regex: re.Pattern[str]
+    negated: bool = False
 
     @classmethod
     def of(cls, pattern: str) -> Glob:
-        text = pattern.strip().lstrip("/") if "/" in pattern.strip("/") else pattern.strip("/")
+        negated = pattern.startswith("!")
+        body = pattern[1:] if negated else pattern
+        text = body.strip().lstrip("/") if "/" in body.strip("/") else body.strip("/")
         try:
             regex = re.compile(_translate(text) + r"\Z")
         except re.error as err:
             raise InvalidArguments(f"glob {pattern!r} cannot be used: {err}") from None
-        return cls(pattern, "/" not in text, regex)
+        return cls(pattern, "/" not in text, regex, negated)
 
     def matches(self, relative: str) -> bool:
         """Whether ``relative`` (a path below the folder, ``/``-separated) matches."""
         subject = relative.rsplit("/", 1)[-1] if self.by_name else relative
-        return self.regex.match(subject) is not None
+        return (self.regex.match(subject) is not None) != self.negated
