@@ -11,7 +11,8 @@ KNOWN_FEATURES: dict[str, str] = {
     "core.web": "web_search and web_fetch",
     "core.exec": "execute in the application sandbox",
     "exec.host": "execute on the host plane through the operator's broker",
-    "drive.write": "store files in the project drive (e.g. web_fetch save_to)",
+    "drive.read": "read, list and search files with the drive tools (fs_read, fs_list, fs_search)",
+    "drive.write": "store files in the project drive (fs_write, fs_edit, web_fetch save_to)",
     "workflow.read": "read workflows and their runs",
     "workflow.write": "create and change workflows",
     "workflow.dispatch": "start workflow runs",
@@ -31,6 +32,7 @@ KNOWN_FEATURES: dict[str, str] = {
 _MEMBER = (
     "core.web",
     "core.exec",
+    "drive.read",
     "drive.write",
     "workflow.read",
     "workflow.dispatch",

@@ -124,6 +124,11 @@ class SourcePolicy:
         self._protected = tuple(os.path.realpath(p).casefold() for p in protected)
         self._home = home if home is not None else Path(os.path.expanduser("~"))
 
+    def is_protected(self, real_path: str) -> bool:
+        """Whether an already resolved path is one of the platform's own files."""
+        folded = real_path.casefold()
+        return any(_is_within(folded, p) for p in self._protected)
+
     def source(self, name: str) -> SourceDef | None:
         return self.sources.get(name.lower())
 
@@ -154,8 +159,7 @@ class SourcePolicy:
                 anchor = Path(base) if base is not None else self.data_root
                 raw = anchor / candidate
         real = Path(os.path.realpath(raw))
-        folded = str(real).casefold()
-        protected = any(_is_within(folded, p) for p in self._protected)
+        protected = self.is_protected(str(real))
         owner = None
         real_text = str(real)
         for source in self._by_root:

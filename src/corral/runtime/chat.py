@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import UsageError
 from corral.policy.profiles import parse_profile
 from corral.runtime.events import Event, Subscription
+from corral.runtime.prompt.attachments import expand
 from corral.runtime.results import RunResult
 from corral.runtime.timeline import NewRow
 from corral.runtime.turns import start_turn, turn_spec
@@ -85,8 +86,12 @@ async def _start(
 ) -> RunRecord:
     spec = await turn_spec(rt, conversation, user_id=caller.user_id, trigger="user_message")
     rt.models.resolve(spec.model)  # a model that cannot be used fails before any row is written
+    data: dict[str, Any] = {"text": message}
+    attached = await expand(message, caller, rt.prompt.attachments)
+    if attached:
+        data["attachments"] = attached
     started = await start_turn(
-        rt, spec, [NewRow(kind="user_message", user_id=caller.user_id, data={"text": message})]
+        rt, spec, [NewRow(kind="user_message", user_id=caller.user_id, data=data)]
     )
     if started is None:
         raise UsageError(await busy_message(rt, await rt.conversations.get(conversation.id)))

@@ -24,6 +24,7 @@ from corral.policy.sources import SourcePolicy
 from corral.runtime.background import BackgroundWorkSource
 from corral.runtime.conversations import ConversationStore
 from corral.runtime.models.providers import MediaSupport
+from corral.runtime.prompt.attachments import AttachmentReader
 from corral.runtime.prompt.history import History, RenderContext
 from corral.runtime.prompt.media import MediaReader
 from corral.runtime.prompt.system import PromptView, StateBlock, background_block, system_parts
@@ -75,6 +76,12 @@ class PromptBuilder:
         self.reader = MediaReader()
         self.state_blocks: list[StateBlock] = []
         self.overlays: list[Overlay] = []
+        self.attachments: AttachmentReader | None = None
+        """Expands ``⟦fs:read:URI⟧`` in a person's message (set by the drive package)."""
+
+    def set_attachment_reader(self, reader: AttachmentReader) -> None:
+        """Read the files a person's message refers to with ``reader``."""
+        self.attachments = reader
 
     def add_state_block(self, block: StateBlock) -> None:
         """Add a block to the state section of every system prompt (in order of adding)."""

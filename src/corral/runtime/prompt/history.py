@@ -65,7 +65,13 @@ def _request_parts(row: TimelineRow, ctx: RenderContext) -> tuple[list[ModelRequ
     data = row.data
     kind = row.kind
     if kind == "user_message":
-        return [UserPromptPart(str(data.get("text", "")))], False
+        attached = data.get("attachments")
+        if not attached:
+            return [UserPromptPart(str(data.get("text", "")))], False
+        files, volatile = result_content(
+            {"content": attached}, ctx.media, ctx.reader, ctx.caller, ctx.sources
+        )
+        return [UserPromptPart([str(data.get("text", "")), *files])], volatile
     if kind == "background_report":
         return [UserPromptPart(render_report(data))], False
     if kind == "message":

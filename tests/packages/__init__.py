@@ -1,0 +1,1 @@
+"""Tests of the tool packages, one folder per package."""

@@ -1,0 +1,1 @@
+"""Tests of the drive package: real files, real processes, real SQLite."""
