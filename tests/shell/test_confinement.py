@@ -21,8 +21,11 @@ from pathlib import Path
 import pytest
 
 import corral
+from corral.errors import ToolError
 from corral.platform import Platform
+from corral.shell.confinement import Confiner, SandboxStatus
 from corral.shell.landlock import landlock_abi
+from corral.shell.sandbox import SandboxFiles
 from tests.shell.conftest import BWRAP, shells
 
 UID = 65534
@@ -126,12 +129,26 @@ async def test_a_file_outside_the_sources_is_unreadable_by_any_spelling(
         f"/proc/self/cwd/{relative}",
         "link",
         f"{work}/../vault/./key.txt",
+        f"/proc/{os.getpid()}/root{secret}",  # through the platform's own process
     ]
     body = f"for path in {spellings!r}:\n"
     body += "    print(path, '->', outcome(lambda: open(path).read()))\n"
     body += "print('control', outcome(lambda: open('inside.txt').read()))\n"
+    # The next evasions: a hard link or a rename into the source, a metadata change that
+    # Landlock does not cover (chmod), and reaching the file by handle.
+    body += f"print('hardlink', outcome(lambda: os.link({str(secret)!r}, 'hard')))\n"
+    body += f"print('rename', outcome(lambda: os.rename({str(secret)!r}, 'moved')))\n"
+    body += f"print('chmod', outcome(lambda: os.chmod({str(secret)!r}, 0o600)))\n"
     text = await probe(platform, work, body)
     assert "the vault key" not in text
+    # Landlock does not cover chmod: only the uid switch (as root) keeps the owner's right
+    # to change modes away from the command; bubblewrap does not show the file at all.
+    owner_only = shells(platform).status.tier == "landlock" and os.geteuid() != 0
+    for evasion in ("hardlink", "rename") if owner_only else ("hardlink", "rename", "chmod"):
+        row = next(r for r in text.splitlines() if r.startswith(f"{evasion} "))
+        assert " ok" not in row, row
+    assert secret.read_text() == "the vault key"
+    assert owner_only or secret.stat().st_mode & 0o777 == 0o644
     for spelling in spellings:
         line = next(row for row in text.splitlines() if row.startswith(f"{spelling} ->"))
         assert line.endswith(("ENOENT", "EACCES")), line
@@ -222,6 +239,7 @@ print('clone3', raw(nr['clone3'], 0, 0))
 print('personality', raw(nr['personality'], 0x0040000))
 print('keyctl', raw(nr['keyctl'], 0, 0, 0, 0, 0))
 print('bpf', raw(nr['bpf'], 0, 0, 0))
+print('io_uring', raw(425, 1, 0))
 print('control', raw(nr['personality'], 0xFFFFFFFF))
 """
     text = await probe(platform, work, body)
@@ -232,6 +250,7 @@ print('control', raw(nr['personality'], 0xFFFFFFFF))
     assert rows["clone3"] == "ENOSYS"
     assert rows["personality"] == "EPERM"
     assert rows["keyctl"] == "EPERM" and rows["bpf"] == "EPERM"
+    assert rows["io_uring"] == "EPERM"  # its operations would bypass the filter
     assert rows["control"] == "ok"
 
 
@@ -293,3 +312,20 @@ async def test_auto_falls_back_to_landlock_when_bubblewrap_cannot_run(world: Pat
         result = await platform.call_tool("execute", {"command": "echo hi"})
         assert result.data is not None and result.data["confinement"] == "landlock"
         assert "confinement landlock" in result.text and result.text.startswith("hi\n")
+
+
+def test_no_working_tier_never_falls_back_to_running_bare(tmp_path: Path) -> None:
+    status = SandboxStatus(mode="bubblewrap", tier=None, reason="bubblewrap: broken")
+    confiner = Confiner(
+        status=status,
+        files=SandboxFiles.write(tmp_path / "sandbox", uid=UID),
+        data_dir=str(tmp_path / "data"),
+        protected=(),
+        sandbox_uid=UID,
+    )
+    with pytest.raises(ToolError) as refused:
+        confiner.command(
+            ["/bin/true"], cwd=str(tmp_path), sources=(), network=False, call_env={}, declared={}
+        )
+    assert refused.value.code == "sandbox_unavailable"
+    assert 'sandbox = "unconfined"' in str(refused.value)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from corral.errors import ToolError
 from corral.settings import SandboxMode
 from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
 from corral.shell.landlock import LandlockPlan, landlock_abi, plan_landlock
@@ -196,6 +197,9 @@ class Confiner:
             return CommandSpec(spec=spec, environment=environment)
         if tier == "landlock":
             return self._landlock(argv, cwd, sources, network, call_env, declared)
+        if tier != "unconfined":
+            # Never a silent fall to no boundary: only the operator's opt-in runs bare.
+            raise ToolError(self.status.refusal(), code="sandbox_unavailable")
         home = tempfile.mkdtemp(prefix="corral-home-")
         environment = build_environment(
             platform_env=os.environ,
