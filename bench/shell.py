@@ -28,9 +28,11 @@ from pathlib import Path
 from types import ModuleType
 
 from corral.shell.analysis import analyze
+from corral.shell.confinement import check_bubblewrap
 from corral.shell.live import LivePacer
 from corral.shell.runner import Execution, ProcessSpec
-from corral.shell.sandbox import BoundSource, SandboxFiles, bwrap_argv, detect_sandbox, plan_mounts
+from corral.shell.sandbox import BoundSource, SandboxFiles, bwrap_argv, plan_mounts
+from corral.shell.seccomp import build_filter
 
 COMMANDS = [
     "ls -la",
@@ -117,26 +119,32 @@ def sandbox_spec(files: SandboxFiles, binary: str, work: Path, argv: list[str]) 
         protected=(),
         network=False,
     )
-    full = bwrap_argv(binary, mounts, network=False, cwd=str(work), argv=argv)
-    return ProcessSpec(argv=full, env={"PATH": "/usr/bin:/bin"}, cwd=str(work), sandboxed=True)
+    full = bwrap_argv(binary, mounts, network=False, cwd=str(work), argv=argv, uid=65534)
+    return ProcessSpec(
+        argv=full,
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=str(work),
+        sandboxed=True,
+        seccomp=build_filter(),
+    )
 
 
 async def bench_spawn(spawns: int, work: Path) -> dict[str, float]:
-    files = SandboxFiles.write(work / "etc")
-    status = await detect_sandbox("bubblewrap", "bwrap", files)
+    files = SandboxFiles.write(work / "etc", uid=65534)
+    status, binary = await check_bubblewrap("bwrap", files, uid=65534)
     bare = []
     for _ in range(spawns):
         started = time.perf_counter()
         await _bare_true()
         bare.append(time.perf_counter() - started)
     result: dict[str, float] = {"bare_true_ms": round(statistics.median(bare) * 1000, 2)}
-    if not status.available or status.binary is None:
+    if not status.works or binary is None:
         result["sandboxed_true_ms"] = float("nan")
         return result
     sandboxed = []
     for _ in range(spawns):
         started = time.perf_counter()
-        spec = sandbox_spec(files, status.binary, work, ["/bin/true"])
+        spec = sandbox_spec(files, binary, work, ["/bin/true"])
         await _run_spec(spec)
         sandboxed.append(time.perf_counter() - started)
     result["sandboxed_true_ms"] = round(statistics.median(sandboxed) * 1000, 2)

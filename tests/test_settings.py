@@ -15,7 +15,7 @@ def test_defaults(tmp_path: Path) -> None:
     settings = load_settings(tmp_path)
     assert settings.data_dir == tmp_path
     assert settings.effective_database_url == f"sqlite+aiosqlite:///{tmp_path}/corral.db"
-    assert settings.sandbox == "bubblewrap"
+    assert settings.sandbox == "auto" and settings.sandbox_uid == 65534
 
 
 def test_toml_then_environment_then_arguments(

@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_DATA_DIR", "ModelEndpoint", "Settings", "load_settings"]
 
 DEFAULT_DATA_DIR = Path("corral-data")
 
-SandboxMode = Literal["bubblewrap", "unconfined"]
+SandboxMode = Literal["auto", "bubblewrap", "landlock", "unconfined"]
 
 
 class ModelEndpoint(BaseModel):
@@ -62,9 +62,19 @@ class Settings(BaseSettings):
     port: int = Field(default=8765, ge=0, le=65535, description="Port `corral serve` binds.")
     owner_name: str = Field(default="owner", description="Name of the local owner account.")
     sandbox: SandboxMode = Field(
-        default="bubblewrap",
-        description="Kernel boundary for shell commands; 'unconfined' is an explicit "
-        "operator opt-out for machines where bubblewrap cannot run.",
+        default="auto",
+        description="Kernel boundary for shell commands: 'auto' takes the strongest tier "
+        "that works here (bubblewrap, then Landlock + seccomp); 'bubblewrap' or 'landlock' "
+        "insist on one tier (commands are refused when it does not work); 'unconfined' is "
+        "an explicit operator opt-out. `corral doctor` shows which tiers work.",
+    )
+    sandbox_uid: int = Field(
+        default=65534,
+        ge=1,
+        le=2**31 - 1,
+        description="The unprivileged uid (and gid) sandboxed commands run as: inside "
+        "bubblewrap's user namespace, or switched to in the Landlock tier when the "
+        "platform runs as root (writable sources must then be writable by it).",
     )
     bwrap_path: str = Field(
         default="bwrap",

@@ -154,9 +154,13 @@ async def test_the_process_has_no_capabilities_and_its_own_namespaces(
 
 
 async def test_without_bubblewrap_commands_are_refused_unless_unconfined(data_dir: Path) -> None:
-    async with corral.open(data_dir, bwrap_path="/nonexistent/bwrap") as broken:
+    # The operator insists on bubblewrap, which cannot run: no weaker tier is taken.
+    async with corral.open(
+        data_dir, bwrap_path="/nonexistent/bwrap", sandbox="bubblewrap"
+    ) as broken:
         status = shells(broken).status
         assert not status.available and "/nonexistent/bwrap" in status.reason
+        assert status.tier is None
         result = await broken.call_tool("execute", {"command": "echo hi"})
         assert result.error_code == "sandbox_unavailable"
         assert 'sandbox = "unconfined"' in result.text and "hi\n" not in result.text

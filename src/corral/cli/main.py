@@ -21,6 +21,7 @@ from corral.cli import (
     compactions,
     conversations,
     delegates,
+    doctor,
     goals,
     host_broker,
     packages,
@@ -79,6 +80,7 @@ app.add_typer(packages.app, name="packages")
 app.add_typer(shells.app, name="shells")
 app.command("check-command")(check_command.check_command)
 app.command("host-broker")(host_broker.host_broker)
+app.command("doctor")(doctor.doctor)
 app.command("chat")(chat.chat)
 app.add_typer(conversations.app, name="conversations")
 app.add_typer(runs.app, name="runs")

@@ -19,7 +19,7 @@ from corral.settings import Settings
 from corral.shell.analysis import Analysis, analyze
 from corral.shell.gate import UriGate
 from corral.shell.plane import Plane, choose_plane
-from corral.shell.sandbox import SANDBOX_HOME, Confinement
+from corral.shell.sandbox import SANDBOX_HOME
 from corral.shell.verdict import Verdict
 
 __all__ = ["HOST_CONFINEMENT", "CheckedCommand", "check_command", "platform_protected"]
@@ -72,7 +72,7 @@ def check_command(
     caller: Caller,
     policy: SourcePolicy,
     settings: Settings,
-    confinement: Confinement,
+    confinement: str,
 ) -> CheckedCommand:
     """Judge ``command`` started in ``cwd`` by ``caller``; pure apart from reading the disk."""
     word = cwd or "data root"
@@ -117,7 +117,8 @@ def check_command(
             confinement=label,
         )
         return CheckedCommand(verdict=verdict, plane=plane)
-    sandboxed = plane == "app" and confinement == "bubblewrap"
+    # Under either kernel tier the kernel enforces the same rights the gate checks.
+    sandboxed = plane == "app" and confinement in ("bubblewrap", "landlock")
     analysis = analyze(
         command,
         protected_paths=platform_protected(settings),

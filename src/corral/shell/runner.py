@@ -18,6 +18,7 @@ import ctypes
 import logging
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from corral.shell.processes import (
 
 __all__ = [
     "CHUNK_BYTES",
+    "ChildSetup",
     "Execution",
     "OutputSink",
     "ProcessSpec",
@@ -56,6 +58,19 @@ OutputSink = Callable[[str, str], None]
 _SANDBOX_PROCESSES = frozenset({"bwrap"})
 
 
+class ChildSetup(Protocol):
+    """Confinement a child applies to itself between fork and exec (the Landlock tier)."""
+
+    @property
+    def uid(self) -> int | None:
+        """Switch to this uid (and gid, no supplementary groups) first; None keeps ours."""
+        ...
+
+    def apply(self) -> None:
+        """Runs in the child after the uid switch; raises :class:`OSError` to refuse."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessSpec:
     """What to start: the full argv (bubblewrap's or bash's), environment and folder."""
@@ -65,6 +80,9 @@ class ProcessSpec:
     cwd: str
     sandboxed: bool
     """True when ``argv`` starts bubblewrap (own PID namespace, dies with its parent)."""
+    seccomp: bytes | None = None
+    """A BPF program for bubblewrap: the spawner hands it over as ``--seccomp FD``."""
+    child: ChildSetup | None = None
 
 
 class Spawner(Protocol):
@@ -78,18 +96,59 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
+def _seccomp_pipe(program: bytes) -> int:
+    """A pipe holding ``program`` to its end; returns the read side (bubblewrap reads it)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, program)  # a few KB: well within a pipe's buffer
+    finally:
+        os.close(write)
+    return read
+
+
+def _confining(child: ChildSetup) -> Callable[[], None]:
+    def preexec() -> None:  # pragma: no cover - runs in the child between fork and exec
+        _die_with_parent()  # after the uid switch, which clears the parent-death signal
+        child.apply()
+
+    return preexec
+
+
 async def spawn_process(spec: ProcessSpec) -> asyncio.subprocess.Process:
-    """The default spawner: a new session (so a new process group), no stdin, piped output."""
-    return await asyncio.create_subprocess_exec(
-        *spec.argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=spec.env,
-        cwd=spec.cwd,
-        start_new_session=True,
-        preexec_fn=None if spec.sandboxed else _die_with_parent,
-    )
+    """The default spawner: a new session (so a new process group), no stdin, piped output.
+
+    A child that fails to confine itself never runs the command: the failure surfaces
+    here as :class:`OSError`.
+    """
+    argv = list(spec.argv)
+    passed: list[int] = []
+    if spec.seccomp is not None:
+        passed.append(_seccomp_pipe(spec.seccomp))
+        argv[1:1] = ["--seccomp", str(passed[0])]
+    preexec: Callable[[], None] | None = None if spec.sandboxed else _die_with_parent
+    uid: int | None = None
+    if spec.child is not None:
+        preexec, uid = _confining(spec.child), spec.child.uid
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=spec.env,
+            cwd=spec.cwd,
+            start_new_session=True,
+            preexec_fn=preexec,
+            pass_fds=passed,
+            user=uid,
+            group=uid,
+            extra_groups=[] if uid is not None else None,
+        )
+    except subprocess.SubprocessError as exc:
+        raise OSError(f"the sandbox could not be applied in the child ({exc})") from None
+    finally:
+        for fd in passed:
+            os.close(fd)
 
 
 @dataclass(slots=True, kw_only=True)

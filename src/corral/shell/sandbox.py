@@ -1,88 +1,65 @@
-"""The kernel boundary: a bubblewrap layout per command, and start-up detection.
+"""The bubblewrap tier: the layout of one sandbox, as bubblewrap arguments.
 
 What a sandboxed command sees:
 
-- the system toolchain read-only (``/usr``, the ``/bin`` and ``/lib*`` links or folders, and
-  the few ``/etc`` files programs need: loader cache, alternatives, certificates, time
-  zone); ``/etc/passwd``, ``/etc/group``, ``/etc/hosts`` and ``/etc/nsswitch.conf`` are
-  small synthetic files, so the host's accounts and name are not visible;
+- the system toolchain read-only (``/usr``, the ``/bin`` and ``/lib*`` links or folders);
+- ``/etc`` as one read-only bind of a folder prepared in the platform's private area
+  (:class:`SandboxFiles`): copies of the few host files programs need (loader cache,
+  alternatives, certificates, time zone...) beside small synthetic ``passwd``, ``group``,
+  ``hosts`` and ``nsswitch.conf``, so the host's accounts and name are not visible;
+  ``resolv.conf`` is bound on top only when the network is on;
 - every local source the caller holds a right on, at its real path: read-write where the
   caller may write, read-only otherwise; sources the caller cannot use are absent;
 - a private ``/tmp`` and ``/var/tmp`` (HOME is ``/tmp/home``), a fresh ``/proc`` for its own
-  PID namespace, a minimal ``/dev``;
+  PID namespace, a ``/dev`` of six device nodes (no ``/dev/pts``: commands have no terminal);
 - nothing of the platform's data folder except the sources inside it (the drive): when a
   bound source covers the data folder it is hidden under an empty read-only tmpfs, and the
   database, keys and settings files are masked wherever a source would expose them.
 
 The process gets new user, PID, IPC, UTS, cgroup and (unless policy grants the network)
-network namespaces, no capabilities, ``no_new_privs`` (bubblewrap always sets it), and dies
-with its parent. Mounts are ordered by depth so a deeper bind is never hidden by a
-shallower one, and masks come after what they mask.
+network namespaces, runs as an unprivileged uid inside its user namespace, with no
+capabilities, ``no_new_privs``, the seccomp filter of :mod:`corral.shell.seccomp`, and dies
+with its parent. Mounts are ordered by depth so a deeper bind is never hidden by a shallower
+one, and masks come after what they mask.
 """
 
 from __future__ import annotations
 
-import asyncio
-import glob
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from corral.shell.system_etc import HOSTNAME, SYNTHETIC_ETC, prepare_etc, system_files
+
 __all__ = [
     "SANDBOX_HOME",
     "SCRATCH_ROOTS",
+    "SYNTHETIC_ETC",
     "BoundSource",
-    "Confinement",
     "Mount",
     "SandboxFiles",
-    "SandboxStatus",
     "bwrap_argv",
-    "detect_sandbox",
     "plan_mounts",
     "system_files",
 ]
-
-Confinement = Literal["bubblewrap", "unconfined"]
 
 SANDBOX_HOME = "/tmp/home"
 SCRATCH_ROOTS = ("/tmp", "/var/tmp")
 """Private, empty at start, gone at exit: inside the sandbox these belong to no source."""
 
-HOSTNAME = "corral-sandbox"
-_TOOLCHAIN = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC = (
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "alternatives",
-    "localtime",
-    "timezone",
-    "ssl",
-    "ca-certificates",
-    "ca-certificates.conf",
-    "pki",
-    "crypto-policies",
-    "mime.types",
-    "magic",
-    "magic.mime",
-    "locale.alias",
-    "locale.conf",
-    "protocols",
-    "services",
-    "gai.conf",
-    "host.conf",
-    "debian_version",
-    "os-release",
-    "perl",
-    "python3*",
-    "java-*",
+TOOLCHAIN = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+_DEV_LINKS = (
+    ("/proc/self/fd", "/dev/fd"),
+    ("/proc/self/fd/0", "/dev/stdin"),
+    ("/proc/self/fd/1", "/dev/stdout"),
+    ("/proc/self/fd/2", "/dev/stderr"),
 )
-_NETWORK_ETC = ("resolv.conf",)
-
-MountKind = Literal["ro", "rw", "tmpfs", "dir", "symlink", "mask_file", "proc", "dev", "remount_ro"]
+MountKind = Literal[
+    "ro", "rw", "tmpfs", "dir", "symlink", "mask_file", "proc", "dev_bind", "remount_ro"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +85,8 @@ class Mount:
             return ["--ro-bind", "/dev/null", self.dest]
         if self.kind == "proc":
             return ["--proc", self.dest]
-        if self.kind == "dev":
-            return ["--dev", self.dest]
+        if self.kind == "dev_bind":
+            return ["--dev-bind", str(self.src), self.dest]
         return ["--remount-ro", self.dest]
 
     @property
@@ -128,71 +105,44 @@ class BoundSource:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SandboxFiles:
-    """Synthetic ``/etc`` files, written once into the platform's private folder."""
+    """The sandbox's ``/etc`` folder, prepared in the platform's private area."""
 
-    passwd: str
-    group: str
-    hosts: str
-    nsswitch: str
+    etc: str
+    uid: int
+    gid: int
 
     @classmethod
-    def write(cls, folder: Path, *, user: str = "corral") -> SandboxFiles:
-        folder.mkdir(parents=True, exist_ok=True)
-        uid, gid = os.getuid(), os.getgid()
-        contents = {
-            "passwd": f"{user}:x:{uid}:{gid}:{user}:{SANDBOX_HOME}:/bin/bash\n"
-            + ("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"),
-            "group": f"{user}:x:{gid}:\nnogroup:x:65534:\n",
-            "hosts": f"127.0.0.1\tlocalhost {HOSTNAME}\n::1\tlocalhost ip6-localhost\n",
-            "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
-        }
-        for name, text in contents.items():
-            path = folder / name
-            if not path.is_file() or path.read_text() != text:
-                path.write_text(text)
-            path.chmod(0o644)
-        return cls(
-            passwd=str(folder / "passwd"),
-            group=str(folder / "group"),
-            hosts=str(folder / "hosts"),
-            nsswitch=str(folder / "nsswitch.conf"),
-        )
+    def write(cls, folder: Path, *, uid: int | None = None, gid: int | None = None) -> SandboxFiles:
+        """Prepare (or refresh) ``folder/etc`` for a sandbox user ``uid``:``gid``.
+
+        ``uid`` defaults to the platform's own (the host broker keeps its operator's).
+        """
+        uid = os.getuid() if uid is None else uid
+        gid = uid if gid is None else gid
+        etc = prepare_etc(folder, uid=uid, gid=gid)
+        return cls(etc=str(etc), uid=uid, gid=gid)
 
 
 def _within(path: str, root: str) -> bool:
     return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
 
-SYNTHETIC_ETC = ("/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf")
-
-
-def system_files(*, network: bool = False) -> tuple[str, ...]:
-    """The ``/etc`` entries a sandboxed command sees (read-only)."""
-    names = [*_ETC, *(_NETWORK_ETC if network else ())]
-    found: list[str] = []
-    for name in names:
-        for path in sorted(glob.glob(f"/etc/{name}")) if "*" in name else [f"/etc/{name}"]:
-            if os.path.lexists(path):
-                found.append(path)
-    return (*found, *SYNTHETIC_ETC)
-
-
 def _system_mounts(files: SandboxFiles, *, network: bool) -> list[Mount]:
     mounts: list[Mount] = []
-    for top in _TOOLCHAIN:
+    for top in TOOLCHAIN:
         if os.path.islink(top):
             mounts.append(Mount("symlink", top, os.readlink(top), order=0))
         elif os.path.isdir(top):
             mounts.append(Mount("ro", top, top, order=0))
-    for found in system_files(network=network)[: -len(SYNTHETIC_ETC)]:
-        mounts.append(Mount("ro", found, found, order=0))
+    mounts.append(Mount("ro", "/etc", files.etc, order=0))
+    if network and os.path.lexists("/etc/resolv.conf"):
+        mounts.append(Mount("ro", "/etc/resolv.conf", "/etc/resolv.conf", order=0))
     mounts += [
-        Mount("ro", "/etc/passwd", files.passwd, order=0),
-        Mount("ro", "/etc/group", files.group, order=0),
-        Mount("ro", "/etc/hosts", files.hosts, order=0),
-        Mount("ro", "/etc/nsswitch.conf", files.nsswitch, order=0),
         Mount("proc", "/proc", order=0),
-        Mount("dev", "/dev", order=0),
+        Mount("tmpfs", "/dev", order=0),
+        *(Mount("dev_bind", f"/dev/{name}", f"/dev/{name}", order=0) for name in _DEVICES),
+        *(Mount("symlink", link, target, order=0) for target, link in _DEV_LINKS),
+        Mount("dir", "/dev/shm", order=0),
         *(Mount("tmpfs", root, order=0) for root in SCRATCH_ROOTS),
         Mount("dir", SANDBOX_HOME, order=0),
     ]
@@ -209,7 +159,7 @@ def plan_mounts(
 ) -> list[Mount]:
     """Every mount of one sandbox, in the order bubblewrap must apply them."""
     mounts = _system_mounts(files, network=network)
-    toolchain = [m.dest for m in mounts if m.kind == "ro" and m.dest in _TOOLCHAIN]
+    toolchain = [m.dest for m in mounts if m.kind == "ro" and m.dest in TOOLCHAIN]
     bound: list[BoundSource] = []
     for source in sources:
         if os.path.isdir(source.root) or os.path.isfile(source.root):
@@ -239,75 +189,26 @@ def plan_mounts(
 
 
 def bwrap_argv(
-    binary: str, mounts: Sequence[Mount], *, network: bool, cwd: str, argv: Sequence[str]
+    binary: str,
+    mounts: Sequence[Mount],
+    *,
+    network: bool,
+    cwd: str,
+    argv: Sequence[str],
+    uid: int | None = None,
 ) -> list[str]:
-    """The bubblewrap command line that runs ``argv`` in ``cwd`` inside ``mounts``."""
+    """The bubblewrap command line that runs ``argv`` in ``cwd`` inside ``mounts``.
+
+    With ``uid`` the command runs as that uid (and gid) in a user namespace of its own; the
+    seccomp program is added by the spawner, which owns the descriptor it travels on.
+    """
     out = [binary, "--unshare-all"]
     if network:
         out.append("--share-net")
+    if uid is not None:
+        out += ["--unshare-user", "--uid", str(uid), "--gid", str(uid)]
     out += ["--die-with-parent", "--cap-drop", "ALL", "--hostname", HOSTNAME]
     for mount in mounts:
         out += mount.args()
     out += ["--chdir", cwd, "--", *argv]
     return out
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SandboxStatus:
-    """What start-up found: the configured mode and whether bubblewrap works here."""
-
-    mode: Confinement
-    available: bool
-    binary: str | None
-    reason: str
-
-    @property
-    def usable(self) -> bool:
-        """Commands may run: bubblewrap works, or the operator chose unconfined."""
-        return self.mode == "unconfined" or self.available
-
-    def refusal(self) -> str:
-        return (
-            f"shell commands cannot run: the bubblewrap sandbox does not work here "
-            f"({self.reason}). An operator must install bubblewrap (Debian package "
-            "'bubblewrap') or explicitly set sandbox = \"unconfined\" in the settings."
-        )
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "mode": self.mode,
-            "available": self.available,
-            "binary": self.binary,
-            "reason": self.reason,
-        }
-
-
-async def detect_sandbox(
-    mode: Confinement, binary: str, files: SandboxFiles, *, within: float = 10.0
-) -> SandboxStatus:
-    """Run ``true`` in a minimal sandbox with the flags commands use; report what happened."""
-    found = shutil.which(binary)
-    if found is None:
-        return SandboxStatus(
-            mode=mode, available=False, binary=None, reason=f"no bubblewrap binary {binary!r}"
-        )
-    mounts = plan_mounts(files, (), data_dir="/nonexistent", protected=(), network=False)
-    argv = bwrap_argv(found, mounts, network=False, cwd="/", argv=["/bin/sh", "-c", "true"])
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            env={"PATH": "/usr/bin:/bin"},
-        )
-        _, err = await asyncio.wait_for(process.communicate(), within)
-    except (OSError, TimeoutError) as exc:
-        return SandboxStatus(
-            mode=mode, available=False, binary=found, reason=f"{type(exc).__name__}: {exc}"
-        )
-    if process.returncode != 0:
-        lines = err.decode("utf-8", "replace").strip().splitlines()
-        reason = lines[-1] if lines else f"exit status {process.returncode}"
-        return SandboxStatus(mode=mode, available=False, binary=found, reason=reason)
-    return SandboxStatus(mode=mode, available=True, binary=found, reason="bubblewrap works")

@@ -9,9 +9,6 @@ broker for the host plane, and :class:`corral.shell.background.BackgroundShells`
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -27,19 +24,13 @@ from corral.settings import Settings
 from corral.shell.background import BackgroundShells, ConversationAccess, ShellLaunch
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
-from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
+from corral.shell.confinement import Confinement, Confiner, SandboxStatus
+from corral.shell.environment import Environment, build_environment
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
 from corral.shell.live import LivePacer, LiveSink
 from corral.shell.records import ShellRecord, ShellStore
 from corral.shell.runner import Execution, ProcessSpec, Spawner, spawn_process
-from corral.shell.sandbox import (
-    SANDBOX_HOME,
-    BoundSource,
-    SandboxFiles,
-    SandboxStatus,
-    bwrap_argv,
-    plan_mounts,
-)
+from corral.shell.sandbox import BoundSource, SandboxFiles
 from corral.shell.verdict import Verdict
 
 __all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
@@ -122,6 +113,13 @@ class ShellService:
         self.settings = settings
         self.status = status
         self.files = files
+        self.confiner = Confiner(
+            status=status,
+            files=files,
+            data_dir=str(settings.data_dir),
+            protected=platform_protected(settings),
+            sandbox_uid=settings.sandbox_uid,
+        )
         self.broker = broker
         self._state = state
         self._spawner = spawner
@@ -140,8 +138,12 @@ class ShellService:
         return (await self._state.dispatch_state()).live
 
     @property
-    def confinement(self) -> Literal["bubblewrap", "unconfined"]:
-        return self.settings.sandbox
+    def confinement(self) -> Confinement:
+        """The tier commands run under (the strongest allowed one when none works: they
+        are refused then, and verdicts judge them as that tier would)."""
+        if self.status.tier is not None:
+            return self.status.tier
+        return "landlock" if self.settings.sandbox == "landlock" else "bubblewrap"
 
     # -- judging ----------------------------------------------------------------------------
 
@@ -186,40 +188,20 @@ class ShellService:
         self, checked: CheckedCommand, request: ShellRequest, policy: SourcePolicy, network: bool
     ) -> tuple[ProcessSpec, Environment, Callable[[], None]]:
         assert checked.cwd is not None
-        argv = (*BASH, request.command)
-        if self.confinement == "bubblewrap" and self.status.binary is not None:
-            environment = build_environment(
-                platform_env=os.environ,
-                home=SANDBOX_HOME,
-                call_env=request.env,
-                declared=request.declared,
-            )
-            bound = [
-                BoundSource(name=s.name, root=str(s.real_root), writable="write" in rights)
-                for s in policy.sources.values()
-                if s.connector == "local" and (rights := s.rights_for(request.caller))
-            ]
-            mounts = plan_mounts(
-                self.files,
-                bound,
-                data_dir=str(self.settings.data_dir),
-                protected=platform_protected(self.settings),
-                network=network,
-            )
-            binary = self.status.binary
-            full = bwrap_argv(binary, mounts, network=network, cwd=checked.cwd, argv=argv)
-            spec = ProcessSpec(argv=full, env=environment.values, cwd=checked.cwd, sandboxed=True)
-            return spec, environment, lambda: None
-        home = tempfile.mkdtemp(prefix="corral-home-")
-        environment = build_environment(
-            platform_env=os.environ,
-            home=home,
-            path=os.environ.get("PATH", SYSTEM_PATH),
+        bound = [
+            BoundSource(name=s.name, root=str(s.real_root), writable="write" in rights)
+            for s in policy.sources.values()
+            if s.connector == "local" and (rights := s.rights_for(request.caller))
+        ]
+        prepared = self.confiner.command(
+            (*BASH, request.command),
+            cwd=checked.cwd,
+            sources=bound,
+            network=network,
             call_env=request.env,
             declared=request.declared,
         )
-        spec = ProcessSpec(argv=argv, env=environment.values, cwd=checked.cwd, sandboxed=False)
-        return spec, environment, lambda: shutil.rmtree(home, ignore_errors=True)
+        return prepared.spec, prepared.environment, prepared.cleanup
 
     def _network(self, live: Mapping[str, Any]) -> tuple[bool, str]:
         if self.confinement == "unconfined":

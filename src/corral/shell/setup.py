@@ -1,8 +1,9 @@
 """Setting up shell execution for an opened platform.
 
-:func:`open_shell_service` writes the sandbox's synthetic ``/etc`` files, finds out whether
-bubblewrap works here (commands are refused when it does not, unless the operator chose
-``sandbox = "unconfined"``) and builds the :class:`~corral.shell.service.ShellService`.
+:func:`open_shell_service` prepares the sandbox's ``/etc`` folder, finds out which
+confinement tier works here (commands are refused when none the ``sandbox`` setting allows
+does, unless the operator chose ``sandbox = "unconfined"``) and builds the
+:class:`~corral.shell.service.ShellService`.
 :func:`recover_shells` runs once everything is wired: it marks background shells lost to a
 restart, reports them and delivers reports still pending. The built-in package's install
 hook calls both.
@@ -18,8 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.service_protocols import ReportSink
 from corral.settings import Settings
 from corral.shell.background import ConversationAccess
+from corral.shell.confinement import detect_confinement
 from corral.shell.host.client import HostBrokerClient
-from corral.shell.sandbox import SandboxFiles, SandboxStatus, detect_sandbox
+from corral.shell.sandbox import SandboxFiles
 from corral.shell.service import ShellService, StateSource
 
 __all__ = ["open_shell_service", "recover_shells"]
@@ -35,22 +37,23 @@ async def open_shell_service(
     reports: Callable[[], ReportSink | None],
     conversation_access: Callable[[], ConversationAccess | None],
 ) -> ShellService:
-    files = SandboxFiles.write(settings.private_dir / "sandbox")
-    if settings.sandbox == "unconfined":
-        status = SandboxStatus(
-            mode="unconfined",
-            available=False,
-            binary=None,
-            reason="the operator set sandbox = 'unconfined'",
-        )
+    files = SandboxFiles.write(settings.private_dir / "sandbox", uid=settings.sandbox_uid)
+    status = await detect_confinement(
+        settings.sandbox, settings.bwrap_path, files, uid=settings.sandbox_uid
+    )
+    if status.tier == "unconfined":
         log.warning(
             "shell commands run UNCONFINED (sandbox = 'unconfined'): only command analysis "
             "and the URI-policy gate stand between a command and this machine"
         )
-    else:
-        status = await detect_sandbox("bubblewrap", settings.bwrap_path, files)
-        if not status.available:
-            log.error("execute is unavailable: %s", status.refusal())
+    elif status.tier is None:
+        log.error("execute is unavailable: %s", status.refusal())
+    elif status.tier == "landlock" and settings.sandbox == "auto":
+        log.warning(
+            "bubblewrap cannot run here (%s): shell commands are confined by Landlock and "
+            "seccomp instead; `corral doctor` says how to get the stronger tier",
+            status.checks[0].reason if status.checks else "unknown",
+        )
     broker = None
     if settings.host_broker_socket is not None:
         broker = HostBrokerClient(settings.host_broker_socket)

@@ -1,0 +1,383 @@
+"""Confinement tiers: which kernel boundary a command gets, and the process spec for it.
+
+The tiers, strongest first:
+
+- ``bubblewrap``: namespaces and a mount layout of the caller's sources
+  (:mod:`corral.shell.sandbox`), an unprivileged uid in its own user namespace, the seccomp
+  filter (:mod:`corral.shell.seccomp`);
+- ``landlock``: where user namespaces are unavailable, Landlock filesystem rules from the
+  caller's sources (:mod:`corral.shell.landlock`) plus the same seccomp filter, which then
+  also refuses sockets (no network namespace to lean on), applied by the child before exec;
+  as root the child first becomes the unprivileged sandbox uid;
+- ``unconfined``: only by the operator's explicit ``sandbox = "unconfined"``.
+
+``sandbox = "auto"`` (the default) takes the first tier that works here; ``"bubblewrap"`` and
+``"landlock"`` insist on one. Start-up runs ``true`` under each candidate with the very flags
+commands get, so a tier is reported working only when it really is; every result names the
+tier that applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from corral.errors import ToolError
+from corral.settings import SandboxMode
+from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
+from corral.shell.landlock import LandlockPlan, landlock_abi, plan_landlock
+from corral.shell.runner import ProcessSpec, spawn_process
+from corral.shell.sandbox import (
+    SANDBOX_HOME,
+    TOOLCHAIN,
+    BoundSource,
+    SandboxFiles,
+    bwrap_argv,
+    plan_mounts,
+)
+from corral.shell.seccomp import SeccompLoader, SeccompUnsupported, build_filter
+from corral.shell.system_etc import host_entries
+
+__all__ = [
+    "CommandSpec",
+    "Confinement",
+    "Confiner",
+    "SandboxStatus",
+    "TierCheck",
+    "check_bubblewrap",
+    "check_landlock",
+    "detect_confinement",
+]
+
+Confinement = Literal["bubblewrap", "landlock", "unconfined"]
+
+_NETWORK_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
+"""Socket families the Landlock tier allows when the network is on. Never AF_UNIX: without
+a mount namespace a UNIX socket path reaches the host's daemons (the host broker too)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TierCheck:
+    """Whether one tier works on this machine, and why not when it does not."""
+
+    tier: Confinement
+    works: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxStatus:
+    """What start-up found: the configured mode and the tier commands run under."""
+
+    mode: SandboxMode
+    tier: Confinement | None
+    """None: no allowed tier works, and commands are refused."""
+    binary: str | None = None
+    reason: str
+    checks: tuple[TierCheck, ...] = ()
+    uid: int | None = None
+    """The uid sandboxed commands run as (None: the platform's own)."""
+
+    @property
+    def available(self) -> bool:
+        """A kernel boundary works (bubblewrap or Landlock)."""
+        return self.tier in ("bubblewrap", "landlock")
+
+    @property
+    def usable(self) -> bool:
+        """Commands may run: a kernel boundary works, or the operator chose unconfined."""
+        return self.tier is not None
+
+    def refusal(self) -> str:
+        tried = "; ".join(f"{c.tier}: {c.reason}" for c in self.checks) or self.reason
+        return (
+            f"shell commands cannot run: no sandbox tier allowed by sandbox = {self.mode!r} "
+            f"works here ({tried}). An operator must make one work (`corral doctor` says "
+            "how: install bubblewrap, enable user namespaces or Landlock) or explicitly set "
+            'sandbox = "unconfined" in the settings.'
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "mode": self.mode,
+            "tier": self.tier,
+            "available": self.available,
+            "binary": self.binary,
+            "reason": self.reason,
+            "uid": self.uid,
+            "checks": [{"tier": c.tier, "works": c.works, "reason": c.reason} for c in self.checks],
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LandlockChild:
+    """The Landlock tier's child setup: uid switch, then Landlock, then seccomp."""
+
+    plan: LandlockPlan
+    seccomp: SeccompLoader
+    uid: int | None
+
+    def apply(self) -> None:  # pragma: no cover - runs in the child between fork and exec
+        self.plan.apply()
+        self.seccomp.load()
+
+
+@dataclass(slots=True, kw_only=True)
+class CommandSpec:
+    """One command ready to spawn under a tier, with its environment and its cleanup."""
+
+    spec: ProcessSpec
+    environment: Environment
+    cleanup: Callable[[], None] = field(default=lambda: None)
+
+
+def _sandbox_uid(configured: int) -> int | None:
+    """The Landlock tier switches uid only when it can and must: as root."""
+    return configured if os.geteuid() == 0 else None
+
+
+def _program(families: tuple[int, ...] | None) -> bytes:
+    return build_filter(socket_families=families)
+
+
+@dataclass(slots=True, kw_only=True)
+class Confiner:
+    """Builds the process spec of a command under the tier start-up chose."""
+
+    status: SandboxStatus
+    files: SandboxFiles
+    data_dir: str
+    protected: Sequence[str]
+    sandbox_uid: int
+    _programs: dict[tuple[int, ...] | None, bytes] = field(default_factory=dict)
+
+    def seccomp_program(self, families: tuple[int, ...] | None) -> bytes:
+        """The filter, built once per socket policy (None: every family allowed)."""
+        if families not in self._programs:
+            self._programs[families] = _program(families)
+        return self._programs[families]
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        sources: Sequence[BoundSource],
+        network: bool,
+        call_env: Mapping[str, str],
+        declared: Mapping[str, str],
+    ) -> CommandSpec:
+        """``argv`` in ``cwd`` seeing ``sources``, under the tier start-up chose."""
+        tier = self.status.tier
+        if tier == "bubblewrap" and self.status.binary is not None:
+            environment = build_environment(
+                platform_env=os.environ, home=SANDBOX_HOME, call_env=call_env, declared=declared
+            )
+            mounts = plan_mounts(
+                self.files, sources, data_dir=self.data_dir, protected=self.protected,
+                network=network,
+            )  # fmt: skip
+            full = bwrap_argv(
+                self.status.binary, mounts, network=network, cwd=cwd, argv=argv,
+                uid=self.sandbox_uid,
+            )  # fmt: skip
+            spec = ProcessSpec(
+                argv=full,
+                env=environment.values,
+                cwd=cwd,
+                sandboxed=True,
+                seccomp=self.seccomp_program(None),
+            )
+            return CommandSpec(spec=spec, environment=environment)
+        if tier == "landlock":
+            return self._landlock(argv, cwd, sources, network, call_env, declared)
+        if tier != "unconfined":
+            # Never a silent fall to no boundary: only the operator's opt-in runs bare.
+            raise ToolError(self.status.refusal(), code="sandbox_unavailable")
+        home = tempfile.mkdtemp(prefix="corral-home-")
+        environment = build_environment(
+            platform_env=os.environ,
+            home=home,
+            path=os.environ.get("PATH", SYSTEM_PATH),
+            call_env=call_env,
+            declared=declared,
+        )
+        spec = ProcessSpec(argv=argv, env=environment.values, cwd=cwd, sandboxed=False)
+        return CommandSpec(
+            spec=spec, environment=environment, cleanup=lambda: shutil.rmtree(home, True)
+        )
+
+    def _landlock(
+        self,
+        argv: Sequence[str],
+        cwd: str,
+        sources: Sequence[BoundSource],
+        network: bool,
+        call_env: Mapping[str, str],
+        declared: Mapping[str, str],
+    ) -> CommandSpec:
+        uid = _sandbox_uid(self.sandbox_uid)
+        home = tempfile.mkdtemp(prefix="corral-home-")
+        if uid is not None:
+            os.chown(home, uid, uid)
+        environment = build_environment(
+            platform_env=os.environ, home=home, call_env=call_env, declared=declared
+        )
+        environment.values["TMPDIR"] = home
+        plan = landlock_plan(
+            home=home,
+            sources=sources,
+            data_dir=self.data_dir,
+            protected=self.protected,
+            network=network,
+        )
+        families = _NETWORK_FAMILIES if network else ()
+        child = LandlockChild(
+            plan=plan, seccomp=SeccompLoader(self.seccomp_program(families)), uid=uid
+        )
+        spec = ProcessSpec(argv=argv, env=environment.values, cwd=cwd, sandboxed=False, child=child)
+        return CommandSpec(
+            spec=spec, environment=environment, cleanup=lambda: shutil.rmtree(home, True)
+        )
+
+
+def landlock_plan(
+    *,
+    home: str,
+    sources: Sequence[BoundSource],
+    data_dir: str,
+    protected: Sequence[str],
+    network: bool,
+    abi: int | None = None,
+) -> LandlockPlan:
+    """The Landlock rules of one command: toolchain, home, devices and the caller's sources."""
+    toolchain = [*TOOLCHAIN, *host_entries(network=network), "/etc/nsswitch.conf"]
+    if network:
+        toolchain.append("/etc/hosts")
+    return plan_landlock(
+        abi=landlock_abi() if abi is None else abi,
+        toolchain=toolchain,
+        home=home,
+        sources=[(s.root, s.writable) for s in sources],
+        data_dir=data_dir,
+        protected=protected,
+        network=network,
+    )
+
+
+# -- start-up detection -------------------------------------------------------------------
+
+
+async def _runs(spec: ProcessSpec, within: float) -> str | None:
+    """Run ``spec`` (a ``true``) to its end; None when it exited 0, else why not."""
+    try:
+        process = await spawn_process(spec)
+        _, err = await asyncio.wait_for(process.communicate(), within)
+    except (OSError, TimeoutError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if process.returncode != 0:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        return lines[-1] if lines else f"exit status {process.returncode}"
+    return None
+
+
+async def check_bubblewrap(
+    binary: str, files: SandboxFiles, *, uid: int, within: float = 10.0
+) -> tuple[TierCheck, str | None]:
+    """Run ``true`` in a minimal sandbox with every flag commands get (uid, seccomp)."""
+    found = shutil.which(binary)
+    if found is None:
+        return TierCheck(
+            tier="bubblewrap", works=False, reason=f"no bubblewrap binary {binary!r}"
+        ), None
+    try:
+        program = build_filter()
+    except SeccompUnsupported as exc:
+        return TierCheck(tier="bubblewrap", works=False, reason=str(exc)), found
+    mounts = plan_mounts(files, (), data_dir="/nonexistent", protected=(), network=False)
+    argv = bwrap_argv(
+        found, mounts, network=False, cwd="/", argv=["/bin/sh", "-c", "true"], uid=uid
+    )
+    spec = ProcessSpec(
+        argv=argv, env={"PATH": "/usr/bin:/bin"}, cwd="/", sandboxed=True, seccomp=program
+    )
+    failure = await _runs(spec, within)
+    if failure is not None:
+        return TierCheck(tier="bubblewrap", works=False, reason=failure), found
+    return TierCheck(tier="bubblewrap", works=True, reason="bubblewrap works"), found
+
+
+async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
+    """Run ``true`` under Landlock rules and the seccomp filter, as commands would."""
+    abi = landlock_abi()
+    if abi == 0:
+        return TierCheck(
+            tier="landlock", works=False, reason="the kernel has no Landlock (or it is disabled)"
+        )
+    try:
+        program = build_filter(socket_families=())
+    except SeccompUnsupported as exc:
+        return TierCheck(tier="landlock", works=False, reason=str(exc))
+    home = tempfile.mkdtemp(prefix="corral-check-")
+    try:
+        switch = _sandbox_uid(uid)
+        if switch is not None:
+            os.chown(home, switch, switch)
+        plan = landlock_plan(
+            home=home, sources=(), data_dir="/nonexistent", protected=(), network=False, abi=abi
+        )
+        child = LandlockChild(plan=plan, seccomp=SeccompLoader(program), uid=switch)
+        spec = ProcessSpec(
+            argv=["/bin/sh", "-c", "true"],
+            env={"PATH": "/usr/bin:/bin"},
+            cwd=home,
+            sandboxed=False,
+            child=child,
+        )
+        failure = await _runs(spec, within)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if failure is not None:
+        return TierCheck(tier="landlock", works=False, reason=failure)
+    return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works")
+
+
+async def detect_confinement(
+    mode: SandboxMode, binary: str, files: SandboxFiles, *, uid: int
+) -> SandboxStatus:
+    """The tier commands get under ``mode``: the first candidate that works here."""
+    if mode == "unconfined":
+        return SandboxStatus(
+            mode=mode, tier="unconfined", reason="the operator set sandbox = 'unconfined'"
+        )
+    checks: list[TierCheck] = []
+    found: str | None = None
+    if mode in ("auto", "bubblewrap"):
+        check, found = await check_bubblewrap(binary, files, uid=uid)
+        checks.append(check)
+        if check.works:
+            return SandboxStatus(
+                mode=mode, tier="bubblewrap", binary=found, reason=check.reason,
+                checks=tuple(checks), uid=uid,
+            )  # fmt: skip
+    if mode in ("auto", "landlock"):
+        check = await check_landlock(uid=uid)
+        checks.append(check)
+        if check.works:
+            return SandboxStatus(
+                mode=mode, tier="landlock", binary=found, reason=check.reason,
+                checks=tuple(checks), uid=_sandbox_uid(uid),
+            )  # fmt: skip
+    return SandboxStatus(
+        mode=mode,
+        tier=None,
+        binary=found,
+        reason="; ".join(f"{c.tier}: {c.reason}" for c in checks),
+        checks=tuple(checks),
+    )

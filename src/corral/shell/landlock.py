@@ -1,0 +1,196 @@
+"""Landlock: filesystem rules a command cannot leave, for machines without user namespaces.
+
+A :class:`LandlockPlan` is computed in the platform (which paths, which rights) and applied
+in the child between fork and exec (:meth:`LandlockPlan.apply`): create a ruleset handling
+every right the kernel's ABI knows, add one rule per path, set ``no_new_privs`` and restrict
+the process. What is not granted is denied, whatever the spelling that reaches it: rules hold
+on inodes, so ``../``, ``/proc/self/root/...`` and symlinks all end at the same check.
+
+What is granted: the toolchain (``/usr``, the ``/bin`` and ``/lib*`` entries, the ``/etc``
+files programs need) and ``/proc`` to read and run; a few device nodes; the command's private
+home read-write; each source the caller may use, read-only or read-write. The platform's data
+folder and protected files are carved out of any source that covers them: the covering
+directory then gets no rule of its own, each of its other children gets the source's rights,
+and the way down to the protected path is walked the same way.
+
+From ABI 4 TCP ``bind``/``connect`` are handled too (all refused unless the network is on);
+from ABI 6 the process may not signal, nor reach the abstract UNIX sockets of, processes
+outside its domain.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DEVICES",
+    "LandlockPlan",
+    "Rule",
+    "landlock_abi",
+    "no_new_privs",
+    "plan_landlock",
+]
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+TRUNCATE, IOCTL_DEV = 1 << 14, 1 << 15
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1}
+_FS_LATEST = (1 << 16) - 1
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+READ = EXECUTE | READ_FILE | READ_DIR
+_NET_TCP = 0b11  # BIND_TCP | CONNECT_TCP
+_SCOPES = 0b11  # ABSTRACT_UNIX_SOCKET | SIGNAL
+
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+_DEVICE_RIGHTS = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def _syscall(number: int, *args: int | ctypes.Array[ctypes.c_char] | None) -> int:
+    """``syscall(2)`` with every integer passed as a full ``long`` (it is variadic)."""
+    wide = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    return int(_libc.syscall(ctypes.c_long(number), *wide))
+
+
+def no_new_privs() -> int:
+    """``prctl(PR_SET_NO_NEW_PRIVS, 1)``: no exec can gain privileges (setuid bits, caps)."""
+    zero = ctypes.c_ulong(0)
+    return int(_libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), zero, zero, zero))
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
+    return max(0, _syscall(_CREATE_RULESET, None, 0, _VERSION))
+
+
+def _handled_fs(abi: int) -> int:
+    return _FS_BY_ABI.get(abi, _FS_LATEST)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """``access`` (Landlock bits) on ``path`` and everything beneath it."""
+
+    path: str
+    access: int
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
+
+
+def _carve(root: str, access: int, forbidden: Sequence[str], out: list[Rule]) -> None:
+    """Grant ``access`` on ``root`` minus every ``forbidden`` path beneath it."""
+    inside = [f for f in forbidden if _within(f, root)]
+    if not inside:
+        out.append(Rule(root, access))
+        return
+    if root in inside or not os.path.isdir(root) or os.path.islink(root):
+        return
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            continue  # its target is judged by the rules of wherever it leads
+        _carve(entry.path, access, inside, out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LandlockPlan:
+    """The rules of one command and the kernel features to use; applied in the child."""
+
+    abi: int
+    rules: tuple[Rule, ...]
+    network: bool
+    scopes: bool = field(default=True)
+
+    @property
+    def handled_fs(self) -> int:
+        return _handled_fs(self.abi)
+
+    def ruleset_attr(self) -> bytes:
+        """``struct landlock_ruleset_attr`` sized for this ABI."""
+        fs = self.handled_fs
+        if self.abi < 4:
+            return struct.pack("<Q", fs)
+        net = 0 if self.network else _NET_TCP
+        if self.abi < 6:
+            return struct.pack("<QQ", fs, net)
+        return struct.pack("<QQQ", fs, net, _SCOPES if self.scopes else 0)
+
+    def apply(self) -> None:  # pragma: no cover - runs in the child between fork and exec
+        """Restrict the calling process for good; raises :class:`OSError` on any failure."""
+        attr = ctypes.create_string_buffer(self.ruleset_attr())
+        ruleset = _syscall(_CREATE_RULESET, attr, len(attr.raw), 0)
+        if ruleset < 0:
+            _fail("landlock_create_ruleset")
+        try:
+            for rule in self.rules:
+                self._add(ruleset, rule)
+            if no_new_privs() != 0:
+                _fail("prctl(PR_SET_NO_NEW_PRIVS)")
+            if _syscall(_RESTRICT_SELF, ruleset, 0) != 0:
+                _fail("landlock_restrict_self")
+        finally:
+            os.close(ruleset)
+
+    def _add(self, ruleset: int, rule: Rule) -> None:  # pragma: no cover - in the child
+        try:
+            handle = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return  # gone since the plan was made: nothing to grant
+        try:
+            access = rule.access & self.handled_fs
+            if not stat.S_ISDIR(os.fstat(handle).st_mode):
+                access &= _FILE_RIGHTS
+            beneath = ctypes.create_string_buffer(struct.pack("<Qi", access, handle))
+            if _syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, beneath, 0) != 0:
+                _fail(f"landlock_add_rule({rule.path!r})")
+        finally:
+            os.close(handle)
+
+
+def _fail(what: str) -> None:  # pragma: no cover - in the child
+    code = ctypes.get_errno()
+    raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def plan_landlock(
+    *,
+    abi: int,
+    toolchain: Iterable[str],
+    home: str,
+    sources: Iterable[tuple[str, bool]],
+    data_dir: str,
+    protected: Iterable[str],
+    network: bool,
+) -> LandlockPlan:
+    """The rules of one command: ``sources`` are ``(real root, writable)`` pairs."""
+    everything = _handled_fs(abi)
+    secret = [os.path.realpath(p) for p in protected]
+    data_real = os.path.realpath(data_dir)
+    rules: list[Rule] = [Rule(path, READ) for path in toolchain if os.path.lexists(path)]
+    rules.append(Rule("/proc", READ_FILE | READ_DIR))
+    rules += [Rule(device, _DEVICE_RIGHTS) for device in DEVICES if os.path.exists(device)]
+    rules.append(Rule(home, everything))
+    for root, writable in sources:
+        if not os.path.exists(root):
+            continue
+        # A source inside the data folder (the drive) is meant to be seen; the folder
+        # around it is not, whichever source covers it.
+        forbidden = secret if _within(root, data_real) else [data_real, *secret]
+        _carve(root, everything if writable else READ, forbidden, rules)
+    return LandlockPlan(abi=abi, rules=tuple(rules), network=network)
