@@ -157,6 +157,7 @@ async def _ripgrep(
     assert process.stdout is not None and process.stderr is not None
     found = Found(engine="ripgrep")
     folders: set[str] = set()
+    finished = False
     try:
         async with asyncio.timeout(SEARCH_SECONDS):
             while line := await process.stdout.readline():
@@ -177,10 +178,14 @@ async def _ripgrep(
                 found.hits.append(
                     Hit(relative, int(number), _line_text(text.decode("utf-8", "replace")))
                 )
+            else:
+                finished = True
     except TimeoutError:
         found.more = True
     finally:
-        if process.returncode is None:
+        # The end of its output is not the end of ripgrep: it may still be writing why it
+        # failed. Only a search cut short (bound reached, deadline, cancelled) is killed.
+        if not finished and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         errors = await process.stderr.read()
