@@ -312,6 +312,13 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="Minimum gap between two inbox messages to the same conversation.",
     ),
     LiveSettingDef(
+        key="http_body_max_bytes",
+        type=int,
+        default=1_000_000,
+        minimum=1_024,
+        description="Largest HTTP request body the server reads; a larger one is answered 413.",
+    ),
+    LiveSettingDef(
         key="workflow_wait_cap_s",
         type=int,
         default=120,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -34,6 +35,22 @@ def prepare_folders(settings: Settings) -> None:
     settings.drive_dir.mkdir(exist_ok=True)
     settings.private_dir.mkdir(mode=0o700, exist_ok=True)
     os.chmod(settings.private_dir, 0o700)
+    database = settings.database_path
+    if database is not None:
+        _private_database(database)
+
+
+def _private_database(path: Path) -> None:
+    """The SQLite file, its WAL and its shared memory readable by the platform's user only.
+
+    SQLite gives the WAL and SHM files the mode of the database file, so creating that one
+    0600 before the first connection covers all three; existing files are narrowed too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):
+        part = path.with_name(name)
+        if part.exists():
+            os.chmod(part, 0o600)
 
 
 async def bootstrap(sessions: async_sessionmaker[AsyncSession], settings: Settings) -> None:

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 import corral
 from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
 from corral.platform import Platform
+from corral.server.body_limit import BodyLimit
 from corral.server.routes import (
     approvals,
     context,
@@ -44,6 +45,11 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.platform = platform
+
+    async def body_limit() -> int:
+        return int((await platform.kernel.live_settings())["http_body_max_bytes"])
+
+    app.add_middleware(BodyLimit, limit=body_limit)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:

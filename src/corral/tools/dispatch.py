@@ -414,7 +414,17 @@ def _describe_validation_error(error: ValidationError) -> tuple[str, str]:
             known = ", ".join(sorted(allowed)) or "none"
             return at, f"{at}: unknown property {extra[0]!r} (known: {known})"
     at = pointer(path) or "/"
-    return at, f"{at}: {error.message}"
+    return at, f"{at}: {bounded(error.message)}"
+
+
+QUOTE_MAX = 300
+"""Characters of a validation message kept: it may quote the offending value whole."""
+
+
+def bounded(message: str) -> str:
+    if len(message) <= QUOTE_MAX:
+        return message
+    return f"{message[:QUOTE_MAX]}… ({len(message) - QUOTE_MAX:,} more characters)"
 
 
 def _get_pointer(document: Any, parts: list[str]) -> Any:

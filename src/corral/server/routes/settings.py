@@ -18,6 +18,8 @@ class LiveValue(BaseModel):
 
 @router.get("/live")
 async def live(platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
+    """The live settings: an administrator's view (limits, deny lists, provider choices)."""
+    require_feature(caller, "admin.settings")
     return await platform.live_settings()
 
 
