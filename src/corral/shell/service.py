@@ -26,7 +26,12 @@ from corral.service_protocols import ReportSink
 from corral.settings import Settings
 from corral.shell.background import BackgroundShells, ConversationAccess, ShellLaunch
 from corral.shell.capture import TailBuffer, trim_marker
-from corral.shell.check import CheckedCommand, check_command, platform_protected
+from corral.shell.check import (
+    UNCONFINED_HOME_PREFIX,
+    CheckedCommand,
+    check_command,
+    platform_protected,
+)
 from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
 from corral.shell.live import LivePacer, LiveSink
@@ -210,7 +215,7 @@ class ShellService:
             full = bwrap_argv(binary, mounts, network=network, cwd=checked.cwd, argv=argv)
             spec = ProcessSpec(argv=full, env=environment.values, cwd=checked.cwd, sandboxed=True)
             return spec, environment, lambda: None
-        home = tempfile.mkdtemp(prefix="corral-home-")
+        home = tempfile.mkdtemp(prefix=UNCONFINED_HOME_PREFIX, dir=tempfile.gettempdir())
         environment = build_environment(
             platform_env=os.environ,
             home=home,

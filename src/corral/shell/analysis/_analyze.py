@@ -23,6 +23,7 @@ def analyze(
     protected_paths: Sequence[str] = (),
     home: str | None = None,
     cwd: str | None = None,
+    unconfined: bool = False,
 ) -> Analysis:
     """Analyse a bash command line without running anything.
 
@@ -30,7 +31,10 @@ def analyze(
     folder internals); ``home`` is the home folder commands see (``~`` and ``$HOME``);
     ``cwd`` is where the command starts. With ``cwd`` the extracted paths carry absolute
     ``resolved`` candidates and relative words are matched against the protected paths.
-    The analysis is pure and thread-safe.
+    ``unconfined`` says no kernel sandbox will contain the command: the analysis is then
+    the boundary, and what it cannot know statically (a computed command in inline
+    interpreter code, a file this command writes and then runs) is refused instead of left
+    to the sandbox. The analysis is pure and thread-safe.
     """
     shielded = protection(home, platform_sequence(protected_paths))
     base = Analysis(command=command, allowed=False, cwd=cwd, protected_paths=shielded.platform)
@@ -63,7 +67,7 @@ def analyze(
                     f"The working directory is inside {inside}, the platform's own data; run "
                     "the command somewhere else.",
                 )
-        recorder = Recorder(home=home, cwd=cwd, protection=shielded)
+        recorder = Recorder(home=home, cwd=cwd, protection=shielded, unconfined=unconfined)
         Walker(recorder).walk_source(command, depth=0, origin=command[:40])
     except Refused as refusal:
         return _refused(base, refusal.rule, refusal.word, refusal.detail)

@@ -49,7 +49,7 @@ def assignment_node(
     elif name_node.type == "subscript":
         inner = name_node.child_by_field_name("name")
         name = unescape(unquoted(walker.text(frame, inner))) if inner is not None else None
-        resolver.descend(name_node)
+        resolver.subscript(name_node)
     else:
         name = unescape(unquoted(walker.text(frame, name_node)))
     if value_node is None:
@@ -221,6 +221,8 @@ def declaration_argv(walker: Walking, argv: list[ResolvedWord], frame: Frame) ->
 def _declared_word(
     walker: Walking, word: ResolvedWord, frame: Frame, keyword: str, *, nameref: bool
 ) -> None:
+    # A name may carry a subscript (``'a[$(cmd)]=1'``), which bash evaluates.
+    embedded(walker, word, frame)
     match = ASSIGNMENT.match(word.escaped)
     if match is None:
         if word.value is None:

@@ -60,6 +60,9 @@ def wrapper(walker: Walking, call: Call, base: str, unwrapped: Unwrapped) -> Bas
         extra.append((word, "write" if access == "write" else "read"))
     ran = False
     for argv in unwrapped.inner:
+        if unwrapped.chdir is not None:
+            for word in argv[1:]:
+                walker.recorder.scan_word(word, call.bases, chdir)
         inner = call.inner(argv, base)
         inner.chdir = chdir
         inner.extra_paths = extra
@@ -260,8 +263,23 @@ def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
     return call.unchanged()
 
 
+def _evaluated(walker: Walking, call: Call, base: str) -> BasesAfter:
+    """``let``, ``test``/``[`` (``-v``, ``-eq``) and ``wait -p`` treat words as variable
+    names or arithmetic, whose subscripts bash evaluates: ``let 'a[$(cmd)]'`` runs ``cmd``."""
+    for word in call.argv[1:]:
+        _assign.embedded(walker, word, call.frame)
+    if base in ("test", "["):
+        return _generic(walker, call, base)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
+    return call.unchanged()
+
+
 _HANDLERS: dict[str, Handler] = {
     **BUILTINS,
+    "let": _evaluated,
+    "test": _evaluated,
+    "[": _evaluated,
+    "wait": _evaluated,
     "source": shell_source,
     ".": shell_source,
     "find": _find,

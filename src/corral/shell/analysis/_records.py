@@ -44,9 +44,13 @@ def chains_of(bases: frozenset[Loc], chdir: Chain = ()) -> tuple[Chain, ...]:
 class Recorder:
     """Collects the extracted commands and paths; refuses protected and device paths."""
 
-    def __init__(self, *, home: str | None, cwd: str | None, protection: Protection) -> None:
+    def __init__(
+        self, *, home: str | None, cwd: str | None, protection: Protection, unconfined: bool
+    ) -> None:
         self.home = home
         self.cwd = cwd
+        self.unconfined = unconfined
+        """No kernel sandbox will contain the command: refuse what cannot be known."""
         self.protection = protection
         self.commands: list[Command] = []
         self.paths: list[PathRef] = []

@@ -257,10 +257,22 @@ class Walker:
         if kind == "expansion":
             frame.resolver.word(node, tilde=False)
             return
+        if kind == "subscript":
+            frame.resolver.subscript(node)
+            return
+        if kind == "raw_string":
+            # Outside a command's words (``(( … ))``, ``[[ … ]]``, case patterns) a quoted
+            # ``$(…)`` may still be evaluated as an arithmetic subscript.
+            frame.resolver.literal_code(node)
+            return
         for child in node.named_children:
             if child.type in _STATEMENTS:
                 self.stmt(child, frame, frame.ctx, frame.bases)
-            elif child.named_child_count or child.type.endswith("substitution"):
+            elif (
+                child.named_child_count
+                or child.type.endswith("substitution")
+                or child.type == "raw_string"
+            ):
                 self.descend(child, frame)
 
     def _list(

@@ -390,11 +390,32 @@ class WordResolver:
 
     def descend(self, node: Node) -> None:
         """Report substitutions and parameter side effects anywhere under ``node``."""
+        arithmetic = node.type == "arithmetic_expansion"
         for child in node.named_children:
             kind = child.type
             if kind in ("command_substitution", "process_substitution"):
                 self._sink.substitution(child)
             elif kind == "expansion":
                 self._expansion(child, True)
+            elif kind == "subscript":
+                self.subscript(child)
+            elif kind == "raw_string" and arithmetic:
+                self.literal_code(child)
             elif child.named_child_count:
                 self.descend(child)
+
+    def subscript(self, node: Node) -> None:
+        """``a[INDEX]``: bash expands INDEX, then evaluates it as arithmetic, which expands it
+        again, so a ``$(…)`` that quoting kept literal (``a['$(cmd)']``) still runs."""
+        index = node.child_by_field_name("index")
+        if index is None:
+            return
+        value = unescape(self._e(index, True))
+        if value and ("$(" in value or "`" in value):
+            self._sink.opaque_text(value, index)
+
+    def literal_code(self, node: Node) -> None:
+        """A single-quoted string where bash does not honour the quotes (arithmetic)."""
+        text = self.text(node)[1:-1]
+        if "$(" in text or "`" in text:
+            self._sink.opaque_text(text, node)
