@@ -11,9 +11,11 @@ from collections.abc import Callable
 from corral.shell.analysis import _assign
 from corral.shell.analysis._builtins import BUILTINS
 from corral.shell.analysis._checks import critical_target
+from corral.shell.analysis._cmdopts import check_command_options
 from corral.shell.analysis._effects import Effects, effects
 from corral.shell.analysis._escaped import MARK, is_glob, unescape
 from corral.shell.analysis._git import plan_git
+from corral.shell.analysis._host import check_host
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._shells import shell, shell_on_stdin
@@ -289,6 +291,8 @@ _HANDLERS: dict[str, Handler] = {
 
 def dispatch(walker: Walking, call: Call, base: str) -> BasesAfter:
     """Judge and record a command that is not a wrapper."""
+    check_host(base, call.argv)
+    check_command_options(walker, call, base)
     if base in SHELLS:
         return shell(walker, call, base)
     handler = _HANDLERS.get(base, _generic)

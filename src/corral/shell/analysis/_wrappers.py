@@ -465,7 +465,25 @@ WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
     "nix-shell": _nix_shell,
 }  # fmt: skip
 
+def _cmake(argv: list[ResolvedWord]) -> Unwrapped:
+    """``cmake -E env|chdir|time … CMD``: the command-mode tools that run a command."""
+    if len(argv) < 4 or argv[1].value != "-E":
+        return Unwrapped()
+    tool = argv[2].value
+    if tool == "time":
+        return Unwrapped(inner=[argv[3:]])
+    if tool == "chdir" and len(argv) > 4:
+        return Unwrapped(inner=[argv[4:]], chdir=argv[3])
+    if tool == "env":
+        rest = argv[3:]
+        while rest and (rest[0].value or "").startswith("--unset="):
+            rest = rest[1:]
+        return _env([argv[0], *rest])
+    return Unwrapped()
+
+
 RUN_WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
+    "cmake": _cmake,
     "uv": _run_after("run", _UV),
     "poetry": _run_after("run", _GENERIC_RUN),
     "pipenv": _run_after("run", _GENERIC_RUN),
