@@ -381,14 +381,6 @@ def _netcat(walker: Walking, call: Call, base: str) -> None:
         _nested(walker, call, word, f"{base} -{name}")
 
 
-def _expect(walker: Walking, call: Call, base: str) -> None:
-    if walker.recorder.unconfined:
-        for name, word in option_values(call.argv, "cf", ()):
-            _refuse(word, f"expect -{name} runs Tcl, which can spawn any program")
-        if _stdin_text(call) is not None or call.stdin.kind == "pipe":
-            _refuse(call.argv[0], "expect runs Tcl read from standard input")
-
-
 # -- build tools, line editors, mail -------------------------------------------------------
 
 _MAKE_SHELL_VARS = frozenset({"SHELL", "MAKESHELL", ".SHELLFLAGS", "MAKEFLAGS", "MFLAGS"})
@@ -514,7 +506,6 @@ COMMAND_OPTIONS: dict[str, Check] = {
     "socat": _socat,
     "nc": _netcat, "ncat": _netcat, "netcat": _netcat, "nc.traditional": _netcat,
     "nc.openbsd": _netcat,
-    "expect": _expect,
     "make": _make, "gmake": _make,
     "cmake": _cmake,
     "ed": _ed, "red": _ed,

@@ -16,6 +16,7 @@ from corral.shell.analysis._effects import Effects, effects
 from corral.shell.analysis._escaped import MARK, is_glob, unescape
 from corral.shell.analysis._git import plan_git
 from corral.shell.analysis._host import check_host
+from corral.shell.analysis._inline import check_inline
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._shells import shell, shell_on_stdin
@@ -249,6 +250,7 @@ def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
         walker.recorder.check_device(word)
     for script in fx.scripts:
         walker.script(script, frame, origin=script.text, same_shell=False)
+    check_inline(walker, call, base)
     if is_interpreter(base) and call.stdin.kind in ("heredoc", "herestring"):
         if call.stdin.text is not None:
             walker.recorder.scan_text(call.stdin.text, call.argv[0].text, call.bases)
