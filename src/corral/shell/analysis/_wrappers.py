@@ -290,9 +290,52 @@ _PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
 
 
 def _busybox(argv: list[ResolvedWord]) -> Unwrapped:
+    """Multi-call binaries (busybox, toybox): ``busybox NAME ARGS`` runs NAME."""
     if len(argv) < 2 or (argv[1].value or "").startswith("-"):
         return Unwrapped()
+    if argv[1].value is None:
+        raise OptionError(argv[1].text, "its value is not known before the command runs")
     return Unwrapped(inner=[argv[1:]])
+
+
+_LOADER = re.compile(r"^(ld-linux[\w.-]*\.so(\.\d+)*|ld\.so(\.\d+)*|ld64\.so(\.\d+)*"
+                     r"|ld-musl-[\w.-]+\.so(\.\d+)*|ld-\d[\w.]*\.so)$")
+_LOADER_SPEC = _spec(
+    "",
+    "",
+    "library-path inhibit-rpath audit preload argv0 glibc-hwcaps-prepend glibc-hwcaps-mask",
+    "list verify inhibit-cache list-tunables list-diagnostics",
+)
+_LOADER_VARIABLES = {"preload": "LD_PRELOAD", "audit": "LD_AUDIT", "library-path": "LD_LIBRARY_PATH"}
+
+
+def _loader(argv: list[ResolvedWord]) -> Unwrapped:
+    """The dynamic loader run as a program (``ld-linux-x86-64.so.2 /usr/bin/sudo``) runs
+    the program named after its options; ``--preload``/``--audit`` load code like
+    ``LD_PRELOAD`` does."""
+    result = Unwrapped()
+    (parsed,) = parse_options(argv, 1, _LOADER_SPEC)
+    for name, variable in _LOADER_VARIABLES.items():
+        for word, value in parsed.values(name):
+            if word is not None:
+                result.assignments.append(ResolvedWord(word.text, quote(f"{variable}={value}")))
+    inner = argv[parsed.operands :]
+    if inner:
+        result.inner.append(inner)
+    return result
+
+
+def _coreutils(argv: list[ResolvedWord]) -> Unwrapped:
+    """The multi-call ``coreutils --coreutils-prog=NAME ARGS`` runs NAME."""
+    if len(argv) < 2:
+        return Unwrapped()
+    value = argv[1].value
+    if value is None:
+        raise OptionError(argv[1].text, "its value is not known before the command runs")
+    if value.startswith("--coreutils-prog="):
+        name = value.partition("=")[2]
+        return Unwrapped(inner=[[ResolvedWord(argv[1].text, quote(name)), *argv[2:]]])
+    return Unwrapped()
 
 
 def _script(argv: list[ResolvedWord]) -> Unwrapped:
@@ -445,6 +488,8 @@ WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
     "watch": _watch,
     "parallel": _parallel,
     "busybox": _busybox,
+    "toybox": _busybox,
+    "coreutils": _coreutils,
     "coproc": _simple(_spec()),
     "unbuffer": _simple(_spec("", "p")),
     "faketime": _simple(_spec("p", "fm"), positional=1),
@@ -506,6 +551,8 @@ def unwrap(name: str, argv: list[ResolvedWord]) -> Unwrapped | None:
     handler = WRAPPERS.get(name)
     if handler is not None:
         return handler(argv)
+    if _LOADER.match(name):
+        return _loader(argv)
     handler = RUN_WRAPPERS.get(name)
     if handler is not None:
         result = handler(argv)
