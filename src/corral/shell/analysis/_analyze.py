@@ -10,6 +10,7 @@ from corral.shell.analysis._records import Recorder
 from corral.shell.analysis._refusal import Refused
 from corral.shell.analysis._types import Analysis, Rule
 from corral.shell.analysis._walker import Walker
+from corral.shell.analysis._written import git_kind, refuse_unknown_git
 
 __all__ = ["MAX_COMMAND_BYTES", "analyze"]
 
@@ -69,6 +70,11 @@ def analyze(
                 )
         recorder = Recorder(home=home, cwd=cwd, protection=shielded, unconfined=unconfined)
         Walker(recorder).walk_source(command, depth=0, origin=command[:40])
+        if unconfined:
+            for written, content in recorder.writes:
+                if content is None and git_kind(written) is not None:
+                    # Written by a whole compound's redirect, whose text is not known.
+                    refuse_unknown_git(written.text)
     except Refused as refusal:
         return _refused(base, refusal.rule, refusal.word, refusal.detail)
     except RecursionError:

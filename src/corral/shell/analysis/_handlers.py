@@ -27,6 +27,7 @@ from corral.shell.analysis._types import Access, Chain
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 from corral.shell.analysis._wrappers import Unwrapped
+from corral.shell.analysis._written import check_consumers, check_run
 
 __all__ = ["dispatch", "wrapper"]
 
@@ -251,6 +252,10 @@ def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
     for script in fx.scripts:
         walker.script(script, frame, origin=script.text, same_shell=False)
     check_inline(walker, call, base)
+    if is_interpreter(base):
+        scripts = [word for word, access in fx.targets if access == "read"]
+        if scripts:
+            check_run(walker, call, scripts[0], base)
     if is_interpreter(base) and call.stdin.kind in ("heredoc", "herestring"):
         if call.stdin.text is not None:
             walker.recorder.scan_text(call.stdin.text, call.argv[0].text, call.bases)
@@ -295,6 +300,7 @@ def dispatch(walker: Walking, call: Call, base: str) -> BasesAfter:
     """Judge and record a command that is not a wrapper."""
     check_host(base, call.argv)
     check_command_options(walker, call, base)
+    check_consumers(walker, call, base)
     if base in SHELLS:
         return shell(walker, call, base)
     handler = _HANDLERS.get(base, _generic)

@@ -3,6 +3,7 @@ per-word checks made while recording (protected paths, block devices)."""
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -24,7 +25,7 @@ from corral.shell.analysis._types import (
 )
 from corral.shell.analysis._words import ResolvedWord, expand_tilde, public_word
 
-__all__ = ["Origin", "Recorder", "chains_of"]
+__all__ = ["Origin", "Recorder", "chains_of", "produced_text"]
 
 Origin = Literal["argument", "redirect", "cd", "option"]
 _TOKEN_HINTS = re.compile(r"[\s'\"`()<>|&;=:,$@?#]")
@@ -55,6 +56,8 @@ class Recorder:
         self.commands: list[Command] = []
         self.paths: list[PathRef] = []
         self.cd_moves: list[CdMove] = []
+        self.writes: list[tuple[PathRef, str | None]] = []
+        """Files this command line writes, with their content when it is literal."""
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -140,6 +143,8 @@ class Recorder:
                 ref = self.path_ref(redir.word, redir.access, "redirect", command, bases, ())
                 if ref is not None:
                     self.paths.append(ref)
+                    if ref.access == "write":
+                        self.writes.append((ref, None))
 
     def record(
         self,
@@ -181,6 +186,13 @@ class Recorder:
             ref = self.path_ref(redir.word, redir.access, "redirect", base, call.bases, chdir)
             if ref is not None:
                 refs.append(ref)
+        produced: str | None = None
+        if any(r.access == "write" for r in refs):
+            produced = produced_text(call, base)
+        for ref in refs:
+            if ref.access == "write" and (ref.origin == "redirect" or base not in _KEEP_CONTENT):
+                literal = ref.origin == "redirect" or base == "tee"
+                self.writes.append((ref, produced if literal else None))
         command = Command(
             name=base,
             argv=tuple(public_word(w) for w in call.argv),
@@ -218,6 +230,47 @@ class Recorder:
         self.cd_moves.append(move)
         if ref is not None:
             self.paths.append(ref)
+
+
+_ECHO_FLAGS = re.compile(r"^-[neE]+$")
+# Programs that change a file's metadata or remove it, never put new text in it.
+_KEEP_CONTENT = frozenset(
+    {"chmod", "chown", "chgrp", "chattr", "setfacl", "touch", "mkdir", "mkfifo", "mknod",
+     "rmdir", "rm", "unlink", "truncate", "shred"}
+)  # fmt: skip
+
+
+def produced_text(call: Call, base: str) -> str | None:
+    """What ``echo``/``printf``/``cat``/``tee`` print when it is literal, else ``None``.
+
+    A superset is fine (it is only analysed): ``printf`` gets its format with escapes
+    decoded followed by its arguments.
+    """
+    args = call.argv[1:]
+    values = [w.value for w in args]
+    if base in ("cat", "tee") and call.stdin.kind in ("heredoc", "herestring"):
+        if base == "cat" and any(not (v or "").startswith("-") for v in values):
+            return None
+        return call.stdin.text
+    if any(v is None for v in values) or base not in ("echo", "printf"):
+        return None
+    texts = [v for v in values if v is not None]
+    if base == "echo":
+        while texts and _ECHO_FLAGS.match(texts[0]):
+            texts = texts[1:]
+        return _decode(" ".join(texts)) + "\n"
+    if texts and texts[0] == "--":
+        texts = texts[1:]
+    return "\n".join(_decode(t) for t in texts)
+
+
+def _decode(text: str) -> str:
+    if "\\" not in text:
+        return text
+    try:
+        return codecs.decode(text.replace("%%", "%"), "unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return text
 
 
 def _resolve_all(

@@ -34,6 +34,7 @@ from corral.shell.analysis._syntax import check_continuations, check_errors, rep
 from corral.shell.analysis._tables import BLOCKED, BLOCKED_PREFIXES, RESERVED
 from corral.shell.analysis._words import ResolvedWord, WordResolver
 from corral.shell.analysis._wrappers import unwrap
+from corral.shell.analysis._written import check_git_writes, check_run
 
 __all__ = ["MAX_DEPTH", "Sink", "Walker"]
 
@@ -470,6 +471,8 @@ class Walker:
             caller = frame.functions.get(call.ctx.function)
             if caller is not None:
                 caller.calls.append((value, call.ctx.spawning))
+        if "/" in value:
+            check_run(self, call, name_word, "exec")
         info = frame.functions.get(value) if not call.wrappers else None
         if info is not None:
             self.recorder.record(call, base, mutating=False)
@@ -485,7 +488,12 @@ class Walker:
             )
         if unwrapped is not None:
             return _handlers.wrapper(self, call, base, unwrapped)
-        return _handlers.dispatch(self, call, base)
+        written = len(self.recorder.writes)
+        flow = _handlers.dispatch(self, call, base)
+        if self.recorder.unconfined:
+            # Git runs .git/config and .git/hooks/ on its next call, whenever that is.
+            check_git_writes(self, call, written)
+        return flow
 
     # -- substitutions and scripts -----------------------------------------------------------
 
