@@ -129,7 +129,10 @@ class UriGate:
 
     def _check_glob(self, ref: PathRef, pattern: str, access: Access) -> None:
         matches = []
-        for match in glob.iglob(pattern):
+        # "**" comes from what ``find START | xargs`` hands on: every file under START,
+        # hidden ones included.
+        deep = "**" in pattern
+        for match in glob.iglob(pattern, recursive=deep, include_hidden=deep):
             matches.append(match)
             if len(matches) > GLOB_LIMIT:
                 if self.sandboxed:
@@ -152,6 +155,9 @@ class UriGate:
         if self._is_scratch(path):
             return
         if self.sandboxed and access == "read" and self._sandbox_readable(path):
+            return
+        if self.sandboxed and access == "read" and path == "/":
+            # Listing the sandbox's own root shows only what it mounted for this caller.
             return
         resolved = self.policy.resolve(path)
         source = resolved.source

@@ -63,7 +63,15 @@ def wrapper(walker: Walking, call: Call, base: str, unwrapped: Unwrapped) -> Bas
         walker.recorder.check_device(word)
         extra.append((word, "write" if access == "write" else "read"))
     ran = False
-    for argv in unwrapped.inner:
+    inners = unwrapped.inner
+    if base == "xargs" and call.stdin.carries:
+        # find START | xargs CMD: the appended words are paths under START.
+        inners = [
+            [*argv[:-1], ResolvedWord(argv[-1].text, pattern)] if argv[-1].escaped == MARK else argv
+            for argv in inners
+            for pattern in call.stdin.carries
+        ]
+    for argv in inners:
         if unwrapped.chdir is not None:
             for word in argv[1:]:
                 walker.recorder.scan_word(word, call.bases, chdir)

@@ -33,7 +33,7 @@ from corral.shell.analysis._state import (
 from corral.shell.analysis._syntax import check_continuations, check_errors, repair
 from corral.shell.analysis._tables import BLOCKED, BLOCKED_PREFIXES, RESERVED
 from corral.shell.analysis._words import ResolvedWord, WordResolver
-from corral.shell.analysis._wrappers import unwrap
+from corral.shell.analysis._wrappers import found_paths, unwrap
 from corral.shell.analysis._written import check_git_writes, check_run
 
 __all__ = ["MAX_DEPTH", "Sink", "Walker"]
@@ -203,10 +203,13 @@ class Walker:
             return self._redirected(node, frame, ctx, bases, tail)
         if kind == "pipeline":
             parts = [c for c in node.children if c.is_named and c.type != "comment"]
+            carries: tuple[str, ...] = ()
             for index, child in enumerate(parts):
-                stdin = None if index == 0 else Stdin("pipe")
+                stdin = None if index == 0 else Stdin("pipe", carries=carries)
                 last = tail if index == len(parts) - 1 else ()
+                before = len(self.recorder.commands)
                 self.stmt(child, frame, ctx.spawned(stdin=stdin), bases, last)
+                carries = found_paths(self.recorder.commands[before:])
             return (bases, bases)
         if kind == "list":
             return self._list(node, frame, ctx, bases, tail)

@@ -189,7 +189,7 @@ _LITERAL_TYPES = frozenset({"word", "number", "regex", "extglob_pattern", "test_
 class WordResolver:
     """Turns literal nodes into :class:`ResolvedWord` for one source text."""
 
-    __slots__ = ("_positionals", "_sink", "_split", "_src", "home", "pwd_as_dot")
+    __slots__ = ("_positionals", "_sink", "_split", "_src", "bound", "home", "pwd_as_dot")
 
     def __init__(
         self,
@@ -205,6 +205,9 @@ class WordResolver:
         self._positionals = positionals
         self._split = False
         self.pwd_as_dot = True
+        self.bound: dict[str, str] = {}
+        """Loop variables whose value is one literal item (escaped; a glob stays a glob),
+        used where they are double-quoted (``for f in *.md; do wc -l "$f"; done``)."""
 
     def text(self, node: Node) -> str:
         return self._src[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -235,6 +238,8 @@ class WordResolver:
         return list(self._positionals[1:])
 
     def _param(self, name: str, in_dq: bool) -> str:
+        if in_dq and name in self.bound:
+            return self.bound[name]
         if name == "HOME":
             return quote(self.home) if self.home else "~"
         if name == "PWD":

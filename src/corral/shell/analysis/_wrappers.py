@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from corral.shell.analysis._escaped import MARK, quote, unescape
 from corral.shell.analysis._options import OptionError, OptSpec, Parsed, parse_options
-from corral.shell.analysis._types import Access
+from corral.shell.analysis._types import Access, Command
 from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["ASSIGNMENT", "RUN_WRAPPERS", "WRAPPERS", "Unwrapped", "unwrap"]
@@ -194,6 +194,35 @@ def _xargs(argv: list[ResolvedWord]) -> Unwrapped:
         inner = [*inner, ResolvedWord(argv[0].text, MARK, split=True)]
     result.inner.append(inner)
     return result
+
+
+_GLOB_NAME = re.compile(r"[\w.*?\-]+")
+_FIND_OTHER_OUTPUT = frozenset({"-printf", "-fprint", "-fprint0", "-fprintf", "-fls", "-ls",
+                                "-exec", "-execdir", "-ok", "-okdir"})  # fmt: skip
+
+
+def found_paths(commands: Sequence[Command]) -> tuple[str, ...]:
+    """What a pipe carries when ``find`` alone feeds it: every path under its starts,
+    as escaped ``START/**`` patterns (``START/**/NAME`` for one ``-name``)."""
+    if len(commands) != 1 or commands[0].name != "find" or commands[0].wrappers:
+        return ()
+    argv = commands[0].argv
+    values = [word.value for word in argv[1:]]
+    if any(v is None or v in _FIND_OTHER_OUTPUT for v in values):
+        return ()
+    starts = []
+    for value in values:
+        assert value is not None
+        if value in ("-H", "-L", "-P"):
+            continue
+        if value.startswith("-") or value in ("(", "!", ")", ","):
+            break
+        starts.append(value)
+    names = [values[i + 1] for i, v in enumerate(values[:-1]) if v == "-name"]
+    name = names[0] if len(names) == 1 else None
+    plain = name is not None and _GLOB_NAME.fullmatch(name) is not None
+    tail = f"/**/{name}" if plain else "/**"
+    return tuple(quote(start.rstrip("/") or "/") + tail for start in starts or ["."])
 
 
 def _replace(word: ResolvedWord, placeholder: str) -> ResolvedWord:
