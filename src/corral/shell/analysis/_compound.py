@@ -137,7 +137,9 @@ def for_(
         walker.recorder.scan_word(word, bases)
     body = node.child_by_field_name("body")
     static = all(word.value is not None and not word.split for word in words)
-    if name is None or not words or len(words) > _MAX_BOUND_ITEMS or not static:
+    # Only the unconfined gate needs the items: inside the sandbox "$f" may stay unknown.
+    unconfined = walker.recorder.unconfined
+    if not unconfined or name is None or not words or len(words) > _MAX_BOUND_ITEMS or not static:
         result = _loop(walker, body, frame, ctx, bases)
         return (result, result)
     if not _bindable(walker, name, body, frame):

@@ -209,7 +209,8 @@ class Walker:
                 last = tail if index == len(parts) - 1 else ()
                 before = len(self.recorder.commands)
                 self.stmt(child, frame, ctx.spawned(stdin=stdin), bases, last)
-                carries = found_paths(self.recorder.commands[before:])
+                if self.recorder.unconfined:
+                    carries = found_paths(self.recorder.commands[before:])
             return (bases, bases)
         if kind == "list":
             return self._list(node, frame, ctx, bases, tail)
