@@ -159,7 +159,11 @@ class UriGate:
         if self.sandboxed and access == "read" and path == "/":
             # Listing the sandbox's own root shows only what it mounted for this caller.
             return
-        resolved = self.policy.resolve(path)
+        try:
+            resolved = self.policy.resolve(path)
+        except PolicyDenied as denied:
+            self._refuse(ref, path, str(denied.data.get("rule") or "denied"), denied.message)
+            return
         source = resolved.source
         connector = _PLANE_CONNECTOR[self.plane]
         if source is not None and source.connector != connector and not resolved.protected:
