@@ -164,8 +164,7 @@ class SourcePolicy:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not encodable"
             shown = target if len(target) <= 200 else target[:200] + "…"
             raise PolicyDenied(
-                f"path {shown!r} cannot be resolved ({why}); use a path inside one of your "
-                "sources",
+                f"path {shown!r} cannot be resolved ({why}); use a path inside one of your sources",
                 data={"rule": "unresolvable_path", "path": shown},
             ) from None
         folded = str(real).casefold()

@@ -466,8 +466,11 @@ def _ed(walker: Walking, call: Call, base: str) -> None:
         _runtime_input(walker, call, base, "editing commands")
 
 
-_MAIL_VARIABLES = re.compile(r"^(sendmail|mta|pager|editor|visual|shell|pipe-|on-|folder-hook"
-                             r"|sendcharsets|smime-|pgp|mailcap|message-inject)", re.IGNORECASE)
+_MAIL_VARIABLES = re.compile(
+    r"^(sendmail|mta|pager|editor|visual|shell|pipe-|on-|folder-hook"
+    r"|sendcharsets|smime-|pgp|mailcap|message-inject)",
+    re.IGNORECASE,
+)
 
 
 def _mail(walker: Walking, call: Call, base: str) -> None:

@@ -81,7 +81,7 @@ _AWK = Language(
     "awk",
     _calls("system"),
     _danger(r"\bsystem\b", r"\|\s*getline\b", r"\|&", r"\bprintf?\b[^;}\n]*[^|]\|(?!\|)"),
-    (re.compile(rf'{_DQ}\s*\|&?\s*getline'), re.compile(rf'\|&?\s*{_DQ}')),
+    (re.compile(rf"{_DQ}\s*\|&?\s*getline"), re.compile(rf"\|&?\s*{_DQ}")),
     '"',
 )
 _PHP = Language(

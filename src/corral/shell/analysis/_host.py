@@ -188,17 +188,45 @@ HOST_CHECKS: dict[str, Callable[[Words], None]] = {
     "ifconfig": _ifconfig,
     "route": _verbs(frozenset({"add", "del", "delete", "flush"}), "changes the routing table"),
     "nmcli": _verbs(
-        frozenset({"up", "down", "delete", "modify", "add", "connect", "disconnect", "off",
-                   "on", "reload", "reapply", "set-hostname", "import", "edit"}),
+        frozenset(
+            {
+                "up",
+                "down",
+                "delete",
+                "modify",
+                "add",
+                "connect",
+                "disconnect",
+                "off",
+                "on",
+                "reload",
+                "reapply",
+                "set-hostname",
+                "import",
+                "edit",
+            }
+        ),
         "changes the machine's network",
-    ),  # fmt: skip
+    ),
     "date": _date,
     "hostname": _hostname,
     "hostnamectl": _verbs(
-        frozenset({"set-hostname", "hostname", "set-icon-name", "icon-name", "set-chassis",
-                   "chassis", "set-deployment", "deployment", "set-location", "location"}),
+        frozenset(
+            {
+                "set-hostname",
+                "hostname",
+                "set-icon-name",
+                "icon-name",
+                "set-chassis",
+                "chassis",
+                "set-deployment",
+                "deployment",
+                "set-location",
+                "location",
+            }
+        ),
         "changes the machine's name",
-    ),  # fmt: skip
+    ),
     "timedatectl": _verbs(
         frozenset({"set-time", "set-timezone", "set-local-rtc", "set-ntp", "ntp-servers"}),
         "changes the machine's clock",

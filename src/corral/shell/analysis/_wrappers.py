@@ -327,15 +327,21 @@ def _busybox(argv: list[ResolvedWord]) -> Unwrapped:
     return Unwrapped(inner=[argv[1:]])
 
 
-_LOADER = re.compile(r"^(ld-linux[\w.-]*\.so(\.\d+)*|ld\.so(\.\d+)*|ld64\.so(\.\d+)*"
-                     r"|ld-musl-[\w.-]+\.so(\.\d+)*|ld-\d[\w.]*\.so)$")
+_LOADER = re.compile(
+    r"^(ld-linux[\w.-]*\.so(\.\d+)*|ld\.so(\.\d+)*|ld64\.so(\.\d+)*"
+    r"|ld-musl-[\w.-]+\.so(\.\d+)*|ld-\d[\w.]*\.so)$"
+)
 _LOADER_SPEC = _spec(
     "",
     "",
     "library-path inhibit-rpath audit preload argv0 glibc-hwcaps-prepend glibc-hwcaps-mask",
     "list verify inhibit-cache list-tunables list-diagnostics",
 )
-_LOADER_VARIABLES = {"preload": "LD_PRELOAD", "audit": "LD_AUDIT", "library-path": "LD_LIBRARY_PATH"}
+_LOADER_VARIABLES = {
+    "preload": "LD_PRELOAD",
+    "audit": "LD_AUDIT",
+    "library-path": "LD_LIBRARY_PATH",
+}
 
 
 def _loader(argv: list[ResolvedWord]) -> Unwrapped:
@@ -538,6 +544,7 @@ WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
     "direnv": _direnv,
     "nix-shell": _nix_shell,
 }  # fmt: skip
+
 
 def _cmake(argv: list[ResolvedWord]) -> Unwrapped:
     """``cmake -E env|chdir|time … CMD``: the command-mode tools that run a command."""
