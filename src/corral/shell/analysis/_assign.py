@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from corral.shell.analysis._checks import path_entry_problem
+from corral.shell.analysis._host import OWN_PID_WORDS
 from corral.shell.analysis._escaped import MARK, quote, unescape
 from corral.shell.analysis._parser import Node, adjacent, first_error, parse
 from corral.shell.analysis._refusal import refuse
@@ -92,6 +93,12 @@ def check(
             "runs; set variables by literal name.",
         )
     base = name.split("[", 1)[0]
+    # A name set anywhere to anything else may hold that at the kill: never own again.
+    if value.text in OWN_PID_WORDS and scope != "prefix" and base not in walker.recorder.not_own:
+        walker.recorder.own_pids.add(base)
+    else:
+        walker.recorder.own_pids.discard(base)
+        walker.recorder.not_own.add(base)
     if base in HIJACK_VARS or base.startswith(HIJACK_PREFIXES):
         refuse(
             "env_hijack",

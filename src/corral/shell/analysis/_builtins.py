@@ -220,7 +220,8 @@ def _terminate(walker: Walking, call: Call, base: str) -> BasesAfter:
 
 
 def _kill(walker: Walking, call: Call, base: str) -> BasesAfter:
-    check_kill(call.argv, unconfined=walker.recorder.unconfined)
+    recorder = walker.recorder
+    check_kill(call.argv, unconfined=recorder.unconfined, own=recorder.own_pids)
     walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 

@@ -12,9 +12,10 @@ the sandbox contains it.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Sequence
 
-from corral.shell.analysis._escaped import quote
+from corral.shell.analysis._escaped import MARK, MARK_NONEMPTY, quote, unescape
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._sedscript import read_sed
 from corral.shell.analysis._state import Call
@@ -38,7 +39,19 @@ def option_values(
         word = argv[i]
         if value == "--":
             break
-        if value is None or not value.startswith("-") or value == "-":
+        if value is None:
+            # "--opt=$X" or -o"$X": the option is literal, its value is not.
+            head = unescape(word.escaped.split(MARK)[0].split(MARK_NONEMPTY)[0]) or ""
+            if head.startswith("-") and head != "-":
+                glued = ResolvedWord(word.text, MARK)
+                given = head[2:].partition("=")[0] if head.startswith("--") else ""
+                names = [name for name in long_arg if given and name.startswith(given)]
+                if not head.startswith("--") and len(head) > 1 and head[1] in short_arg:
+                    names = [head[1]]
+                out.extend((name, glued) for name in names)
+            i += 1
+            continue
+        if not value.startswith("-") or value == "-":
             i += 1
             continue
         if value.startswith("--"):
@@ -179,6 +192,14 @@ _SQLITE_FUNCTIONS = re.compile(r"\b(load_extension|edit|writefile|readfile|fts3_
 _SQLITE_FILES = re.compile(r"\b(attach|vacuum\s+into)\b", re.IGNORECASE)
 
 
+def _first_token(text: str) -> str:
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        return text
+    return tokens[0] if tokens else text
+
+
 def _single_dash_long(value: str | None) -> bool:
     return value is not None and len(value) > 2 and value[0] == "-" and value[1] != "-"
 
@@ -198,7 +219,13 @@ def _sqlite_text(walker: Walking, call: Call, text: str, origin: str) -> None:
         elif dot in ("load", "excel"):
             _refuse(origin, f"sqlite3 .{dot} loads code or starts a program")
         elif rest.lstrip("'\"").startswith("|"):
-            _nested(walker, call, _text(rest.strip("'\"")[1:], origin), origin)
+            target = _first_token(rest)
+            _nested(
+                walker,
+                call,
+                _text(target[1:] if target.startswith("|") else target, origin),
+                origin,
+            )
         elif dot in ("once", "output") and rest.startswith(("-x", "-e", "--x", "--e")):
             _refuse(origin, f"sqlite3 .{dot} {rest.split()[0]} opens a program")
         elif dot in ("output", "once", "save", "backup", "clone", "open", "import", "read",
@@ -393,12 +420,19 @@ _MAKE_META = re.compile(r"[;|&`$<>()\n]")
 _MAKE_SHELL_FN = re.compile(r"\$[({]shell\s")
 
 
+_INLINE_RECIPE = re.compile(r"^[^\t#=]*?[^:=]:{1,2}(?![=])[^;=]*;(.*)$")
+
+
 def makefile_recipes(text: str) -> str:
-    """The shell commands of a makefile: its recipe lines and ``$(shell …)`` calls."""
+    """The shell commands of a makefile: its recipe lines (``\tcmd`` and ``target: ; cmd``)
+    and ``$(shell …)`` calls."""
     lines: list[str] = []
     for line in text.split("\n"):
+        inline = _INLINE_RECIPE.match(line)
         if line.startswith("\t"):
             lines.append(line.lstrip("\t").lstrip("@-+ "))
+        elif inline is not None:
+            lines.append(inline.group(1).strip().lstrip("@-+ "))
         elif _MAKE_SHELL_FN.search(line):
             lines.append(_MAKE_SHELL_FN.sub("$(", line.split("=", 1)[-1]))
     return _MAKE_SHELL_FN.sub("$(", "\n".join(lines))

@@ -34,6 +34,8 @@ class Language:
     inert_quotes: str = ""
     """Quote characters whose strings never run code (no interpolation): their contents
     are blanked before looking for danger, so ``print "a|b"`` is not a pipe."""
+    piped_forms: tuple[re.Pattern[str], ...] = ()
+    """Forms that pipe the program's output into the command (awk ``print | "cmd"``)."""
 
 
 def _calls(*names: str) -> tuple[str, ...]:
@@ -81,8 +83,9 @@ _AWK = Language(
     "awk",
     _calls("system"),
     _danger(r"\bsystem\b", r"\|\s*getline\b", r"\|&", r"\bprintf?\b[^;}\n]*[^|]\|(?!\|)"),
-    (re.compile(rf"{_DQ}\s*\|&?\s*getline"), re.compile(rf"\|&?\s*{_DQ}")),
+    (re.compile(rf"{_DQ}\s*\|&?\s*getline"),),
     '"',
+    (re.compile(rf"\|&?\s*{_DQ}(?!\s*\|)"),),
 )
 _PHP = Language(
     "php",
@@ -186,6 +189,11 @@ def scan_code(language: Language, code: str) -> CodeFindings:
     for form in language.literal_forms:
         for match in form.finditer(code):
             out.scripts.append(next(g for g in match.groups() if g is not None))
+            covered.append(match.span())
+    for form in language.piped_forms:
+        for match in form.finditer(code):
+            # The command reads the program's output: analysed as the end of a pipe.
+            out.scripts.append(": | " + next(g for g in match.groups() if g is not None))
             covered.append(match.span())
     for match in language.danger.finditer(_blank(code, language.inert_quotes)):
         start = match.start()

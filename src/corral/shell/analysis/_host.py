@@ -8,7 +8,8 @@ without the sandbox they act on the host and the platform itself. Read-only form
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._words import ResolvedWord
@@ -17,8 +18,10 @@ __all__ = ["HOST_CHECKS", "check_host", "check_kill"]
 
 Words = Sequence[ResolvedWord]
 
-# Signal targets that stay within the command's own processes.
-_OWN_TARGETS = frozenset({"$!", "${!}", '"$!"', '"${!}"', "$$", "${$}", '"$$"', '"${$}"'})
+OWN_PID_WORDS = frozenset({"$!", "${!}", '"$!"', '"${!}"', "$$", "${$}", '"$$"', '"${$}"'})
+"""Words that stand for a process of the command itself (its last job, its shell)."""
+_OWN_TARGETS = OWN_PID_WORDS
+_VARIABLE = re.compile(r'^"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"?$')
 _KILL_ARG_OPTIONS = frozenset({"-s", "-n", "--signal"})
 
 
@@ -35,8 +38,9 @@ def _operands(argv: Words) -> list[ResolvedWord]:
     return [w for w in argv[1:] if not (w.value or "x").startswith("-")]
 
 
-def check_kill(argv: Words, *, unconfined: bool) -> None:
-    """``kill``: only the command's own processes (literal pids, ``$!``, ``$$``, ``%job``)."""
+def check_kill(argv: Words, *, unconfined: bool, own: Collection[str] = ()) -> None:
+    """``kill``: only the command's own processes (literal pids, ``$!``, ``$$``, ``%job``,
+    or a variable in ``own`` that was set to one of them)."""
     args = list(argv[1:])
     i = 0
     if args and (args[0].value or "").startswith("-") and args[0].value != "--":
@@ -48,7 +52,10 @@ def check_kill(argv: Words, *, unconfined: bool) -> None:
     for word in args[i:]:
         value = word.value
         if value is None:
+            variable = _VARIABLE.match(word.text)
             if word.text in _OWN_TARGETS or not unconfined:
+                continue
+            if variable is not None and variable.group(1) in own:
                 continue
             refuse(
                 "dangerous_kill",
@@ -138,11 +145,10 @@ def _hostname(argv: Words) -> None:
 def _crontab(argv: Words) -> None:
     listing = any(w.value == "-l" for w in argv[1:])
     for word in argv[1:]:
-        value = word.value or ""
-        if value in ("-r", "-e", "-i", "-n", "-c") or (not value.startswith("-") and not listing):
-            _host(word, "crontab changes scheduled jobs on the machine")
-    if len(argv) == 1:
-        _host(argv[0], "crontab without -l installs a schedule from standard input")
+        if word.value in ("-r", "-e", "-i", "-n", "-c"):
+            _host(word, f"crontab {word.value} changes scheduled jobs on the machine")
+    if not listing:
+        _host(argv[-1], "crontab without -l installs a schedule on the machine")
 
 
 def _renice(argv: Words) -> None:

@@ -173,7 +173,10 @@ def check_inline(walker: Walking, call: Call, base: str) -> None:
     if not from_stdin:
         return
     stdin = call.stdin
-    if stdin.kind in ("heredoc", "herestring"):
+    if stdin.kind == "pipe" and stdin.text is not None:
+        # cat <<'EOF' | python3 -: the pipe carries literal text.
+        check_code(walker, call, base, stdin.text, call.argv[0].text)
+    elif stdin.kind in ("heredoc", "herestring"):
         origin = stdin.word.text if stdin.word is not None else "<<"
         if stdin.text is not None:
             check_code(walker, call, base, stdin.text, origin)

@@ -58,6 +58,11 @@ class Recorder:
         self.cd_moves: list[CdMove] = []
         self.writes: list[tuple[PathRef, str | None]] = []
         """Files this command line writes, with their content when it is literal."""
+        self.own_pids: set[str] = set()
+        """Variables only ever set to ``$!`` or ``$$``: process ids of the command's own jobs."""
+        self.not_own: set[str] = set()
+        self.last_output: str | None = None
+        """What the command recorded last prints, when literal (for the pipe it feeds)."""
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -186,9 +191,8 @@ class Recorder:
             ref = self.path_ref(redir.word, redir.access, "redirect", base, call.bases, chdir)
             if ref is not None:
                 refs.append(ref)
-        produced: str | None = None
-        if any(r.access == "write" for r in refs):
-            produced = produced_text(call, base)
+        produced = produced_text(call, base) if base in _PRINTERS else None
+        self.last_output = produced
         for ref in refs:
             if ref.access == "write" and (ref.origin == "redirect" or base not in _KEEP_CONTENT):
                 literal = ref.origin == "redirect" or base == "tee"
@@ -233,6 +237,7 @@ class Recorder:
 
 
 _ECHO_FLAGS = re.compile(r"^-[neE]+$")
+_PRINTERS = frozenset({"echo", "printf", "cat", "tee"})
 # Programs that change a file's metadata or remove it, never put new text in it.
 _KEEP_CONTENT = frozenset(
     {"chmod", "chown", "chgrp", "chattr", "setfacl", "touch", "mkdir", "mkfifo", "mknod",

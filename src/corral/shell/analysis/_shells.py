@@ -78,6 +78,15 @@ def shell(walker: Walking, call: Call, base: str) -> BasesAfter:
             continue
         break
     operands = argv[i:]
+    for word, _ in paths:
+        if _script_source(word, call.stdin) == "dynamic":
+            refuse(
+                "dynamic_script",
+                word.text,
+                f"{base} would run start-up commands from the output of another command, "
+                "which cannot be checked; save them to a file, review it, then use the file.",
+            )
+        check_run(walker, call, word, "shell")
     if c_flag:
         if operands:
             script = operands[0]
@@ -102,8 +111,6 @@ def shell(walker: Walking, call: Call, base: str) -> BasesAfter:
             return call.unchanged()
         call.extra_paths = [*call.extra_paths, *paths]
         check_run(walker, call, script, "shell")
-        for word, _ in paths:
-            check_run(walker, call, word, "shell")
         walker.recorder.record(call, base, mutating=False, targets=[(script, "read")], skip={i})
         return call.unchanged()
     shell_on_stdin(walker, call, base)

@@ -204,13 +204,17 @@ class Walker:
         if kind == "pipeline":
             parts = [c for c in node.children if c.is_named and c.type != "comment"]
             carries: tuple[str, ...] = ()
+            text: str | None = None
             for index, child in enumerate(parts):
-                stdin = None if index == 0 else Stdin("pipe", carries=carries)
+                stdin = None if index == 0 else Stdin("pipe", text=text, carries=carries)
                 last = tail if index == len(parts) - 1 else ()
                 before = len(self.recorder.commands)
+                self.recorder.last_output = None
                 self.stmt(child, frame, ctx.spawned(stdin=stdin), bases, last)
+                fed = self.recorder.commands[before:]
+                text = self.recorder.last_output if len(fed) == 1 else None
                 if self.recorder.unconfined:
-                    carries = found_paths(self.recorder.commands[before:])
+                    carries = found_paths(fed)
             return (bases, bases)
         if kind == "list":
             return self._list(node, frame, ctx, bases, tail)
@@ -348,9 +352,11 @@ class Walker:
         flow: BasesAfter,
     ) -> BasesAfter:
         """Statements tree-sitter hangs under a here-document: ``cat <<E | sh``, ``&&``…"""
+        text = self.recorder.last_output
         for kind, statement in gathered.continuation:
             if kind == "|":
-                self.stmt(statement, frame, ctx.spawned(stdin=Stdin("pipe")), bases)
+                piped = Stdin("pipe", text=text)
+                self.stmt(statement, frame, ctx.spawned(stdin=piped), bases)
                 flow = (bases, bases)
             elif kind == "&&":
                 ok, fail = self.stmt(statement, frame, ctx, flow[0] or bases)
