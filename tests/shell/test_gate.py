@@ -140,3 +140,28 @@ async def test_another_user_is_judged_by_their_own_rights(
     assert (await platform.check_command("cat a.txt", user="dana")).allowed
     write = await platform.check_command("cat a.txt > b.txt", user="dana")
     assert write.rule == "rights" and write.word == "b.txt"
+
+
+async def test_unconfined_tilde_dot_dot_is_the_real_home_s_parent(
+    layout: dict[str, Path], data_dir: Path
+) -> None:
+    """Finding 1: without a sandbox home, ``~/..`` once collapsed before ``~`` was known."""
+    import tempfile
+
+    async with corral.open(data_dir, sandbox="unconfined") as bare:
+        database = bare.settings.database_path
+        assert database is not None
+        climb = "~/../" + os.path.relpath(database, tempfile.gettempdir())
+        for command in (
+            f"cat {climb}",
+            f"cd sub && cat {climb}",
+            f"rm -f {climb}-wal",
+            f"cd sub/../sub && cp {climb} copy.db",
+        ):
+            verdict = await bare.check_command(command)
+            assert not verdict.allowed and verdict.rule == "protected_path", (command, verdict)
+        shadow = await bare.check_command("cd sub && cat ~/../../../../../../../etc/shadow")
+        assert not shadow.allowed and shadow.rule == "protected_path"
+        outside = await bare.check_command("cat ~/../elsewhere.txt")
+        assert not outside.allowed and outside.rule == "uncovered"
+        assert outside.path == os.path.join(tempfile.gettempdir(), "elsewhere.txt")
