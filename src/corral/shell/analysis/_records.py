@@ -3,7 +3,6 @@ per-word checks made while recording (protected paths, block devices)."""
 
 from __future__ import annotations
 
-import codecs
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -269,13 +268,25 @@ def produced_text(call: Call, base: str) -> str | None:
     return "\n".join(_decode(t) for t in texts)
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+            "e": "\x1b", "\\": "\\", '"': '"', "'": "'"}  # fmt: skip
+_ESCAPE = re.compile(r"\\(0[0-7]{0,3}|[1-7][0-7]{0,2}|x[0-9A-Fa-f]{1,2}|.)", re.DOTALL)
+
+
 def _decode(text: str) -> str:
+    """Backslash escapes as ``echo -e`` and ``printf`` decode them (unknown ones stay)."""
     if "\\" not in text:
-        return text
-    try:
-        return codecs.decode(text.replace("%%", "%"), "unicode_escape")
-    except (UnicodeDecodeError, ValueError):
-        return text
+        return text.replace("%%", "%")
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code[0] == "x":
+            return chr(int(code[1:], 16))
+        if code[0] in "01234567":
+            return chr(int(code, 8) & 0xFF)
+        return _ESCAPES.get(code, "\\" + code)
+
+    return _ESCAPE.sub(one, text.replace("%%", "%"))
 
 
 def _resolve_all(
