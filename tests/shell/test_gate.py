@@ -151,7 +151,7 @@ async def test_unconfined_tilde_dot_dot_is_the_real_home_s_parent(
     async with corral.open(data_dir, sandbox="unconfined") as bare:
         database = bare.settings.database_path
         assert database is not None
-        climb = "~/../" + os.path.relpath(database, tempfile.gettempdir())
+        climb = "~/../" + str(Path(database).relative_to(tempfile.gettempdir()))
         for command in (
             f"cat {climb}",
             f"cd sub && cat {climb}",
@@ -164,4 +164,4 @@ async def test_unconfined_tilde_dot_dot_is_the_real_home_s_parent(
         assert not shadow.allowed and shadow.rule == "protected_path"
         outside = await bare.check_command("cat ~/../elsewhere.txt")
         assert not outside.allowed and outside.rule == "uncovered"
-        assert outside.path == os.path.join(tempfile.gettempdir(), "elsewhere.txt")
+        assert outside.path == str(Path(tempfile.gettempdir()) / "elsewhere.txt")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Literal
 
 from corral.shell.analysis._checks import path_entry_problem
-from corral.shell.analysis._host import OWN_PID_WORDS
 from corral.shell.analysis._escaped import MARK, quote, unescape
+from corral.shell.analysis._host import OWN_PID_WORDS
 from corral.shell.analysis._parser import Node, adjacent, first_error, parse
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Frame
