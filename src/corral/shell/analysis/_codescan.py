@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["CodeFindings", "Language", "language_of", "scan_code"]
 
@@ -137,6 +138,7 @@ for _language, _names in (
 _VERSIONED = re.compile(r"^([A-Za-z]+)[0-9.]*$")
 
 
+@lru_cache(maxsize=1024)
 def language_of(program: str) -> Language | None:
     """The scanned language of an interpreter (``perl5.36`` is perl), or ``None``."""
     found = _BY_PROGRAM.get(program)
@@ -177,8 +179,10 @@ def _blank(code: str, quotes: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=256)
 def scan_code(language: Language, code: str) -> CodeFindings:
-    """Literal commands in ``code`` and every mention of a way to run something else."""
+    """Literal commands in ``code`` and every mention of a way to run something else
+    (cached: callers only read the findings)."""
     out = CodeFindings()
     covered: list[tuple[int, int]] = []
     names = "|".join(re.escape(name) for name in sorted(language.calls, key=len, reverse=True))

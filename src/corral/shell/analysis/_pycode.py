@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["PythonFindings", "read_python"]
 
@@ -167,8 +168,10 @@ def _runner(name: str) -> bool:
     return name in _SHELL_CALLS or name in _ARGV_CALLS or name.startswith(_EXEC_PREFIXES)
 
 
+@lru_cache(maxsize=256)
 def read_python(code: str) -> PythonFindings:
-    """The commands ``code`` runs; code that does not parse runs nothing."""
+    """The commands ``code`` runs; code that does not parse runs nothing (cached: callers
+    only read the findings)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Literal
 
+from corral.shell.analysis._consumed import is_consumed
 from corral.shell.analysis._escaped import is_glob, literal_chars, quote, to_pyglob
 from corral.shell.analysis._paths import Protection, looks_like_path, normalize, split_tokens
 from corral.shell.analysis._refusal import refuse
@@ -57,6 +58,8 @@ class Recorder:
         self.cd_moves: list[CdMove] = []
         self.writes: list[tuple[PathRef, str | None]] = []
         """Files this command line writes, with their content when it is literal."""
+        self.consumed_writes: list[tuple[PathRef, str | None]] = []
+        """The writes to files programs read commands from (makefiles, start-up files…)."""
         self.own_pids: set[str] = set()
         """Variables only ever set to ``$!`` or ``$$``: process ids of the command's own jobs."""
         self.not_own: set[str] = set()
@@ -148,7 +151,7 @@ class Recorder:
                 if ref is not None:
                     self.paths.append(ref)
                     if ref.access == "write":
-                        self.writes.append((ref, None))
+                        self._written(ref, None)
 
     def record(
         self,
@@ -195,7 +198,7 @@ class Recorder:
         for ref in refs:
             if ref.access == "write" and (ref.origin == "redirect" or base not in _KEEP_CONTENT):
                 literal = ref.origin == "redirect" or base == "tee"
-                self.writes.append((ref, produced if literal else None))
+                self._written(ref, produced if literal else None)
         command = Command(
             name=base,
             argv=tuple(public_word(w) for w in call.argv),
@@ -228,6 +231,11 @@ class Recorder:
             self.check_device(word)
             return self.path_ref(word, "read", "argument", base, bases, chdir)
         return None
+
+    def _written(self, ref: PathRef, content: str | None) -> None:
+        self.writes.append((ref, content))
+        if any(is_consumed(path) for path in (*ref.resolved, ref.path or "") if path):
+            self.consumed_writes.append((ref, content))
 
     def cd_move(self, move: CdMove, ref: PathRef | None) -> None:
         self.cd_moves.append(move)

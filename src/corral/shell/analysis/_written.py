@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 
 from corral.shell.analysis._cmdopts import makefile_recipes, option_values
+from corral.shell.analysis._consumed import CONSUMERS, MAKEFILES, STARTUP_FILES
 from corral.shell.analysis._escaped import quote
 from corral.shell.analysis._git import classify_key
 from corral.shell.analysis._inline import PYTHON, check_code
@@ -28,30 +29,6 @@ from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["check_consumers", "check_git_writes", "check_run", "git_kind", "refuse_unknown_git"]
-
-STARTUP_FILES = frozenset(
-    {".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshrc",
-     ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".mkshrc", ".shrc"}
-)  # fmt: skip
-_MAKEFILES = re.compile(r"^(GNUmakefile|[Mm]akefile|.*\.mk)$")
-# Programs that read a project file and run commands it holds: which files, by name.
-_CONSUMERS: dict[str, re.Pattern[str]] = {
-    "make": _MAKEFILES,
-    "gmake": _MAKEFILES,
-    "cmake": re.compile(r"^(CMakeLists\.txt|.*\.cmake)$"),
-    "ninja": re.compile(r"^.*\.ninja$"),
-    "npm": re.compile(r"^(package\.json|\.npmrc)$"),
-    "yarn": re.compile(r"^(package\.json|\.npmrc|\.yarnrc(\.yml)?)$"),
-    "pnpm": re.compile(r"^(package\.json|\.npmrc)$"),
-    "bun": re.compile(r"^(package\.json|bunfig\.toml)$"),
-    "just": re.compile(r"^(\.?[Jj]ustfile)$"),
-    "rake": re.compile(r"^(Rakefile|.*\.rake)$"),
-    "pytest": re.compile(r"^(conftest\.py|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$"),
-    "tox": re.compile(r"^(tox\.ini|setup\.cfg|pyproject\.toml)$"),
-    "nox": re.compile(r"^noxfile\.py$"),
-    "cargo": re.compile(r"^(build\.rs|Cargo\.toml|config(\.toml)?)$"),
-    "pip": re.compile(r"^(setup\.py|pyproject\.toml|setup\.cfg)$"),
-}
 
 
 def _keys(ref: PathRef) -> frozenset[str] | None:
@@ -212,11 +189,11 @@ def check_consumers(walker: Walking, call: Call, base: str) -> None:
         for _, word in option_values(call.argv, "f", ("file", "makefile")):
             if word.value not in ("-", "/dev/stdin"):
                 check_run(walker, call, word, "make")
-    pattern = _CONSUMERS.get(base)
+    pattern = CONSUMERS.get(base)
     startup = base in SHELLS and _login_or_interactive(call)
     if pattern is None and not startup:
         return
-    for written, content in walker.recorder.writes:
+    for written, content in walker.recorder.consumed_writes:
         for path in _names(written):
             name = posixpath.basename(path)
             if startup and name in STARTUP_FILES:
@@ -228,7 +205,7 @@ def check_consumers(walker: Walking, call: Call, base: str) -> None:
 
 
 def _consumer_kind(name: str) -> str:
-    if _MAKEFILES.match(name):
+    if MAKEFILES.match(name):
         return "make"
     if name == "package.json":
         return "package.json"
