@@ -288,7 +288,7 @@ def _decode(text: str) -> str:
 
     def one(match: re.Match[str]) -> str:
         code = match.group(1)
-        if code[0] == "x":
+        if code[0] == "x" and len(code) > 1:
             return chr(int(code[1:], 16))
         if code[0] in "01234567":
             return chr(int(code, 8) & 0xFF)
