@@ -56,8 +56,11 @@ def _python(argv: Sequence[ResolvedWord]) -> _CODE:
     return None, True
 
 
-def _cluster(argv: Sequence[ResolvedWord], letters: str, stops: str) -> list[ResolvedWord]:
-    """Code given as ``-e CODE`` inside option clusters (``perl -lne 'code'``)."""
+def _cluster(
+    argv: Sequence[ResolvedWord], letters: str, stops: str, digits: str = ""
+) -> list[ResolvedWord]:
+    """Code given as ``-e CODE`` inside option clusters (``perl -lne 'code'``); ``stops``
+    take the rest of the cluster as their value, ``digits`` an optional number."""
     out: list[ResolvedWord] = []
     i = 1
     while i < len(argv):
@@ -67,7 +70,10 @@ def _cluster(argv: Sequence[ResolvedWord], letters: str, stops: str) -> list[Res
         if value.startswith("--"):
             i += 1
             continue
-        for j, ch in enumerate(value[1:], start=2):
+        j = 1
+        while j < len(value):
+            ch = value[j]
+            j += 1
             if ch in letters:
                 rest = value[j:]
                 if rest:
@@ -78,6 +84,12 @@ def _cluster(argv: Sequence[ResolvedWord], letters: str, stops: str) -> list[Res
                 break
             if ch in stops:
                 break
+            if ch in digits:
+                hexadecimal = value[j : j + 1] == "x"
+                j += 1 if hexadecimal else 0
+                allowed = "0123456789abcdefABCDEF" if hexadecimal else "0123456789"
+                while j < len(value) and value[j] in allowed:
+                    j += 1
         i += 1
     return out
 
@@ -110,7 +122,7 @@ def inline_code(base: str, argv: Sequence[ResolvedWord]) -> tuple[list[ResolvedW
         return [], False
     name = language.name
     if name == "perl":
-        code = _cluster(argv, "eE", "MmIilx0CdDV")
+        code = _cluster(argv, "eE", "MmIixCdDV", digits="l0")
     elif name == "ruby":
         code = _cluster(argv, "e", "rIECxKTWF0")
     elif name == "node":
