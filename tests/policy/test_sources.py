@@ -6,9 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from corral.errors import PolicyDenied
 from corral.platform import Platform
+from corral.policy.sources import SourceDef, SourcePolicy
 
 
 async def test_default_policy(platform: Platform, data_dir: Path) -> None:
@@ -93,3 +96,48 @@ async def test_grants_per_user_and_role(platform: Platform, tmp_path: Path) -> N
     assert not policy.allowed(ben, "shared://f", "read")
     assert policy.allowed(ben, "shared://f", "write")
     assert not policy.allowed(ann, "shared://f", "exec")
+
+
+@pytest.mark.parametrize("target", ["/proc/1/root", "/proc/1/cwd", "/proc/1/fd/0", "/tmp/\ud800x"])
+async def test_a_path_that_cannot_be_resolved_is_a_refusal_naming_it(
+    platform: Platform, target: str
+) -> None:
+    owner = await platform.caller()
+    policy = (await platform.config.dispatch_state()).sources
+    if target.startswith("/proc/1/") and os.access("/proc/1/root", os.R_OK | os.X_OK):
+        pytest.skip("this machine lets the platform's user read /proc/1")
+    with pytest.raises(PolicyDenied) as denied:
+        policy.check(owner, target, "read")
+    assert denied.value.code == "policy_denied" and repr(target) in denied.value.message
+    verdict = await platform.check_command("ls", cwd=target)
+    assert not verdict.allowed and verdict.rule == "unresolvable_path"
+    result = await platform.call_tool("execute", {"command": "ls", "cwd": target})
+    assert result.is_error and result.error_code == "policy_denied"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(
+        st.text(max_size=80),
+        st.lists(
+            st.sampled_from(["..", ".", "~", "proc", "1", "root", "fd", "\ud800", "a", ""])
+        ).map("/".join),
+        st.text(alphabet="/.~:\\\x00\ud800ab", max_size=40),
+    )
+)
+def test_no_path_string_makes_resolution_crash(target: str) -> None:
+    policy = _BARE_POLICY
+    try:
+        resolved = policy.resolve(target)
+    except PolicyDenied as denied:
+        assert denied.message
+    else:
+        assert resolved.path.is_absolute()
+
+
+_BARE_POLICY = SourcePolicy(
+    [SourceDef(name="data", connector="local", root=Path("/srv/corral-test-data"))],
+    data_root=Path("/srv/corral-test-data"),
+    protected=[Path("/srv/corral-test-data/.corral")],
+    home=Path("/srv/corral-test-home"),
+)

@@ -1,8 +1,13 @@
-"""The evasion corpus must be refused with the expected rule; ordinary commands must pass."""
+"""The evasion corpora must be refused with the expected rule; ordinary commands must pass.
+
+``evasions.txt`` is refused in both modes, ``hardening.txt`` (issue 19, tagged by class) in
+unconfined mode, where the analysis is the boundary; ``allowed.txt`` passes in both.
+"""
 
 from __future__ import annotations
 
 import codecs
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,32 +60,47 @@ def load(name: str) -> list[Case]:
 
 
 EVASIONS = load("evasions.txt")
+HARDENING = load("hardening.txt")
 ALLOWED = load("allowed.txt")
+UNCONFINED_HOME = "/tmp/corral-home-XXXXXXXX"
+"""An unconfined command's HOME as the check sees it (see ``corral.shell.check``)."""
+CLASSES = {
+    "tilde", "subscript", "exec_option", "startup", "loader", "git_write", "written_script",
+    "inline_code", "host", "env_wrapper",
+}  # fmt: skip
+MODES = {"sandboxed": (HOME, False), "unconfined": (UNCONFINED_HOME, True)}
 
 
-def _analyze(command: str) -> object:
-    return analyze(command, home=HOME, cwd=CWD, protected_paths=PROTECTED)
+def _class(case: Case) -> str:
+    return case.source.split(":", 1)[0]
 
 
 def test_corpus_sizes() -> None:
     assert len(EVASIONS) >= 150
-    assert len(ALLOWED) >= 60
+    assert len(HARDENING) >= 200
+    assert len(ALLOWED) >= 150
     assert {case.expected for case in ALLOWED} == {"allowed"}
-    assert len({case.command for case in EVASIONS}) == len(EVASIONS), "duplicate evasions"
+    every = [case.command for case in (*EVASIONS, *HARDENING)]
+    assert len(set(every)) == len(every), "duplicate evasions"
+
+
+def test_hardening_corpus_covers_every_class() -> None:
+    found = Counter(_class(case) for case in HARDENING)
+    assert set(found) == CLASSES, set(found) ^ CLASSES
+    assert min(found.values()) >= 5, found
 
 
 def test_corpus_covers_every_rule_it_names() -> None:
-    named = {case.expected for case in EVASIONS}
+    named = {case.expected for case in (*EVASIONS, *HARDENING)}
     assert named <= set(RULES)
     must_cover = set(RULES) - {"too_large", "nesting_too_deep"}
     assert must_cover <= named, sorted(must_cover - named)
 
 
-@pytest.mark.parametrize(
-    "case", EVASIONS, ids=[f"L{case.line}-{case.expected}" for case in EVASIONS]
-)
-def test_evasion_is_refused(case: Case) -> None:
-    result = analyze(case.command, home=HOME, cwd=CWD, protected_paths=PROTECTED)
+def _refused(case: Case, *, home: str, unconfined: bool) -> None:
+    result = analyze(
+        case.command, home=home, cwd=CWD, protected_paths=PROTECTED, unconfined=unconfined
+    )
     assert not result.allowed, f"allowed: {case.command!r} ({case.source})"
     assert result.rule == case.expected, (case.command, result.rule, result.word, result.detail)
     assert result.word, "a refusal names the offending word"
@@ -88,9 +108,29 @@ def test_evasion_is_refused(case: Case) -> None:
     assert result.commands == () and result.paths == ()
 
 
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize(
+    "case", EVASIONS, ids=[f"L{case.line}-{case.expected}" for case in EVASIONS]
+)
+def test_evasion_is_refused(case: Case, mode: str) -> None:
+    home, unconfined = MODES[mode]
+    _refused(case, home=home, unconfined=unconfined)
+
+
+@pytest.mark.parametrize(
+    "case", HARDENING, ids=[f"L{case.line}-{_class(case)}-{case.expected}" for case in HARDENING]
+)
+def test_hardening_evasion_is_refused_unconfined(case: Case) -> None:
+    _refused(case, home=UNCONFINED_HOME, unconfined=True)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
 @pytest.mark.parametrize("case", ALLOWED, ids=[f"L{case.line}" for case in ALLOWED])
-def test_ordinary_command_passes(case: Case) -> None:
-    result = analyze(case.command, home=HOME, cwd=CWD, protected_paths=PROTECTED)
+def test_ordinary_command_passes(case: Case, mode: str) -> None:
+    home, unconfined = MODES[mode]
+    result = analyze(
+        case.command, home=home, cwd=CWD, protected_paths=PROTECTED, unconfined=unconfined
+    )
     assert result.allowed, (case.command, result.rule, result.word, result.detail)
     assert result.rule is None and result.word is None
     assert result.commands, "an allowed command reports what it runs"

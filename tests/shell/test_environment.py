@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from corral.platform import Platform
@@ -92,16 +94,66 @@ async def test_a_platform_secret_never_reaches_env_output(
     for name, value in PLATFORM_SECRETS.items():
         assert name not in result and value not in result
     assert "hunter22" not in result and "OK_VAR=fine\n" in result
-    assert "DEPLOY_TOKEN" not in result.split("Environment variables not passed")[0]
-    assert "Environment variables not passed: 'DEPLOY_TOKEN' (its name looks like a secret)" in (
-        result
-    )
 
 
 async def _env(platform: Platform) -> str:
-    result = await platform.call_tool(
-        "execute",
-        {"command": "env", "env": {"DEPLOY_TOKEN": "call-token-value-987", "OK_VAR": "fine"}},
-    )
-    assert result.data is not None and result.data["env_dropped"]
+    result = await platform.call_tool("execute", {"command": "env", "env": {"OK_VAR": "fine"}})
+    assert result.data is not None and not result.data["env_dropped"]
     return result.text
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PATH", "bin:/usr/bin"),
+        ("PATH", "/usr/bin:"),
+        ("PATH", "/usr/bin/../../tmp"),
+        ("HOME", "/tmp"),
+        ("SHELL", "/tmp/sh"),
+        ("LD_PRELOAD", "/tmp/evil.so"),
+        ("LD_LIBRARY_PATH", "/tmp"),
+        ("BASH_ENV", "/tmp/rc"),
+        ("ENV", "/tmp/rc"),
+        ("PROMPT_COMMAND", "touch pwned-1"),
+        ("SHELLOPTS", "xtrace"),
+        ("BASHOPTS", "extdebug"),
+        ("PS4", "$(touch pwned-2)"),
+        ("GIT_SSH_COMMAND", "sh -c pwned-3"),
+        ("GIT_EXTERNAL_DIFF", "pwned-4"),
+        ("GIT_DIR", "/tmp/other/.git"),
+        ("GIT_CONFIG_GLOBAL", "/tmp/gitconfig"),
+        ("GIT_TRACE", "/tmp/trace"),
+        ("DEPLOY_TOKEN", "pwned-5"),
+        ("NOTE", GITHUB_TOKEN_VALUE),
+        ("BASH_FUNC_ls%%", "() { id; }"),
+    ],
+)
+async def test_call_env_that_could_change_what_runs_is_refused_by_name(
+    name: str, value: str, data_dir: Path
+) -> None:
+    import corral
+
+    async with corral.open(data_dir, sandbox="unconfined") as platform:
+        result = await platform.call_tool("execute", {"command": "ls", "env": {name: value}})
+    assert result.is_error and result.error_code == "policy_denied"
+    assert repr(name) in result.text and "env" in result.text
+    assert value not in result.text or name == "PATH"
+
+
+async def test_a_drive_script_named_like_a_command_is_never_on_path(data_dir: Path) -> None:
+    import corral
+
+    async with corral.open(data_dir, sandbox="unconfined") as platform:
+        tools = data_dir / "drive" / "bin"
+        tools.mkdir(parents=True)
+        fake = tools / "ls"
+        fake.write_text("#!/bin/sh\necho HIJACKED\n")
+        fake.chmod(0o755)
+        env = {"PATH": f"{tools}:/usr/bin:/bin"}
+        result = await platform.call_tool("execute", {"command": "ls", "env": env})
+        assert result.error_code == "policy_denied" and "HIJACKED" not in result.text
+        assert str(tools) in result.text
+        plain = await platform.call_tool(
+            "execute", {"command": "ls bin", "env": {"PATH": "/usr/local/bin:/usr/bin:/bin"}}
+        )
+        assert not plain.is_error and "ls" in plain.text and "HIJACKED" not in plain.text

@@ -116,12 +116,17 @@ async def test_scratch_and_unknown_paths_pass_only_inside_the_sandbox(
         assert (await platform.check_command(command)).allowed, command
     await platform.close()
     async with corral.open(data_dir, sandbox="unconfined") as bare:
-        dynamic = await bare.check_command(loop)
+        # Without the sandbox each item of the loop is judged: link.txt leads into the vault.
+        each = await bare.check_command(loop)
+        assert (each.rule, each.word) == ("rights", '"$f"')
+        assert (await bare.check_command('for f in sub/*.log; do wc -l "$f"; done')).allowed
+        dynamic = await bare.check_command('for f in $(ls); do sed -i s/a/b/ "$f"; done')
         assert (dynamic.rule, dynamic.word) == ("dynamic_path", '"$f"')
         scratch = await bare.check_command("echo x > /tmp/scratch.txt")
         assert scratch.rule == "uncovered"
+        # ~ is the command's own fresh HOME, which no source covers.
         home = await bare.check_command("cat ~/notes.txt")
-        assert home.rule == "dynamic_path" and home.confinement == "unconfined"
+        assert home.rule == "uncovered" and home.confinement == "unconfined"
 
 
 async def test_another_user_is_judged_by_their_own_rights(
@@ -135,3 +140,28 @@ async def test_another_user_is_judged_by_their_own_rights(
     assert (await platform.check_command("cat a.txt", user="dana")).allowed
     write = await platform.check_command("cat a.txt > b.txt", user="dana")
     assert write.rule == "rights" and write.word == "b.txt"
+
+
+async def test_unconfined_tilde_dot_dot_is_the_real_home_s_parent(
+    layout: dict[str, Path], data_dir: Path
+) -> None:
+    """Finding 1: without a sandbox home, ``~/..`` once collapsed before ``~`` was known."""
+    import tempfile
+
+    async with corral.open(data_dir, sandbox="unconfined") as bare:
+        database = bare.settings.database_path
+        assert database is not None
+        climb = "~/../" + str(Path(database).relative_to(tempfile.gettempdir()))
+        for command in (
+            f"cat {climb}",
+            f"cd sub && cat {climb}",
+            f"rm -f {climb}-wal",
+            f"cd sub/../sub && cp {climb} copy.db",
+        ):
+            verdict = await bare.check_command(command)
+            assert not verdict.allowed and verdict.rule == "protected_path", (command, verdict)
+        shadow = await bare.check_command("cd sub && cat ~/../../../../../../../etc/shadow")
+        assert not shadow.allowed and shadow.rule == "protected_path"
+        outside = await bare.check_command("cat ~/../elsewhere.txt")
+        assert not outside.allowed and outside.rule == "uncovered"
+        assert outside.path == str(Path(tempfile.gettempdir()) / "elsewhere.txt")

@@ -1,6 +1,6 @@
 """The kernel boundary, with real processes: what analysis cannot see, bubblewrap stops.
 
-Paths in these commands are hidden inside interpreter code (base64), so neither command
+Paths in these commands are hidden inside interpreter code (hex-encoded), so neither command
 analysis nor the URI-policy gate can see them: only the sandbox stands in the way. Each
 refusal has a control showing the same command succeeds where the boundary allows it.
 """
@@ -8,7 +8,6 @@ refusal has a control showing the same command succeeds where the boundary allow
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 from pathlib import Path
 
@@ -19,8 +18,7 @@ from tests.shell.conftest import needs_bwrap, shells
 
 def hidden(path: Path | str) -> str:
     """A Python expression for ``path`` that does not contain it literally."""
-    encoded = base64.b64encode(str(path).encode()).decode()
-    return f"__import__('base64').b64decode('{encoded}').decode()"
+    return f"bytes.fromhex('{str(path).encode().hex()}').decode()"
 
 
 def read_cmd(path: Path | str) -> str:

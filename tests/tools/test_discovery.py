@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import corral
+from corral.tools.contract import LoadError, ToolSpec, load_tool_file
 from corral.tools.registry import discover
 from tests.conftest import BROKEN, DEMO, PACKAGES
 
@@ -141,3 +144,74 @@ def test_tools_list_cli_shows_load_errors(tmp_path: Path) -> None:
     assert NATIVE == {p["name"] for p in listing["pending"]} | (
         NATIVE & {t["name"] for t in listing["tools"]}
     )
+
+
+def _tool(name: str) -> dict[str, object]:
+    return {
+        "name": name,
+        "description": f"{name}, a tool next to files that must not stop it loading.",
+        "input_schema": {"type": "object", "properties": {}},
+    }
+
+
+def test_a_deeply_nested_tool_file_is_left_out_and_the_rest_load(tmp_path: Path) -> None:
+    package = tmp_path / "nested"
+    (package / "tools").mkdir(parents=True)
+    deep = "[" * 1000 + "]" * 1000
+    (package / "tools" / "deep.json").write_text(
+        json.dumps({**_tool("deep"), "annotations": {"x": "PLACEHOLDER"}}).replace(
+            '"PLACEHOLDER"', deep
+        )
+    )
+    (package / "tools" / "deeper.json").write_text("{" + '"a":{' * 100_000 + "}" * 100_001)
+    (package / "tools" / "fine.json").write_text(json.dumps(_tool("fine")))
+    (package / "handlers.py").write_text(
+        "def fine(args, ctx):\n    return 'ok'\n\n\ndef deep(args, ctx):\n    return 'no'\n"
+    )
+    registry = discover([package])
+    assert "fine" in registry.tools and "deep" not in registry.tools
+    messages = {Path(e.file).name: e.message for e in registry.errors}
+    assert "nested more than 64 levels" in messages["deep.json"]
+    assert "nested more than 64 levels" in messages["deeper.json"]
+
+
+def test_a_deeply_nested_manifest_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    package = tmp_path / "deepmanifest"
+    (package / "tools").mkdir(parents=True)
+    (package / "manifest.json").write_text('{"name": "x", "v": ' + "[" * 5000 + "]" * 5000 + "}")
+    registry = discover([package])
+    assert any("nested more than" in e.message for e in registry.errors)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+_CONTRACT_KEYS = st.sampled_from(
+    ["name", "description", "input_schema", "annotations", "features", "argument_features",
+     "path_arguments", "approval", "subagents", "properties", "pointer", "type", "$ref"]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.one_of(
+        _JSON,
+        st.dictionaries(_CONTRACT_KEYS, _JSON, max_size=8),
+        st.builds(
+            lambda extra: {**_tool("shape"), **extra}, st.dictionaries(_CONTRACT_KEYS, _JSON)
+        ),
+    )
+)
+def test_no_json_shape_makes_loading_a_tool_file_crash(tmp_path: Path, shape: object) -> None:
+    path = tmp_path / "shape.json"
+    path.write_text(json.dumps(shape))
+    loaded = load_tool_file(path, package="p")
+    assert isinstance(loaded, ToolSpec | LoadError)
+    if isinstance(loaded, LoadError):
+        assert loaded.message and loaded.file == str(path)

@@ -72,7 +72,11 @@ class SourceDef:
     real_root: Path = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "real_root", Path(os.path.realpath(self.root)))
+        try:
+            real_root = Path(os.path.realpath(self.root))
+        except (OSError, ValueError):
+            real_root = Path(self.root)  # unresolvable: nothing will be found inside it
+        object.__setattr__(self, "real_root", real_root)
 
     def rights_for(self, caller: Caller) -> frozenset[Access]:
         rights: set[Access] = set()
@@ -158,7 +162,16 @@ class SourcePolicy:
             else:
                 anchor = Path(base) if base is not None else self.data_root
                 raw = anchor / candidate
-        real = Path(os.path.realpath(raw))
+        try:
+            real = Path(os.path.realpath(raw))
+        except (OSError, ValueError) as exc:
+            # /proc/1/root and the like refuse readlink; lone surrogates cannot be encoded.
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not encodable"
+            shown = target if len(target) <= 200 else target[:200] + "…"
+            raise PolicyDenied(
+                f"path {shown!r} cannot be resolved ({why}); use a path inside one of your sources",
+                data={"rule": "unresolvable_path", "path": shown},
+            ) from None
         protected = self.is_protected(str(real))
         owner = None
         real_text = str(real)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +23,29 @@ from corral.shell.plane import Plane, choose_plane
 from corral.shell.sandbox import SANDBOX_HOME
 from corral.shell.verdict import Verdict
 
-__all__ = ["HOST_CONFINEMENT", "CheckedCommand", "check_command", "platform_protected"]
+__all__ = [
+    "HOST_CONFINEMENT",
+    "UNCONFINED_HOME_PREFIX",
+    "CheckedCommand",
+    "check_command",
+    "platform_protected",
+    "unconfined_home",
+]
 
 HOST_CONFINEMENT = "host-broker"
 HOST_FEATURE = "exec.host"
+UNCONFINED_HOME_PREFIX = "corral-home-"
+"""Unconfined commands get a fresh HOME ``<tmp>/corral-home-XXXXXXXX`` (made per command)."""
+
+
+def unconfined_home() -> str:
+    """The HOME an unconfined command gets, as far as it is known before it is made.
+
+    The folder's own name is random, but it always lies directly in the temporary folder, so
+    every path that climbs out of it (``~/../x``) resolves exactly; paths inside it lie in no
+    source and are refused like any uncovered path.
+    """
+    return os.path.join(tempfile.gettempdir(), UNCONFINED_HOME_PREFIX + "XXXXXXXX")
 
 
 def platform_protected(settings: Settings) -> list[str]:
@@ -119,11 +139,18 @@ def check_command(
         return CheckedCommand(verdict=verdict, plane=plane)
     # Under either kernel tier the kernel enforces the same rights the gate checks.
     sandboxed = plane == "app" and confinement in ("bubblewrap", "landlock")
+    if plane != "app":
+        home = None
+    elif confinement == "bubblewrap":
+        home = SANDBOX_HOME
+    else:  # landlock and unconfined: a real temporary HOME, climbed out of exactly
+        home = unconfined_home()
     analysis = analyze(
         command,
         protected_paths=platform_protected(settings),
-        home=SANDBOX_HOME if sandboxed else None,
+        home=home,
         cwd=cwd_path,
+        unconfined=not sandboxed,
     )
     if not analysis.allowed:
         verdict = Verdict(

@@ -11,6 +11,8 @@ Dropped variables are reported by name and reason, never by value.
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ __all__ = [
     "Dropped",
     "Environment",
     "build_environment",
+    "call_env_problem",
     "is_hijack_name",
 ]
 
@@ -116,6 +119,69 @@ def _judge(name: str, value: str, *, secrets_allowed: bool) -> Reason | None:
         return "secret_name"
     if looks_like_secret_value(value):
         return "secret_value"
+    return None
+
+
+# The command's identity and shell are the platform's; a call may not set them.
+_PLATFORM_OWNED = frozenset({"PATH", "HOME", "SHELL", "USER", "LOGNAME", "TMPDIR"})
+# Git variables that only describe a commit or tune output; every other GIT_* may make git
+# run a program, read another repository's configuration or write a file.
+_GIT_SAFE = frozenset(
+    {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+     "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_MERGE_AUTOEDIT",
+     "GIT_OPTIONAL_LOCKS", "GIT_FLUSH", "GIT_DEFAULT_HASH", "GIT_PAGER_IN_USE",
+     "GIT_ADVICE", "GIT_NO_REPLACE_OBJECTS", "GIT_LITERAL_PATHSPECS"}
+)  # fmt: skip
+TOOLCHAIN_ROOTS = ("/usr/", "/bin", "/sbin", "/opt/", "/snap/bin", "/nix/store/")
+"""Where a call's PATH may point: system folders the platform's user does not write."""
+_WHY = {
+    "invalid_name": "is not a valid variable name",
+    "invalid_value": "has a value with a NUL byte or longer than 32 KB",
+    "hijack": "can change which code a program runs",
+    "secret_name": "looks like a secret by its name; pass credentials through a skill's "
+    "declared credentials instead",
+    "secret_value": "holds a value that looks like a secret; pass credentials through a "
+    "skill's declared credentials instead",
+}
+
+
+def _toolchain_entry(entry: str, private: tuple[str, ...]) -> bool:
+    if not entry.startswith("/") or posixpath.normpath(entry) != entry.rstrip("/") or "//" in entry:
+        return False
+    for path in (entry, os.path.realpath(entry)):
+        if not (path in SYSTEM_PATH.split(":") or path.startswith(TOOLCHAIN_ROOTS)):
+            return False
+        if any(path == root or path.startswith(root.rstrip("/") + "/") for root in private):
+            return False
+    return True
+
+
+def call_env_problem(
+    env: Mapping[str, str], *, private: tuple[str, ...] = ()
+) -> tuple[str, str] | None:
+    """The first variable a call's ``env`` may not set, and why; ``None`` when all may.
+
+    ``PATH`` passes only when every entry is an absolute toolchain folder (see
+    :data:`TOOLCHAIN_ROOTS`) outside ``private`` (the platform's data folder).
+    """
+    for name, value in env.items():
+        if not isinstance(value, str):
+            return name, "is not a string"
+        if name == "PATH":
+            bad = [e for e in value.split(":") if not _toolchain_entry(e, private)]
+            if bad:
+                return name, (
+                    f"has the entry {bad[0]!r}, which is not an absolute system toolchain "
+                    "folder, so a file there could stand in for an ordinary command"
+                )
+            continue
+        if name in _PLATFORM_OWNED:
+            return name, "belongs to the platform (the command's identity and shell)"
+        if name.startswith("GIT_") and name not in _GIT_SAFE:
+            return name, "can make git run a program, load configuration or write a file"
+        reason = _judge(name, value, secrets_allowed=False)
+        if reason is not None:
+            return name, _WHY[reason]
     return None
 
 

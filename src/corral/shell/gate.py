@@ -129,7 +129,10 @@ class UriGate:
 
     def _check_glob(self, ref: PathRef, pattern: str, access: Access) -> None:
         matches = []
-        for match in glob.iglob(pattern):
+        # "**" comes from what ``find START | xargs`` hands on: every file under START,
+        # hidden ones included.
+        deep = "**" in pattern
+        for match in glob.iglob(pattern, recursive=deep, include_hidden=deep):
             matches.append(match)
             if len(matches) > GLOB_LIMIT:
                 if self.sandboxed:
@@ -153,7 +156,14 @@ class UriGate:
             return
         if self.sandboxed and access == "read" and self._sandbox_readable(path):
             return
-        resolved = self.policy.resolve(path)
+        if self.sandboxed and access == "read" and path == "/":
+            # Listing the sandbox's own root shows only what it mounted for this caller.
+            return
+        try:
+            resolved = self.policy.resolve(path)
+        except PolicyDenied as denied:
+            self._refuse(ref, path, str(denied.data.get("rule") or "denied"), denied.message)
+            return
         source = resolved.source
         connector = _PLANE_CONNECTOR[self.plane]
         if source is not None and source.connector != connector and not resolved.protected:

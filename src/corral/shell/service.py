@@ -25,7 +25,7 @@ from corral.shell.background import BackgroundShells, ConversationAccess, ShellL
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
-from corral.shell.environment import Environment, build_environment
+from corral.shell.environment import Environment, build_environment, call_env_problem
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
 from corral.shell.live import LivePacer, LiveSink
 from corral.shell.records import ShellRecord, ShellStore
@@ -172,7 +172,20 @@ class ShellService:
         """Would ``command`` run in ``cwd`` for ``caller``? Nothing runs."""
         return (await self.check(command, cwd=cwd, caller=caller)).verdict
 
+    def check_env(self, env: Mapping[str, str]) -> None:
+        """Refuse a call ``env`` that sets a variable the command may not get (named)."""
+        problem = call_env_problem(env, private=(os.path.realpath(self.settings.data_dir),))
+        if problem is None:
+            return
+        name, why = problem
+        raise PolicyDenied(
+            f"The call's env sets {name!r}, which {why}. Leave it out of env (an ordinary "
+            "variable can be set inside the command instead).",
+            data={"guard": "environment", "rule": "env_refused", "word": name},
+        )
+
     async def _allowed(self, request: ShellRequest, policy: SourcePolicy) -> CheckedCommand:
+        self.check_env(request.env)
         checked = await self.check(
             request.command, cwd=request.cwd, caller=request.caller, policy=policy
         )

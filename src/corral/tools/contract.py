@@ -35,6 +35,7 @@ from corral.policy.profiles import ApprovalMode
 from corral.policy.sources import Access
 
 __all__ = [
+    "MAX_NESTING",
     "META_SCHEMA",
     "Annotations",
     "ArgumentFeature",
@@ -42,7 +43,9 @@ __all__ = [
     "PathArgument",
     "ToolSpec",
     "load_tool_file",
+    "nesting_depth",
     "pointer",
+    "read_json_file",
 ]
 
 _NAME = "^[a-z][a-z0-9_]{0,63}$"
@@ -227,19 +230,64 @@ def _undescribed(schema: Any, at: list[str | int]) -> list[str]:
     return found
 
 
+MAX_NESTING = 64
+"""Deepest nesting of arrays and objects a tool file may have (real ones use under 10)."""
+
+
+def nesting_depth(value: Any, limit: int = MAX_NESTING) -> int:
+    """How deeply ``value`` nests lists and dicts, counted without recursion (stops at
+    ``limit + 1``)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def read_json_file(path: Path) -> tuple[Any, str | None]:
+    """A JSON file's value, or ``(None, why)`` when it is not UTF-8, not JSON, or nested
+    past :data:`MAX_NESTING`."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        return None, "the file is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return None, f"nested more than {MAX_NESTING} levels deep; flatten it"
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+    if nesting_depth(raw) > MAX_NESTING:
+        return None, f"nested more than {MAX_NESTING} levels deep; flatten it"
+    return raw, None
+
+
 def load_tool_file(path: Path, *, package: str | None = None) -> ToolSpec | LoadError:
-    """Read and validate one tool file."""
+    """Read and validate one tool file; whatever is wrong with it comes back as an error."""
+    try:
+        return _load_tool_file(path, package)
+    except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        # A shape the checks above did not foresee: leave the file out, never crash discovery.
+        message = f"could not be loaded ({type(exc).__name__}: {str(exc)[:200]})"
+        return LoadError(file=str(path), pointer="", message=message, package=package)
+
+
+def _load_tool_file(path: Path, package: str | None) -> ToolSpec | LoadError:
     file = str(path)
 
     def error(at: str, message: str) -> LoadError:
         return LoadError(file=file, pointer=at, message=message, package=package)
 
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        return error("", "the file is not UTF-8 text")
-    except json.JSONDecodeError as exc:
-        return error("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    raw, problem = read_json_file(path)
+    if problem is not None:
+        return error("", problem)
     errors = sorted(_META_VALIDATOR.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]

@@ -22,7 +22,6 @@ import functools
 import importlib
 import importlib.util
 import inspect
-import json
 import os
 import re
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from corral.tools.context import CallContext
-from corral.tools.contract import LoadError, ToolSpec, load_tool_file
+from corral.tools.contract import LoadError, ToolSpec, load_tool_file, read_json_file
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -137,10 +136,9 @@ def _read_manifest(folder: Path, default_name: str) -> tuple[dict[str, Any], Loa
     path = folder / "manifest.json"
     if not path.is_file():
         return {"name": default_name}, None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return {}, LoadError(file=str(path), pointer="", message=f"not valid JSON: {exc}")
+    manifest, problem = read_json_file(path)
+    if problem is not None:
+        return {}, LoadError(file=str(path), pointer="", message=problem)
     if not isinstance(manifest, dict):
         return {}, LoadError(file=str(path), pointer="", message="must be a JSON object")
     manifest.setdefault("name", default_name)

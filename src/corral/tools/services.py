@@ -98,6 +98,9 @@ class Shells(Protocol):
 
     async def verdict(self, command: str, *, cwd: str | None, caller: Caller) -> Verdict: ...
 
+    def check_env(self, env: Mapping[str, str]) -> None:
+        """Refuse (PolicyDenied naming it) a variable the call's env may not set."""
+
     async def run(
         self, request: ShellRequest, *, on_cancel: OnCancel, live_sink: LiveSink
     ) -> ShellOutcome: ...

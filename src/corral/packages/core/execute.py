@@ -38,6 +38,9 @@ async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
     if not _is_shell(args) or not isinstance(args.get("command"), str):
         return
     service = _shells(ctx)
+    env = args.get("env")
+    if isinstance(env, dict):
+        service.check_env(env)
     checked = await service.check(
         args["command"], cwd=args.get("cwd"), caller=ctx.caller, policy=ctx.sources
     )

@@ -6,7 +6,12 @@ shell, ``bash -c`` strings four levels deep), after resolving quoting, escapes a
 prefixes. It refuses what must never run and extracts, for the URI-policy gate, every
 command with its arguments, write targets, read paths, redirects and ``cd`` moves.
 
-This layer is defence in depth: the kernel sandbox is the boundary.
+It also follows what bash evaluates out of sight: array subscripts, options that run a
+command string (``tar --to-command``, ``sed 's/x/y/e'``…), inline interpreter code, the
+dynamic loader and multi-call binaries, and files the command writes and then runs
+(scripts, ``.git/config`` and hooks, makefiles). With the sandbox this layer is defence in
+depth; with ``unconfined=True`` it is the boundary, and what it cannot know statically is
+refused.
 """
 
 from corral.shell.analysis._analyze import MAX_COMMAND_BYTES, analyze

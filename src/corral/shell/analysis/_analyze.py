@@ -10,6 +10,7 @@ from corral.shell.analysis._records import Recorder
 from corral.shell.analysis._refusal import Refused
 from corral.shell.analysis._types import Analysis, Rule
 from corral.shell.analysis._walker import Walker
+from corral.shell.analysis._written import git_kind, refuse_unknown_git
 
 __all__ = ["MAX_COMMAND_BYTES", "analyze"]
 
@@ -23,6 +24,7 @@ def analyze(
     protected_paths: Sequence[str] = (),
     home: str | None = None,
     cwd: str | None = None,
+    unconfined: bool = False,
 ) -> Analysis:
     """Analyse a bash command line without running anything.
 
@@ -30,7 +32,10 @@ def analyze(
     folder internals); ``home`` is the home folder commands see (``~`` and ``$HOME``);
     ``cwd`` is where the command starts. With ``cwd`` the extracted paths carry absolute
     ``resolved`` candidates and relative words are matched against the protected paths.
-    The analysis is pure and thread-safe.
+    ``unconfined`` says no kernel sandbox will contain the command: the analysis is then
+    the boundary, and what it cannot know statically (a computed command in inline
+    interpreter code, a file this command writes and then runs) is refused instead of left
+    to the sandbox. The analysis is pure and thread-safe.
     """
     shielded = protection(home, platform_sequence(protected_paths))
     base = Analysis(command=command, allowed=False, cwd=cwd, protected_paths=shielded.platform)
@@ -63,8 +68,13 @@ def analyze(
                     f"The working directory is inside {inside}, the platform's own data; run "
                     "the command somewhere else.",
                 )
-        recorder = Recorder(home=home, cwd=cwd, protection=shielded)
+        recorder = Recorder(home=home, cwd=cwd, protection=shielded, unconfined=unconfined)
         Walker(recorder).walk_source(command, depth=0, origin=command[:40])
+        if unconfined:
+            for written, content in recorder.writes:
+                if content is None and git_kind(written) is not None:
+                    # Written by a whole compound's redirect, whose text is not known.
+                    refuse_unknown_git(written.text)
     except Refused as refusal:
         return _refused(base, refusal.rule, refusal.word, refusal.detail)
     except RecursionError:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from corral.shell.analysis._checks import path_entry_problem
 from corral.shell.analysis._escaped import MARK, quote, unescape
+from corral.shell.analysis._host import OWN_PID_WORDS
 from corral.shell.analysis._parser import Node, adjacent, first_error, parse
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Frame
@@ -49,7 +50,7 @@ def assignment_node(
     elif name_node.type == "subscript":
         inner = name_node.child_by_field_name("name")
         name = unescape(unquoted(walker.text(frame, inner))) if inner is not None else None
-        resolver.descend(name_node)
+        resolver.subscript(name_node)
     else:
         name = unescape(unquoted(walker.text(frame, name_node)))
     if value_node is None:
@@ -92,6 +93,12 @@ def check(
             "runs; set variables by literal name.",
         )
     base = name.split("[", 1)[0]
+    # A name set anywhere to anything else may hold that at the kill: never own again.
+    if value.text in OWN_PID_WORDS and scope != "prefix" and base not in walker.recorder.not_own:
+        walker.recorder.own_pids.add(base)
+    else:
+        walker.recorder.own_pids.discard(base)
+        walker.recorder.not_own.add(base)
     if base in HIJACK_VARS or base.startswith(HIJACK_PREFIXES):
         refuse(
             "env_hijack",
@@ -221,6 +228,8 @@ def declaration_argv(walker: Walking, argv: list[ResolvedWord], frame: Frame) ->
 def _declared_word(
     walker: Walking, word: ResolvedWord, frame: Frame, keyword: str, *, nameref: bool
 ) -> None:
+    # A name may carry a subscript (``'a[$(cmd)]=1'``), which bash evaluates.
+    embedded(walker, word, frame)
     match = ASSIGNMENT.match(word.escaped)
     if match is None:
         if word.value is None:

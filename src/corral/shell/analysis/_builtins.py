@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corral.shell.analysis import _assign
-from corral.shell.analysis._checks import kills_everything, power_verb
+from corral.shell.analysis._checks import power_verb
 from corral.shell.analysis._escaped import is_glob, quote
+from corral.shell.analysis._host import check_kill
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import BasesAfter, Call, Loc, merge
@@ -219,14 +220,8 @@ def _terminate(walker: Walking, call: Call, base: str) -> BasesAfter:
 
 
 def _kill(walker: Walking, call: Call, base: str) -> BasesAfter:
-    target = kills_everything(call.argv)
-    if target is not None:
-        refuse(
-            "dangerous_kill",
-            target.text,
-            "kill -1 signals every process you may signal, the platform included; name the "
-            "process ids to stop instead.",
-        )
+    recorder = walker.recorder
+    check_kill(call.argv, unconfined=recorder.unconfined, own=recorder.own_pids)
     walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()
 

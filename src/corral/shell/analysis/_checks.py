@@ -1,4 +1,4 @@
-"""Judgements on single values: catastrophic delete targets, PATH entries, kill targets."""
+"""Judgements on single values: catastrophic delete targets, PATH entries, power verbs."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from corral.shell.analysis._tables import CRITICAL_TREES, SYSTEMCTL_POWER
 from corral.shell.analysis._types import Chain, resolve_chain
 from corral.shell.analysis._words import ResolvedWord
 
-__all__ = ["critical_target", "kills_everything", "path_entry_problem", "power_verb"]
+__all__ = ["critical_target", "path_entry_problem", "power_verb"]
 
 _HOME_DIR = re.compile(r"^/(home|Users)/[^/]+$")
 _VAR_CHILD = re.compile(r"^/var(/[^/]+)?$")
@@ -154,23 +154,6 @@ def path_entry_problem(e: str, *, append: bool = False) -> str | None:
         value = unescape(entry) or ""
         if not value.startswith(("/", "~")):
             return f"the relative entry {value!r}"
-    return None
-
-
-def kills_everything(argv: list[ResolvedWord]) -> ResolvedWord | None:
-    """The ``-1`` target of ``kill`` (every process the user may signal), if present."""
-    args = argv[1:]
-    i = 0
-    if args and (args[0].value or "").startswith("-") and args[0].value != "--":
-        first = args[0].value or ""
-        if first in ("-l", "-L"):
-            return None
-        i = 2 if first in ("-s", "-n") else 1
-    if i < len(args) and args[i].value == "--":
-        i += 1
-    for word in args[i:]:
-        if word.value == "-1":
-            return word
     return None
 
 

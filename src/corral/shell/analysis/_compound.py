@@ -6,6 +6,8 @@ shell may stand where any branch ended, so every possible base is kept for the g
 
 from __future__ import annotations
 
+import re
+
 from corral.shell.analysis import _assign
 from corral.shell.analysis._escaped import quote, unescape
 from corral.shell.analysis._parser import Node, adjacent
@@ -104,16 +106,54 @@ def while_(
     return (result, result)
 
 
+_MAX_BOUND_ITEMS = 8
+_CHANGES_VARIABLES = re.compile(
+    r"\b(read|readarray|mapfile|printf|declare|typeset|local|export|getopts|let|eval|source"
+    r"|unset|for|select|trap|alias)\b|\(\(|(^|[;&|\s(])\.\s"
+)
+
+
+def _bindable(walker: Walking, name: str, body: Node | None, frame: Frame) -> bool:
+    """The loop variable keeps the item's value through the whole body: nothing in the
+    body can assign it (no assignment, no builtin that sets variables, no function call)."""
+    if body is None:
+        return False
+    text = walker.text(frame, body)
+    own = re.compile(rf"\b{re.escape(name)}\s*(\[[^\]]*\])?\+?=|\$\{{{re.escape(name)}:?[=?]")
+    if own.search(text) or _CHANGES_VARIABLES.search(text):
+        return False
+    return not any(re.search(rf"\b{re.escape(f)}\b", text) for f in frame.functions)
+
+
 def for_(
     walker: Walking, node: Node, frame: Frame, ctx: StatementContext, bases: Bases
 ) -> BasesAfter:
     variable = node.child_by_field_name("variable")
-    if variable is not None:
-        text = walker.text(frame, variable)
-        _assign.computed(walker, text, frame, f"for {text}")
-    for word in walker.expand_words(adjacent(node.children_by_field_name("value")), frame):
+    name = walker.text(frame, variable) if variable is not None else None
+    if name is not None:
+        _assign.computed(walker, name, frame, f"for {name}")
+    words = walker.expand_words(adjacent(node.children_by_field_name("value")), frame)
+    for word in words:
         walker.recorder.scan_word(word, bases)
-    result = _loop(walker, node.child_by_field_name("body"), frame, ctx, bases)
+    body = node.child_by_field_name("body")
+    static = all(word.value is not None and not word.split for word in words)
+    # Only the unconfined gate needs the items: inside the sandbox "$f" may stay unknown.
+    unconfined = walker.recorder.unconfined
+    if not unconfined or name is None or not words or len(words) > _MAX_BOUND_ITEMS or not static:
+        result = _loop(walker, body, frame, ctx, bases)
+        return (result, result)
+    if not _bindable(walker, name, body, frame):
+        result = _loop(walker, body, frame, ctx, bases)
+        return (result, result)
+    resolver = frame.resolver
+    ends: list[Bases] = []
+    for word in words:
+        resolver.bound[name] = word.escaped
+        try:
+            ends.append(_loop(walker, body, frame, ctx, bases))
+        finally:
+            resolver.bound.pop(name, None)
+    result = merge(*ends)
     return (result, result)
 
 

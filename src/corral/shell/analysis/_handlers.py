@@ -11,9 +11,12 @@ from collections.abc import Callable
 from corral.shell.analysis import _assign
 from corral.shell.analysis._builtins import BUILTINS
 from corral.shell.analysis._checks import critical_target
+from corral.shell.analysis._cmdopts import check_command_options
 from corral.shell.analysis._effects import Effects, effects
 from corral.shell.analysis._escaped import MARK, is_glob, unescape
 from corral.shell.analysis._git import plan_git
+from corral.shell.analysis._host import check_host
+from corral.shell.analysis._inline import check_inline
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._shells import shell, shell_on_stdin
@@ -24,6 +27,7 @@ from corral.shell.analysis._types import Access, Chain
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 from corral.shell.analysis._wrappers import Unwrapped
+from corral.shell.analysis._written import check_consumers, check_run
 
 __all__ = ["dispatch", "wrapper"]
 
@@ -59,7 +63,18 @@ def wrapper(walker: Walking, call: Call, base: str, unwrapped: Unwrapped) -> Bas
         walker.recorder.check_device(word)
         extra.append((word, "write" if access == "write" else "read"))
     ran = False
-    for argv in unwrapped.inner:
+    inners = unwrapped.inner
+    if base == "xargs" and call.stdin.carries:
+        # find START | xargs CMD: the appended words are paths under START.
+        inners = [
+            [*argv[:-1], ResolvedWord(argv[-1].text, pattern)] if argv[-1].escaped == MARK else argv
+            for argv in inners
+            for pattern in call.stdin.carries
+        ]
+    for argv in inners:
+        if unwrapped.chdir is not None:
+            for word in argv[1:]:
+                walker.recorder.scan_word(word, call.bases, chdir)
         inner = call.inner(argv, base)
         inner.chdir = chdir
         inner.extra_paths = extra
@@ -244,6 +259,11 @@ def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
         walker.recorder.check_device(word)
     for script in fx.scripts:
         walker.script(script, frame, origin=script.text, same_shell=False)
+    check_inline(walker, call, base)
+    if is_interpreter(base):
+        scripts = [word for word, access in fx.targets if access == "read"]
+        if scripts:
+            check_run(walker, call, scripts[0], base)
     if is_interpreter(base) and call.stdin.kind in ("heredoc", "herestring"):
         if call.stdin.text is not None:
             walker.recorder.scan_text(call.stdin.text, call.argv[0].text, call.bases)
@@ -260,8 +280,23 @@ def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
     return call.unchanged()
 
 
+def _evaluated(walker: Walking, call: Call, base: str) -> BasesAfter:
+    """``let``, ``test``/``[`` (``-v``, ``-eq``) and ``wait -p`` treat words as variable
+    names or arithmetic, whose subscripts bash evaluates: ``let 'a[$(cmd)]'`` runs ``cmd``."""
+    for word in call.argv[1:]:
+        _assign.embedded(walker, word, call.frame)
+    if base in ("test", "["):
+        return _generic(walker, call, base)
+    walker.recorder.record(call, base, mutating=False, text_only=True)
+    return call.unchanged()
+
+
 _HANDLERS: dict[str, Handler] = {
     **BUILTINS,
+    "let": _evaluated,
+    "test": _evaluated,
+    "[": _evaluated,
+    "wait": _evaluated,
     "source": shell_source,
     ".": shell_source,
     "find": _find,
@@ -271,6 +306,9 @@ _HANDLERS: dict[str, Handler] = {
 
 def dispatch(walker: Walking, call: Call, base: str) -> BasesAfter:
     """Judge and record a command that is not a wrapper."""
+    check_host(base, call.argv)
+    check_command_options(walker, call, base)
+    check_consumers(walker, call, base)
     if base in SHELLS:
         return shell(walker, call, base)
     handler = _HANDLERS.get(base, _generic)

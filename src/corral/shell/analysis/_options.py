@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from corral.shell.analysis._escaped import quote
 from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["OptSpec", "OptionError", "Parsed", "parse_options"]
@@ -53,6 +54,11 @@ class OptionError(Exception):
         super().__init__(reason)
         self.word = word
         self.reason = reason
+
+
+def _glued(word: ResolvedWord, value: str) -> ResolvedWord:
+    """The value of ``--opt=VALUE`` or ``-oVALUE`` as a word of its own (a path, a dir…)."""
+    return ResolvedWord(word.text, quote(value))
 
 
 def _long(spec: OptSpec, name: str) -> str | None:
@@ -104,12 +110,13 @@ def _parse_from(
                     branch = Parsed(list(parsed.options), 0)
                     branch.options.append((name, words[i + 1], words[i + 1].value))
                     pending.append((i + 2, branch))
-                parsed.options.append((name, word, inline if eq else None))
+                given = _glued(word, inline) if eq else word
+                parsed.options.append((name, given, inline if eq else None))
                 i += 1
                 continue
             if full in spec.long_arg:
                 if eq:
-                    parsed.options.append((full, word, inline))
+                    parsed.options.append((full, _glued(word, inline), inline))
                     i += 1
                 elif i + 1 < n:
                     parsed.options.append((full, words[i + 1], words[i + 1].value))
@@ -117,7 +124,8 @@ def _parse_from(
                 else:
                     raise OptionError(word.text, "its argument is missing")
                 continue
-            parsed.options.append((full, word, inline if eq else None))
+            given = _glued(word, inline) if eq else word
+            parsed.options.append((full, given, inline if eq else None))
             i += 1
             continue
         if spec.numeric and value[1:].lstrip("-").isdigit():
@@ -131,7 +139,7 @@ def _parse_from(
             if ch in spec.short_arg:
                 rest = value[j + 1 :]
                 if rest:
-                    parsed.options.append((ch, word, rest))
+                    parsed.options.append((ch, _glued(word, rest), rest))
                 elif i + 1 < n:
                     parsed.options.append((ch, words[i + 1], words[i + 1].value))
                     consumed_next = True
@@ -139,7 +147,8 @@ def _parse_from(
                     raise OptionError(word.text, "its argument is missing")
                 break
             if ch in spec.short_optional:
-                parsed.options.append((ch, word, value[j + 1 :] or None))
+                rest = value[j + 1 :]
+                parsed.options.append((ch, _glued(word, rest) if rest else word, rest or None))
                 break
             if ch in spec.short_flags:
                 parsed.options.append((ch, word, None))

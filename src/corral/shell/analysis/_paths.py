@@ -36,9 +36,17 @@ _FILE_LIKE = re.compile(r"^[\w@%+,.-]*[A-Za-z_][\w@%+,-]*\.[A-Za-z][A-Za-z0-9]{0
 
 
 def normalize(path: str) -> str:
-    """Lexical normalisation (``.``/``..``/``//``) that keeps a leading ``~``."""
+    """Lexical normalisation (``.``/``..``/``//``) that keeps a leading ``~``.
+
+    A ``..`` never cancels the ``~`` (or ``~user``) it follows: ``~/../x`` is the parent of a
+    home folder, which only the home folder's real path can resolve.
+    """
     if not path:
         return path
+    if path[0] == "~":
+        head, slash, rest = path.partition("/")
+        tail = posixpath.normpath(rest.lstrip("/")) if slash and rest.strip("/") else "."
+        return head if tail == "." else f"{head}/{tail}"
     out = posixpath.normpath(path)
     if out.startswith("//"):
         out = "/" + out.lstrip("/")

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Literal
 
+from corral.shell.analysis._consumed import is_consumed
 from corral.shell.analysis._escaped import is_glob, literal_chars, quote, to_pyglob
 from corral.shell.analysis._paths import Protection, looks_like_path, normalize, split_tokens
 from corral.shell.analysis._refusal import refuse
@@ -24,7 +25,7 @@ from corral.shell.analysis._types import (
 )
 from corral.shell.analysis._words import ResolvedWord, expand_tilde, public_word
 
-__all__ = ["Origin", "Recorder", "chains_of"]
+__all__ = ["Origin", "Recorder", "chains_of", "produced_text"]
 
 Origin = Literal["argument", "redirect", "cd", "option"]
 _TOKEN_HINTS = re.compile(r"[\s'\"`()<>|&;=:,$@?#]")
@@ -44,13 +45,26 @@ def chains_of(bases: frozenset[Loc], chdir: Chain = ()) -> tuple[Chain, ...]:
 class Recorder:
     """Collects the extracted commands and paths; refuses protected and device paths."""
 
-    def __init__(self, *, home: str | None, cwd: str | None, protection: Protection) -> None:
+    def __init__(
+        self, *, home: str | None, cwd: str | None, protection: Protection, unconfined: bool
+    ) -> None:
         self.home = home
         self.cwd = cwd
+        self.unconfined = unconfined
+        """No kernel sandbox will contain the command: refuse what cannot be known."""
         self.protection = protection
         self.commands: list[Command] = []
         self.paths: list[PathRef] = []
         self.cd_moves: list[CdMove] = []
+        self.writes: list[tuple[PathRef, str | None]] = []
+        """Files this command line writes, with their content when it is literal."""
+        self.consumed_writes: list[tuple[PathRef, str | None]] = []
+        """The writes to files programs read commands from (makefiles, start-up files…)."""
+        self.own_pids: set[str] = set()
+        """Variables only ever set to ``$!`` or ``$$``: process ids of the command's own jobs."""
+        self.not_own: set[str] = set()
+        self.last_output: str | None = None
+        """What the command recorded last prints, when literal (for the pipe it feeds)."""
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -136,6 +150,8 @@ class Recorder:
                 ref = self.path_ref(redir.word, redir.access, "redirect", command, bases, ())
                 if ref is not None:
                     self.paths.append(ref)
+                    if ref.access == "write":
+                        self._written(ref, None)
 
     def record(
         self,
@@ -177,6 +193,12 @@ class Recorder:
             ref = self.path_ref(redir.word, redir.access, "redirect", base, call.bases, chdir)
             if ref is not None:
                 refs.append(ref)
+        produced = produced_text(call, base) if base in _PRINTERS else None
+        self.last_output = produced
+        for ref in refs:
+            if ref.access == "write" and (ref.origin == "redirect" or base not in _KEEP_CONTENT):
+                literal = ref.origin == "redirect" or base == "tee"
+                self._written(ref, produced if literal else None)
         command = Command(
             name=base,
             argv=tuple(public_word(w) for w in call.argv),
@@ -210,10 +232,69 @@ class Recorder:
             return self.path_ref(word, "read", "argument", base, bases, chdir)
         return None
 
+    def _written(self, ref: PathRef, content: str | None) -> None:
+        self.writes.append((ref, content))
+        if any(is_consumed(path) for path in (*ref.resolved, ref.path or "") if path):
+            self.consumed_writes.append((ref, content))
+
     def cd_move(self, move: CdMove, ref: PathRef | None) -> None:
         self.cd_moves.append(move)
         if ref is not None:
             self.paths.append(ref)
+
+
+_ECHO_FLAGS = re.compile(r"^-[neE]+$")
+_PRINTERS = frozenset({"echo", "printf", "cat", "tee"})
+# Programs that change a file's metadata or remove it, never put new text in it.
+_KEEP_CONTENT = frozenset(
+    {"chmod", "chown", "chgrp", "chattr", "setfacl", "touch", "mkdir", "mkfifo", "mknod",
+     "rmdir", "rm", "unlink", "truncate", "shred"}
+)  # fmt: skip
+
+
+def produced_text(call: Call, base: str) -> str | None:
+    """What ``echo``/``printf``/``cat``/``tee`` print when it is literal, else ``None``.
+
+    A superset is fine (it is only analysed): ``printf`` gets its format with escapes
+    decoded followed by its arguments.
+    """
+    args = call.argv[1:]
+    values = [w.value for w in args]
+    if base in ("cat", "tee") and call.stdin.kind in ("heredoc", "herestring"):
+        if base == "cat" and any(not (v or "").startswith("-") for v in values):
+            return None
+        return call.stdin.text
+    if any(v is None for v in values) or base not in ("echo", "printf"):
+        return None
+    texts = [v for v in values if v is not None]
+    if base == "echo":
+        while texts and _ECHO_FLAGS.match(texts[0]):
+            texts = texts[1:]
+        return _decode(" ".join(texts)) + "\n"
+    if texts and texts[0] == "--":
+        texts = texts[1:]
+    return "\n".join(_decode(t) for t in texts)
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+            "e": "\x1b", "\\": "\\", '"': '"', "'": "'"}  # fmt: skip
+_ESCAPE = re.compile(r"\\(0[0-7]{0,3}|[1-7][0-7]{0,2}|x[0-9A-Fa-f]{1,2}|.)", re.DOTALL)
+
+
+def _decode(text: str) -> str:
+    """Backslash escapes as ``echo -e`` and ``printf`` decode them (unknown ones stay)."""
+    if "\\" not in text:
+        return text.replace("%%", "%")
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code[0] == "x" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        if code[0] in "01234567":
+            return chr(int(code, 8) & 0xFF)
+        return _ESCAPES.get(code, "\\" + code)
+
+    return _ESCAPE.sub(one, text.replace("%%", "%"))
 
 
 def _resolve_all(

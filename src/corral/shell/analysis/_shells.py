@@ -12,6 +12,7 @@ from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import BasesAfter, Call, Stdin
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
+from corral.shell.analysis._written import check_run
 
 __all__ = ["shell", "shell_on_stdin", "source"]
 
@@ -77,6 +78,15 @@ def shell(walker: Walking, call: Call, base: str) -> BasesAfter:
             continue
         break
     operands = argv[i:]
+    for word, _ in paths:
+        if _script_source(word, call.stdin) == "dynamic":
+            refuse(
+                "dynamic_script",
+                word.text,
+                f"{base} would run start-up commands from the output of another command, "
+                "which cannot be checked; save them to a file, review it, then use the file.",
+            )
+        check_run(walker, call, word, "shell")
     if c_flag:
         if operands:
             script = operands[0]
@@ -100,6 +110,7 @@ def shell(walker: Walking, call: Call, base: str) -> BasesAfter:
             shell_on_stdin(walker, call, base)
             return call.unchanged()
         call.extra_paths = [*call.extra_paths, *paths]
+        check_run(walker, call, script, "shell")
         walker.recorder.record(call, base, mutating=False, targets=[(script, "read")], skip={i})
         return call.unchanged()
     shell_on_stdin(walker, call, base)
@@ -171,5 +182,6 @@ def source(walker: Walking, call: Call, base: str) -> BasesAfter:
                 f"{base} would load code from standard input, which cannot be checked; "
                 "write the commands directly.",
             )
+    check_run(walker, call, script, "shell")
     walker.recorder.record(call, base, mutating=False, targets=[(script, "read")], skip={1})
     return call.unchanged()

@@ -68,6 +68,8 @@ class Stdin:
     text: str | None = None
     """Here-doc or here-string text when statically known."""
     word: ResolvedWord | None = None
+    carries: tuple[str, ...] = ()
+    """For a pipe fed by ``find``: escaped glob patterns of every path it may print."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,7 @@ def repair(src: bytes, root: Node) -> bytes | None:
         elif _dropped_blank(root, src, index):
             edits.append(index)
     if not edits:
-        return None
+        return _repair_redirects(src, root)
     out = bytearray(src)
     for index in reversed(edits):
         end = index + 2
@@ -90,6 +90,53 @@ def repair(src: bytes, root: Node) -> bytes | None:
         char = bytes(out[index + 1 : end])
         out[index:end] = b'"\'"' if char == b"'" else b"'" + char + b"'"
     return bytes(out)
+
+
+_STDIN_OPERATORS = (b"<", b"<&", b"<<", b"<<-", b"<<<")
+
+
+def _reads_stdin(src: bytes, node: Node) -> bool:
+    descriptor = node.child_by_field_name("descriptor")
+    if descriptor is not None and src[descriptor.start_byte : descriptor.end_byte] != b"0":
+        return False
+    return any(not c.is_named and src[c.start_byte : c.end_byte] in _STDIN_OPERATORS
+               for c in node.children)  # fmt: skip
+
+
+def _repair_redirects(src: bytes, root: Node) -> bytes | None:
+    """Redirects bash accepts and the grammar does not, rewritten for analysis only.
+
+    ``N<>FILE`` (open read-write) is analysed as ``N>>FILE``: a write without truncation.
+    A here-string after a file redirect (``cat > out <<< text``) is moved in front of the
+    redirects, which changes nothing when no other redirect feeds standard input; when one
+    does, the text is left to fail as a parse error.
+    """
+    error = first_error(root)
+    if error is None or error.parent is None:
+        return None
+    parent = error.parent
+    text = src[error.start_byte : error.end_byte]
+    if text == b">" and src[error.start_byte - 1 : error.start_byte] == b"<":
+        return src[: error.start_byte - 1] + b">>" + src[error.end_byte :]
+    if text != b"<<" or parent.type != "redirected_statement":
+        return None
+    children = list(parent.children)
+    index = children.index(error)
+    if index + 1 >= len(children) or children[index + 1].type != "file_redirect":
+        return None
+    misread = children[index + 1]
+    destination = misread.child_by_field_name("destination")
+    if destination is None or index < 1:
+        return None
+    others = [c for i, c in enumerate(children) if i not in (index, index + 1) and i > 0]
+    redirects = [c for c in others if c.type.endswith("redirect")]
+    if len(redirects) != len(others) or any(_reads_stdin(src, c) for c in redirects):
+        return None
+    head = children[0]
+    moved = b" ".join(src[c.start_byte : c.end_byte] for c in redirects)
+    word = src[destination.start_byte : destination.end_byte]
+    statement = src[head.start_byte : head.end_byte] + b" <<< " + word + b" " + moved
+    return src[: parent.start_byte] + statement + src[parent.end_byte :]
 
 
 def check_errors(src: bytes, root: Node, depth: int, origin: str) -> None:

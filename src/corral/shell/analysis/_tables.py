@@ -45,6 +45,13 @@ BLOCKED = frozenset(
         "pvcreate", "pvremove", "vgcreate", "vgremove", "lvcreate", "lvremove",
         # firewall
         "iptables", "ip6tables", "nft", "ebtables",
+        # clock, firmware, network daemons, schedules outside the command
+        "hwclock", "rtcwake", "ntpdate", "efibootmgr", "ifup", "ifdown", "dhclient", "at",
+        "batch", "atrm", "kmod",
+        # volume managers
+        "zpool", "zfs", "lvm", "lvchange", "lvextend", "lvreduce", "lvresize", "lvrename",
+        "lvconvert", "vgchange", "vgextend", "vgreduce", "vgrename", "vgmerge", "vgsplit",
+        "vgexport", "vgimport", "pvmove", "pvresize", "pvchange",
     }
 )  # fmt: skip
 BLOCKED_PREFIXES = ("mkfs", "fsck")

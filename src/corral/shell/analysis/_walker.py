@@ -33,7 +33,8 @@ from corral.shell.analysis._state import (
 from corral.shell.analysis._syntax import check_continuations, check_errors, repair
 from corral.shell.analysis._tables import BLOCKED, BLOCKED_PREFIXES, RESERVED
 from corral.shell.analysis._words import ResolvedWord, WordResolver
-from corral.shell.analysis._wrappers import unwrap
+from corral.shell.analysis._wrappers import found_paths, unwrap
+from corral.shell.analysis._written import check_git_writes, check_run
 
 __all__ = ["MAX_DEPTH", "Sink", "Walker"]
 
@@ -202,10 +203,18 @@ class Walker:
             return self._redirected(node, frame, ctx, bases, tail)
         if kind == "pipeline":
             parts = [c for c in node.children if c.is_named and c.type != "comment"]
+            carries: tuple[str, ...] = ()
+            text: str | None = None
             for index, child in enumerate(parts):
-                stdin = None if index == 0 else Stdin("pipe")
+                stdin = None if index == 0 else Stdin("pipe", text=text, carries=carries)
                 last = tail if index == len(parts) - 1 else ()
+                before = len(self.recorder.commands)
+                self.recorder.last_output = None
                 self.stmt(child, frame, ctx.spawned(stdin=stdin), bases, last)
+                fed = self.recorder.commands[before:]
+                text = self.recorder.last_output if len(fed) == 1 else None
+                if self.recorder.unconfined:
+                    carries = found_paths(fed)
             return (bases, bases)
         if kind == "list":
             return self._list(node, frame, ctx, bases, tail)
@@ -257,10 +266,22 @@ class Walker:
         if kind == "expansion":
             frame.resolver.word(node, tilde=False)
             return
+        if kind == "subscript":
+            frame.resolver.subscript(node)
+            return
+        if kind == "raw_string":
+            # Outside a command's words (``(( … ))``, ``[[ … ]]``, case patterns) a quoted
+            # ``$(…)`` may still be evaluated as an arithmetic subscript.
+            frame.resolver.literal_code(node)
+            return
         for child in node.named_children:
             if child.type in _STATEMENTS:
                 self.stmt(child, frame, frame.ctx, frame.bases)
-            elif child.named_child_count or child.type.endswith("substitution"):
+            elif (
+                child.named_child_count
+                or child.type.endswith("substitution")
+                or child.type == "raw_string"
+            ):
                 self.descend(child, frame)
 
     def _list(
@@ -331,9 +352,11 @@ class Walker:
         flow: BasesAfter,
     ) -> BasesAfter:
         """Statements tree-sitter hangs under a here-document: ``cat <<E | sh``, ``&&``…"""
+        text = self.recorder.last_output
         for kind, statement in gathered.continuation:
             if kind == "|":
-                self.stmt(statement, frame, ctx.spawned(stdin=Stdin("pipe")), bases)
+                piped = Stdin("pipe", text=text)
+                self.stmt(statement, frame, ctx.spawned(stdin=piped), bases)
                 flow = (bases, bases)
             elif kind == "&&":
                 ok, fail = self.stmt(statement, frame, ctx, flow[0] or bases)
@@ -458,6 +481,8 @@ class Walker:
             caller = frame.functions.get(call.ctx.function)
             if caller is not None:
                 caller.calls.append((value, call.ctx.spawning))
+        if "/" in value:
+            check_run(self, call, name_word, "exec")
         info = frame.functions.get(value) if not call.wrappers else None
         if info is not None:
             self.recorder.record(call, base, mutating=False)
@@ -473,7 +498,12 @@ class Walker:
             )
         if unwrapped is not None:
             return _handlers.wrapper(self, call, base, unwrapped)
-        return _handlers.dispatch(self, call, base)
+        written = len(self.recorder.writes)
+        flow = _handlers.dispatch(self, call, base)
+        if self.recorder.unconfined:
+            # Git runs .git/config and .git/hooks/ on its next call, whenever that is.
+            check_git_writes(self, call, written)
+        return flow
 
     # -- substitutions and scripts -----------------------------------------------------------
 

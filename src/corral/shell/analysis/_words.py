@@ -189,7 +189,7 @@ _LITERAL_TYPES = frozenset({"word", "number", "regex", "extglob_pattern", "test_
 class WordResolver:
     """Turns literal nodes into :class:`ResolvedWord` for one source text."""
 
-    __slots__ = ("_positionals", "_sink", "_split", "_src", "home", "pwd_as_dot")
+    __slots__ = ("_positionals", "_sink", "_split", "_src", "bound", "home", "pwd_as_dot")
 
     def __init__(
         self,
@@ -205,6 +205,9 @@ class WordResolver:
         self._positionals = positionals
         self._split = False
         self.pwd_as_dot = True
+        self.bound: dict[str, str] = {}
+        """Loop variables whose value is one literal item (escaped; a glob stays a glob),
+        used where they are double-quoted (``for f in *.md; do wc -l "$f"; done``)."""
 
     def text(self, node: Node) -> str:
         return self._src[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -235,6 +238,8 @@ class WordResolver:
         return list(self._positionals[1:])
 
     def _param(self, name: str, in_dq: bool) -> str:
+        if in_dq and name in self.bound:
+            return self.bound[name]
         if name == "HOME":
             return quote(self.home) if self.home else "~"
         if name == "PWD":
@@ -390,11 +395,32 @@ class WordResolver:
 
     def descend(self, node: Node) -> None:
         """Report substitutions and parameter side effects anywhere under ``node``."""
+        arithmetic = node.type == "arithmetic_expansion"
         for child in node.named_children:
             kind = child.type
             if kind in ("command_substitution", "process_substitution"):
                 self._sink.substitution(child)
             elif kind == "expansion":
                 self._expansion(child, True)
+            elif kind == "subscript":
+                self.subscript(child)
+            elif kind == "raw_string" and arithmetic:
+                self.literal_code(child)
             elif child.named_child_count:
                 self.descend(child)
+
+    def subscript(self, node: Node) -> None:
+        """``a[INDEX]``: bash expands INDEX, then evaluates it as arithmetic, which expands it
+        again, so a ``$(…)`` that quoting kept literal (``a['$(cmd)']``) still runs."""
+        index = node.child_by_field_name("index")
+        if index is None:
+            return
+        value = unescape(self._e(index, True))
+        if value and ("$(" in value or "`" in value):
+            self._sink.opaque_text(value, index)
+
+    def literal_code(self, node: Node) -> None:
+        """A single-quoted string where bash does not honour the quotes (arithmetic)."""
+        text = self.text(node)[1:-1]
+        if "$(" in text or "`" in text:
+            self._sink.opaque_text(text, node)

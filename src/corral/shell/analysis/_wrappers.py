@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from corral.shell.analysis._escaped import MARK, quote, unescape
 from corral.shell.analysis._options import OptionError, OptSpec, Parsed, parse_options
-from corral.shell.analysis._types import Access
+from corral.shell.analysis._types import Access, Command
 from corral.shell.analysis._words import ResolvedWord
 
 __all__ = ["ASSIGNMENT", "RUN_WRAPPERS", "WRAPPERS", "Unwrapped", "unwrap"]
@@ -196,6 +196,35 @@ def _xargs(argv: list[ResolvedWord]) -> Unwrapped:
     return result
 
 
+_GLOB_NAME = re.compile(r"[\w.*?\-]+")
+_FIND_OTHER_OUTPUT = frozenset({"-printf", "-fprint", "-fprint0", "-fprintf", "-fls", "-ls",
+                                "-exec", "-execdir", "-ok", "-okdir"})  # fmt: skip
+
+
+def found_paths(commands: Sequence[Command]) -> tuple[str, ...]:
+    """What a pipe carries when ``find`` alone feeds it: every path under its starts,
+    as escaped ``START/**`` patterns (``START/**/NAME`` for one ``-name``)."""
+    if len(commands) != 1 or commands[0].name != "find" or commands[0].wrappers:
+        return ()
+    argv = commands[0].argv
+    values = [word.value for word in argv[1:]]
+    if any(v is None or v in _FIND_OTHER_OUTPUT for v in values):
+        return ()
+    starts = []
+    for value in values:
+        assert value is not None
+        if value in ("-H", "-L", "-P"):
+            continue
+        if value.startswith("-") or value in ("(", "!", ")", ","):
+            break
+        starts.append(value)
+    names = [values[i + 1] for i, v in enumerate(values[:-1]) if v == "-name"]
+    name = names[0] if len(names) == 1 else None
+    plain = name is not None and _GLOB_NAME.fullmatch(name) is not None
+    tail = f"/**/{name}" if plain else "/**"
+    return tuple(quote(start.rstrip("/") or "/") + tail for start in starts or ["."])
+
+
 def _replace(word: ResolvedWord, placeholder: str) -> ResolvedWord:
     """A word with an ``xargs -I``/``find -exec`` placeholder becomes unknown there."""
     for form in (placeholder, quote(placeholder)):
@@ -290,9 +319,58 @@ _PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
 
 
 def _busybox(argv: list[ResolvedWord]) -> Unwrapped:
+    """Multi-call binaries (busybox, toybox): ``busybox NAME ARGS`` runs NAME."""
     if len(argv) < 2 or (argv[1].value or "").startswith("-"):
         return Unwrapped()
+    if argv[1].value is None:
+        raise OptionError(argv[1].text, "its value is not known before the command runs")
     return Unwrapped(inner=[argv[1:]])
+
+
+_LOADER = re.compile(
+    r"^(ld-linux[\w.-]*\.so(\.\d+)*|ld\.so(\.\d+)*|ld64\.so(\.\d+)*"
+    r"|ld-musl-[\w.-]+\.so(\.\d+)*|ld-\d[\w.]*\.so)$"
+)
+_LOADER_SPEC = _spec(
+    "",
+    "",
+    "library-path inhibit-rpath audit preload argv0 glibc-hwcaps-prepend glibc-hwcaps-mask",
+    "list verify inhibit-cache list-tunables list-diagnostics",
+)
+_LOADER_VARIABLES = {
+    "preload": "LD_PRELOAD",
+    "audit": "LD_AUDIT",
+    "library-path": "LD_LIBRARY_PATH",
+}
+
+
+def _loader(argv: list[ResolvedWord]) -> Unwrapped:
+    """The dynamic loader run as a program (``ld-linux-x86-64.so.2 /usr/bin/sudo``) runs
+    the program named after its options; ``--preload``/``--audit`` load code like
+    ``LD_PRELOAD`` does."""
+    result = Unwrapped()
+    (parsed,) = parse_options(argv, 1, _LOADER_SPEC)
+    for name, variable in _LOADER_VARIABLES.items():
+        for word, value in parsed.values(name):
+            if word is not None:
+                result.assignments.append(ResolvedWord(word.text, quote(f"{variable}={value}")))
+    inner = argv[parsed.operands :]
+    if inner:
+        result.inner.append(inner)
+    return result
+
+
+def _coreutils(argv: list[ResolvedWord]) -> Unwrapped:
+    """The multi-call ``coreutils --coreutils-prog=NAME ARGS`` runs NAME."""
+    if len(argv) < 2:
+        return Unwrapped()
+    value = argv[1].value
+    if value is None:
+        raise OptionError(argv[1].text, "its value is not known before the command runs")
+    if value.startswith("--coreutils-prog="):
+        name = value.partition("=")[2]
+        return Unwrapped(inner=[[ResolvedWord(argv[1].text, quote(name)), *argv[2:]]])
+    return Unwrapped()
 
 
 def _script(argv: list[ResolvedWord]) -> Unwrapped:
@@ -445,6 +523,8 @@ WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
     "watch": _watch,
     "parallel": _parallel,
     "busybox": _busybox,
+    "toybox": _busybox,
+    "coreutils": _coreutils,
     "coproc": _simple(_spec()),
     "unbuffer": _simple(_spec("", "p")),
     "faketime": _simple(_spec("p", "fm"), positional=1),
@@ -465,7 +545,26 @@ WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
     "nix-shell": _nix_shell,
 }  # fmt: skip
 
+
+def _cmake(argv: list[ResolvedWord]) -> Unwrapped:
+    """``cmake -E env|chdir|time … CMD``: the command-mode tools that run a command."""
+    if len(argv) < 4 or argv[1].value != "-E":
+        return Unwrapped()
+    tool = argv[2].value
+    if tool == "time":
+        return Unwrapped(inner=[argv[3:]])
+    if tool == "chdir" and len(argv) > 4:
+        return Unwrapped(inner=[argv[4:]], chdir=argv[3])
+    if tool == "env":
+        rest = argv[3:]
+        while rest and (rest[0].value or "").startswith("--unset="):
+            rest = rest[1:]
+        return _env([argv[0], *rest])
+    return Unwrapped()
+
+
 RUN_WRAPPERS: dict[str, Callable[[list[ResolvedWord]], Unwrapped]] = {
+    "cmake": _cmake,
     "uv": _run_after("run", _UV),
     "poetry": _run_after("run", _GENERIC_RUN),
     "pipenv": _run_after("run", _GENERIC_RUN),
@@ -488,6 +587,8 @@ def unwrap(name: str, argv: list[ResolvedWord]) -> Unwrapped | None:
     handler = WRAPPERS.get(name)
     if handler is not None:
         return handler(argv)
+    if _LOADER.match(name):
+        return _loader(argv)
     handler = RUN_WRAPPERS.get(name)
     if handler is not None:
         result = handler(argv)
