@@ -9,6 +9,7 @@ broker for the host plane, and :class:`corral.shell.background.BackgroundShells`
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
