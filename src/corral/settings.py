@@ -163,6 +163,24 @@ class Settings(BaseSettings):
         """Platform-internal files (keys, run folders) that no source may cover."""
         return self.data_dir / "private"
 
+    @property
+    def drive_private_dir(self) -> Path:
+        """The platform's area inside the drive (``data://.corral``: delegate run folders);
+        reached only through the drive's owner-checked URIs, never by a command."""
+        return self.drive_dir / ".corral"
+
+    def protected_paths(self) -> list[Path]:
+        """The platform's own files: no command, tool or source may reach them, whatever a
+        source covers."""
+        paths = [self.private_dir, self.drive_private_dir, self.data_dir / "corral.toml"]
+        config = os.environ.get("CORRAL_CONFIG")
+        if config:
+            paths.append(Path(config))  # the settings file may hold provider keys
+        database = self.database_path
+        if database is not None:
+            paths += [Path(f"{database}{end}") for end in ("", "-wal", "-shm", "-journal")]
+        return paths
+
     @classmethod
     def settings_customise_sources(
         cls,

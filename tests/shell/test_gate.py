@@ -108,6 +108,28 @@ async def test_analysis_refusals_name_the_guard(
     assert (secret.guard, secret.rule) == ("analysis", "protected_path")
 
 
+async def test_the_drive_private_area_is_out_of_every_commands_reach(
+    platform: Platform, layout: dict[str, Path], data_dir: Path
+) -> None:
+    """Delegate run folders live in data://.corral; only the drive's owner-checked URIs
+    read them, never a command (which would let anyone with exec read others' runs)."""
+    run_file = data_dir / "drive" / ".corral" / "conversations" / "c_1" / "runs" / "r_1"
+    run_file.mkdir(parents=True)
+    (run_file / "meta.json").write_text("{}")
+    spellings = (
+        "cat .corral/conversations/c_1/runs/r_1/meta.json",
+        "cat ./.CORRAL/conversations/c_1/runs/r_1/meta.json",
+        "ls -R .corral",
+        "cd .corral && cat conversations/c_1/runs/r_1/meta.json",
+        "echo x > .corral/conversations/c_1/note",
+    )
+    for command in spellings:
+        verdict = await platform.check_command(command)
+        assert not verdict.allowed, command
+    inside = await platform.check_command("ls", cwd="data://.corral")
+    assert not inside.allowed
+
+
 async def test_scratch_and_unknown_paths_pass_only_inside_the_sandbox(
     platform: Platform, layout: dict[str, Path], data_dir: Path
 ) -> None:

@@ -127,11 +127,7 @@ class ConfigCache:
             )
             for s in await session.scalars(select(t.Source))
         ]
-        protected = [self._settings.private_dir]
-        db_path = self._settings.database_path
-        if db_path is not None:
-            protected += [db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")]
-        protected.append(self._settings.data_dir / "corral.toml")
+        protected = self._settings.protected_paths()
         policy = SourcePolicy(sources, data_root=self._settings.drive_dir, protected=protected)
         roles = {r.name: Grants.of(r.features) for r in await session.scalars(select(t.Role))}
         users = {

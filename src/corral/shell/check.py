@@ -11,7 +11,6 @@ import dataclasses
 import os
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from corral.errors import PolicyDenied
 from corral.policy.identity import Caller
@@ -50,15 +49,7 @@ def unconfined_home() -> str:
 
 def platform_protected(settings: Settings) -> list[str]:
     """The platform's own files: never reachable by a command, whatever a source covers."""
-    paths = [settings.private_dir, settings.data_dir / "corral.toml"]
-    config = os.environ.get("CORRAL_CONFIG")
-    if config:
-        paths.append(Path(config))  # the settings file may hold provider keys
-    database = settings.database_path
-    if database is not None:
-        paths += [database, Path(f"{database}-wal"), Path(f"{database}-shm")]
-        paths.append(Path(f"{database}-journal"))
-    return [str(p) for p in paths]
+    return [str(p) for p in settings.protected_paths()]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -97,7 +97,7 @@ class Locator:
             return await self._shell(target, caller, access, shells)
         resolved = sources.resolve(target)
         private = in_private_area(resolved.path, sources.data_root)
-        if private is not None and not resolved.protected:
+        if private is not None:  # protected for every source; run files are owner-checked
             return await self._run_file(resolved, private, caller, access)
         sources.require(caller, resolved, access)
         return Location(target=target, uri=resolved.uri, path=resolved.path)
