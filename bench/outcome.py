@@ -46,8 +46,9 @@ def finish(bench: str, figures: list[Figure]) -> NoReturn:
         ratio = f"{f.ratio:8.2f}x" if f.ratio is not None else " " * 9
         baseline = f"{f.baseline:10.2f}" if f.baseline is not None else " " * 10
         verdict = "" if f.met is None else ("met" if f.met else "NOT MET")
+        value = f"{f.value:10.2f}" if abs(f.value) >= 10 else f"{f.value:10.4f}"
         print(
-            f"{f.name:<{width}}  {f.value:10.2f} {f.unit:<7} baseline {baseline}  "
+            f"{f.name:<{width}}  {value} {f.unit:<7} baseline {baseline}  "
             f"ratio {ratio}  {f.target:<14} {verdict}"
         )
     met = all(f.met is not False for f in figures)
