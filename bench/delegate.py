@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import corral
+from outcome import Figure, finish
 
 
 def script(folder: Path, name: str, *turns: object) -> str:
@@ -40,7 +41,7 @@ async def timed(platform: corral.Platform, model: str, rounds: int) -> list[floa
     return times
 
 
-async def main(rounds: int) -> None:
+async def main(rounds: int) -> list[Figure]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         direct = script(folder, "direct", {"text": "The answer."})
@@ -63,9 +64,18 @@ async def main(rounds: int) -> None:
         f"{over * 1e3:10.1f} {over / base:9.2f}"
     )
     print(f"overhead of delegating (median): {(over - base) * 1e3:.1f} ms")
+    return [
+        Figure(name="direct one-turn chat (median)", value=base * 1e3, unit="ms"),
+        Figure(
+            name="delegate to a one-turn child (median)",
+            value=over * 1e3,
+            unit="ms",
+            baseline=base * 1e3,
+        ),
+    ]
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=30)
-    asyncio.run(main(parser.parse_args().rounds))
+    finish("delegate", asyncio.run(main(parser.parse_args().rounds)))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import corral
 from corral.packages.drive.service import Drive
+from outcome import Figure, finish
 
 PATTERN = r"needle_[0-9]+"
 
@@ -69,7 +70,7 @@ def summary(name: str, times: list[float], baseline: list[float] | None) -> str:
     return line
 
 
-async def main(files: int, runs: int) -> None:
+async def main(files: int, runs: int) -> list[Figure]:
     rg = shutil.which("rg")
     with tempfile.TemporaryDirectory() as tmp:
         async with corral.open(Path(tmp) / "data") as platform:
@@ -102,6 +103,17 @@ async def main(files: int, runs: int) -> None:
                     print(summary(name, timings[name], base))
                 else:
                     print(f"{name:<24} skipped: rg is not installed (Debian package ripgrep)")
+    grep_ms = statistics.median(base) * 1e3
+    return [Figure(name="grep -rn (median)", value=grep_ms, unit="ms")] + [
+        Figure(
+            name=f"{name} (median)",
+            value=statistics.median(timings[name]) * 1e3,
+            unit="ms",
+            baseline=grep_ms,
+        )
+        for name in ("fs_search (ripgrep)", "fs_search (python)")
+        if timings[name]
+    ]
 
 
 if __name__ == "__main__":
@@ -109,4 +121,4 @@ if __name__ == "__main__":
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
     options = parser.parse_args()
-    asyncio.run(main(options.files, options.runs))
+    finish("files", asyncio.run(main(options.files, options.runs)))

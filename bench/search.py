@@ -36,6 +36,7 @@ from corral.web.search import (
 from corral.web.search.fusion import fuse
 from corral.web.search.render import render_search
 from corral.web.search.urls import url_key
+from outcome import Figure, finish
 
 NAMES = ("alpha", "beta", "gamma", "delta")
 
@@ -86,7 +87,7 @@ async def per_query(label: str, count: int, once: Callable[[], Awaitable[object]
     return per
 
 
-async def main(count: int) -> None:
+async def main(count: int) -> list[Figure]:
     providers = {name: InstantProvider(name, 10) for name in NAMES}
     broker = SearchBroker(providers, keyless=InstantProvider("keyless", 10))
     with tempfile.TemporaryDirectory() as data:
@@ -152,7 +153,13 @@ async def main(count: int) -> None:
     print(f"{'of which: normalising the 200 URLs':<48} {keys:8.1f} us")
     print(f"fusion per input result: {fusion / len(urls):.2f} us")
     print(f"ratio fusion / URL normalisation alone: {fusion / keys:.2f}")
+    return [
+        Figure(name="4 fakes called directly, concurrently", value=base, unit="ms"),
+        Figure(name="broker.search, auto over 4 fakes", value=ours, unit="ms", baseline=base),
+        Figure(name="normalising 200 URLs", value=keys, unit="µs"),
+        Figure(name="fuse 4 x 50 results", value=fusion, unit="µs", baseline=keys),
+    ]
 
 
 if __name__ == "__main__":
-    anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    finish("search", anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 2000))

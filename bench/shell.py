@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from corral.shell.analysis import analyze
 from corral.shell.confinement import check_bubblewrap
@@ -33,6 +34,7 @@ from corral.shell.live import LivePacer
 from corral.shell.runner import Execution, ProcessSpec
 from corral.shell.sandbox import BoundSource, SandboxFiles, bwrap_argv, plan_mounts
 from corral.shell.seccomp import build_filter
+from outcome import Figure, finish
 
 COMMANDS = [
     "ls -la",
@@ -234,7 +236,7 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="corral-bench-"))
     try:
-        report = {
+        report: dict[str, dict[str, Any]] = {
             "analysis": bench_analysis(args.seconds),
             "spawn": asyncio.run(bench_spawn(args.spawns, work)),
             "firehose": bench_firehose(args.firehose_mb),
@@ -242,6 +244,30 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=2))
+    spawn, firehose = report["spawn"], report["firehose"]
+    finish(
+        "shell",
+        [
+            Figure(
+                name="sandboxed true",
+                value=spawn["sandboxed_true_ms"],
+                unit="ms",
+                baseline=spawn["bare_true_ms"],
+            ),
+            Figure(
+                name=f"firehose {args.firehose_mb} MB captured",
+                value=firehose["captured_mb_s"],
+                unit="MB/s",
+                baseline=firehose["producer_alone_mb_s"],
+            ),
+            Figure(
+                name="firehose peak RSS",
+                value=firehose["peak_rss_mb"],
+                unit="MB",
+                baseline=firehose["baseline_peak_rss_mb"],
+            ),
+        ],
+    )
 
 
 if __name__ == "__main__":

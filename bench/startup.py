@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from outcome import Figure, finish
+
 TARGET_SECONDS = 0.5
 
 
@@ -72,8 +74,20 @@ def main() -> None:
             f"{median / floor:8.1f} {median / eager:8.2f}"
         )
     helped = medians["corral --help"]
-    verdict = "met" if helped < TARGET_SECONDS else "NOT met"
-    print(f"target: corral --help median < {TARGET_SECONDS} s -> {verdict} ({helped:.3f} s)")
+    finish(
+        "startup",
+        [
+            Figure(
+                name=f"{name} (median)",
+                value=medians[name],
+                unit="s",
+                baseline=floor,
+                target=f"< {TARGET_SECONDS} s" if name == "corral --help" else "",
+                met=helped < TARGET_SECONDS if name == "corral --help" else None,
+            )
+            for name in timings
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -99,6 +99,10 @@ class Redactor:
             return text
         return self._pattern.sub(self.marker, text)
 
+    def finds(self, text: str) -> bool:
+        """Whether ``text`` holds a known secret (cheaper than redacting when it does not)."""
+        return self._pattern is not None and self._pattern.search(text) is not None
+
     @property
     def active(self) -> bool:
         return self._pattern is not None

@@ -81,6 +81,30 @@ class TimelineRow:
             created_at=row.created_at,
         )
 
+    @classmethod
+    def stored(
+        cls,
+        seq: int,
+        kind: RowKind,
+        data: Mapping[str, Any],
+        run_id: str | None,
+        user_id: str | None,
+        call_id: str | None,
+        created_at: datetime | None,
+    ) -> TimelineRow:
+        """A row from stored values, built without the frozen ``__init__`` (which sets
+        each field through ``object.__setattr__``): a cold read builds tens of thousands,
+        and this is less than half the cost. The result is the same frozen row."""
+        row = _new(cls)
+        _SET_SEQ(row, seq)
+        _SET_KIND(row, kind)
+        _SET_DATA(row, data)
+        _SET_RUN_ID(row, run_id)
+        _SET_USER_ID(row, user_id)
+        _SET_CALL_ID(row, call_id)
+        _SET_CREATED_AT(row, created_at)
+        return row
+
     def to_json(self) -> dict[str, Any]:
         return {
             "seq": self.seq,
@@ -91,3 +115,10 @@ class TimelineRow:
             "created_at": self.created_at.isoformat() if self.created_at else None,
             "data": dict(self.data),
         }
+
+
+_new = object.__new__
+_SET_SEQ, _SET_KIND, _SET_DATA, _SET_RUN_ID, _SET_USER_ID, _SET_CALL_ID, _SET_CREATED_AT = (
+    TimelineRow.__dict__[name].__set__
+    for name in ("seq", "kind", "data", "run_id", "user_id", "call_id", "created_at")
+)

@@ -15,7 +15,9 @@ A tool file holds:
 - ``approval`` — ``annotations`` (default: the permission profile decides from the
   annotations), ``always`` or ``never``;
 - ``path_arguments`` — arguments naming paths or URIs, with the access the call needs;
-- ``subagents`` — false for tools that must never reach a subagent.
+- ``subagents`` — false for tools that must never reach a subagent;
+- ``blocking`` — false declares a sync handler that never blocks (no I/O, no long work), so
+  dispatch calls it inline instead of in a worker thread; async handlers ignore it.
 
 A file that breaks any rule yields a :class:`LoadError` naming the file and the JSON pointer.
 """
@@ -112,6 +114,7 @@ META_SCHEMA: dict[str, Any] = {
             },
         },
         "subagents": {"type": "boolean"},
+        "blocking": {"type": "boolean"},
     },
 }
 
@@ -198,6 +201,8 @@ class ToolSpec:
     subagents: bool
     file: str
     raw: dict[str, Any]
+    blocking: bool = True
+    """False: the sync handler runs inline on the event loop (see the module docstring)."""
 
     def model_schema(self) -> dict[str, Any]:
         """What the model sees: name, description and the full input schema."""
@@ -353,6 +358,7 @@ def _load_tool_file(path: Path, package: str | None) -> ToolSpec | LoadError:
             for item in raw.get("path_arguments", [])
         ),
         subagents=bool(raw.get("subagents", True)),
+        blocking=bool(raw.get("blocking", True)),
         file=file,
         raw=raw,
     )

@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from corral.errors import FeatureMissing, InvalidArguments, NotVisible, ToolError
@@ -43,11 +42,13 @@ from corral.tools.selection import (
     AgentSelection,
     ContextRules,
     FeatureGrants,
+    Layer,
     PackageState,
     RunNarrowing,
     Visibility,
 )
 from corral.tools.services import Services
+from corral.tools.validation import ArgumentValidator
 
 __all__ = [
     "ApprovalSink",
@@ -125,7 +126,13 @@ class Dispatcher:
         self._approvals = approvals
         self._slow_calls = slow_calls
         self._settings = settings
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._validators: dict[str, ArgumentValidator] = {}
+        # The layers that depend only on the config snapshot, per agent; rebuilt when the
+        # snapshot object changes (the config cache hands out a new one on every change).
+        self._snapshot_layers: tuple[DispatchState | None, dict[str, tuple[Layer, Layer]]] = (
+            None,
+            {},
+        )
 
     # -- the pipeline ---------------------------------------------------------------------
 
@@ -182,9 +189,9 @@ class Dispatcher:
             )
         validator = self._validators.get(tool.name)
         if validator is None:
-            validator = Draft202012Validator(tool.spec.input_schema)
+            validator = ArgumentValidator(tool.spec.input_schema)
             self._validators[tool.name] = validator
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        errors = validator.errors(arguments)
         if errors:
             problems = [_describe_validation_error(e) for e in errors[:5]]
             more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
@@ -284,22 +291,34 @@ class Dispatcher:
         cancellation = ctx.cancellation
         if cancellation.cancelled:
             return _stopped_result(tool.name)
-        if tool.is_async:
-            task = asyncio.ensure_future(tool.handler(arguments, ctx))
-        else:
-            task = asyncio.ensure_future(asyncio.to_thread(tool.handler, arguments, ctx))
+        current = asyncio.current_task()
         loop = asyncio.get_running_loop()
         timer: list[asyncio.TimerHandle] = []
+        fired: list[bool] = []
+
+        def cancel_now() -> None:
+            fired.append(True)
+            if current is not None:
+                current.cancel()
+
+        # Stop gives the handler a grace period to wind down, then cancels this very task:
+        # the handler is awaited directly, not in a task of its own (a task costs a loop turn).
         unregister = cancellation.on_cancel(
-            lambda: timer.append(loop.call_later(STOP_GRACE_SECONDS, task.cancel))
+            lambda: timer.append(loop.call_later(STOP_GRACE_SECONDS, cancel_now))
         )
         try:
-            value = await task
+            if tool.is_async:
+                value = await tool.handler(arguments, ctx)
+            elif tool.spec.blocking:
+                value = await asyncio.to_thread(tool.handler, arguments, ctx)
+            else:
+                value = tool.handler(arguments, ctx)
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                task.cancel()
+            if current is None or not fired:
                 raise
+            fired.clear()
+            if current.uncancel() > 0:
+                raise  # the caller is being cancelled too
             return _stopped_result(tool.name)
         except ToolError as error:
             return ToolResult.from_error(error)
@@ -315,6 +334,8 @@ class Dispatcher:
             unregister()
             for handle in timer:
                 handle.cancel()
+            if fired and current is not None:
+                current.uncancel()  # the handler swallowed our cancel and returned anyway
         result = coerce_result(value)
         if cancellation.cancelled and result.status == "ok":
             result.status = "stopped"
@@ -350,16 +371,29 @@ class Dispatcher:
     # -- helpers ----------------------------------------------------------------------------
 
     def visibility(self, request: CallRequest, state: DispatchState) -> Visibility:
-        agent = state.agents.get(request.agent) or AgentSelection(agent=request.agent, mode="all")
+        caller = request.caller
+        package_state, selection = self._layers_of_snapshot(state, request.agent)
         return Visibility(
             (
-                PackageState(state.disabled_packages),
-                FeatureGrants(request.caller.grants, request.caller.role),
-                agent,
+                package_state,
+                FeatureGrants(caller.grants, caller.role),
+                selection,
                 RunNarrowing(request.narrowing),
                 ContextRules(request.narrowing.subagent),
             )
         )
+
+    def _layers_of_snapshot(self, state: DispatchState, agent: str) -> tuple[Layer, Layer]:
+        cached_state, by_agent = self._snapshot_layers
+        if cached_state is not state:
+            by_agent = {}
+            self._snapshot_layers = (state, by_agent)
+        layers = by_agent.get(agent)
+        if layers is None:
+            selection = state.agents.get(agent) or AgentSelection(agent=agent, mode="all")
+            layers = (PackageState(state.disabled_packages), selection)
+            by_agent[agent] = layers
+        return layers
 
     def visible_tools(self, request: CallRequest, state: DispatchState) -> list[LoadedTool]:
         return self.visibility(request, state).visible(self.registry.tools.values())

@@ -212,6 +212,16 @@ def _redact_data(value: Any, redact: Redactor) -> Any:
     return value
 
 
+def _holds_secret(value: Any, redact: Redactor) -> bool:
+    if isinstance(value, str):
+        return redact.finds(value)
+    if isinstance(value, dict):
+        return any(_holds_secret(v, redact) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_secret(v, redact) for v in value)
+    return False
+
+
 def _cap_text(text: str, budget: int, keep: Literal["head", "tail"], cap: int, total: int) -> str:
     cut = len(text) - budget
     marker = (
@@ -230,7 +240,14 @@ def _cap_text(text: str, budget: int, keep: Literal["head", "tail"], cap: int, t
 
 
 def shape_result(result: ToolResult, *, cap: int, redact: Redactor) -> ToolResult:
-    """Apply redaction and the content cap to a result's text blocks."""
+    """Apply redaction and the content cap to a result's text blocks.
+
+    ``result`` itself comes back, uncopied, when there is nothing to redact or trim."""
+    texts = [b.text for b in result.content if isinstance(b, TextBlock)]
+    if sum(map(len, texts)) <= cap and not (
+        redact.active and (any(map(redact.finds, texts)) or _holds_secret(result.data, redact))
+    ):
+        return result
     blocks = list(result.content)
     if redact.active:
         blocks = [

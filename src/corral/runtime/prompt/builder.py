@@ -106,7 +106,9 @@ class PromptBuilder:
             self._histories.move_to_end(conversation_id)
         if refresh or history.stale:
             history.stale = False
-            history.extend(await self._conversations.rows(conversation_id, after=history.last_seq))
+            history.extend(
+                await self._conversations.rows_in_bulk(conversation_id, after=history.last_seq)
+            )
         return history
 
     def observe(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
