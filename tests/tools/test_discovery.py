@@ -119,8 +119,21 @@ def test_missing_package_folder_is_reported(tmp_path: Path) -> None:
     assert "does not exist" in registry.errors[0].message
 
 
-async def test_pending_native_tools_are_never_visible(data_dir: Path) -> None:
-    async with corral.open(data_dir) as platform:
+@pytest.fixture
+def later_package(tmp_path: Path) -> Path:
+    """A package declaring the tool ``later`` as pending: its file is there, its handler not."""
+    folder = tmp_path / "later_pkg"
+    (folder / "tools").mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"name": "later", "pending": ["later"]}))
+    (folder / "handlers.py").write_text("")
+    declared = json.loads((DEMO / "tools" / "echo.json").read_text())
+    (folder / "tools" / "later.json").write_text(json.dumps({**declared, "name": "later"}))
+    return folder
+
+
+async def test_pending_tools_are_never_visible(data_dir: Path, later_package: Path) -> None:
+    # Every native tool has its handler now; a package's declared-but-pending tool stands in.
+    async with corral.open(data_dir, package_paths=[later_package]) as platform:
         visible = {t.name for t in await platform.visible_tools()}
         pending = set(platform.registry.pending)
         assert pending and not (pending & visible)

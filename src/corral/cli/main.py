@@ -20,10 +20,12 @@ from corral.cli import (
     check_command,
     compactions,
     conversations,
+    credentials,
     delegates,
     doctor,
     goals,
     host_broker,
+    mcp,
     packages,
     questions,
     roles,
@@ -89,4 +91,6 @@ app.add_typer(workflows.app, name="workflows")
 app.add_typer(questions.app, name="questions")
 app.add_typer(goals.app, name="goals")
 app.add_typer(compactions.app, name="compactions")
+app.add_typer(credentials.app, name="credentials")
+app.add_typer(mcp.app, name="mcp")
 app.command("summarize")(summarize.summarize)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from corral.connect import CredentialStore
 from corral.errors import ApprovalDenied, UsageError
 from corral.kernel import DEFAULT_AGENT, ApprovalRecord, Decision, Kernel
 from corral.platform.meta import conversation_meta
@@ -52,6 +53,11 @@ class Platform:
     def services(self) -> Services:
         """The services every call receives (``ctx.services``), as packages installed them."""
         return self.kernel.services
+
+    @property
+    def credentials(self) -> CredentialStore:
+        """The encrypted credential store (per user, and per project for admins)."""
+        return self.kernel.services.require(CredentialStore)
 
     @property
     def workflows(self) -> Workflows:

@@ -46,6 +46,7 @@ __all__ = [
     "ToolSpec",
     "load_tool_file",
     "nesting_depth",
+    "parse_tool",
     "pointer",
     "read_json_file",
 ]
@@ -293,14 +294,26 @@ def _load_tool_file(path: Path, package: str | None) -> ToolSpec | LoadError:
     raw, problem = read_json_file(path)
     if problem is not None:
         return error("", problem)
+    return parse_tool(raw, file=file, package=package, file_name=path.stem)
+
+
+def parse_tool(
+    raw: Any, *, file: str, package: str | None = None, file_name: str | None = None
+) -> ToolSpec | LoadError:
+    """Validate one tool declaration already read (a tool file's JSON, or a declaration
+    generated from an MCP server's tool list); ``file`` names where it came from."""
+
+    def error(at: str, message: str) -> LoadError:
+        return LoadError(file=file, pointer=at, message=message, package=package)
+
     errors = sorted(_META_VALIDATOR.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         return error(
             pointer(first.absolute_path), f"does not follow the tool contract: {first.message}"
         )
-    if raw["name"] != path.stem:
-        return error("/name", f"name {raw['name']!r} must equal the file name {path.stem!r}")
+    if file_name is not None and raw["name"] != file_name:
+        return error("/name", f"name {raw['name']!r} must equal the file name {file_name!r}")
     schema = raw["input_schema"]
     try:
         Draft202012Validator.check_schema(schema)

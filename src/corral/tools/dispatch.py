@@ -35,7 +35,7 @@ from corral.policy.sources import SourcePolicy
 from corral.secrets import Redactor
 from corral.settings import Settings
 from corral.tools.context import CallContext, Cancellation, Narrowing, OutputSink
-from corral.tools.contract import pointer
+from corral.tools.contract import ToolSpec, pointer
 from corral.tools.registry import LoadedTool, Registry
 from corral.tools.results import TextBlock, ToolResult, coerce_result, shape_result
 from corral.tools.selection import (
@@ -126,7 +126,7 @@ class Dispatcher:
         self._approvals = approvals
         self._slow_calls = slow_calls
         self._settings = settings
-        self._validators: dict[str, ArgumentValidator] = {}
+        self._validators: dict[str, tuple[ToolSpec, ArgumentValidator]] = {}
         # The layers that depend only on the config snapshot, per agent; rebuilt when the
         # snapshot object changes (the config cache hands out a new one on every change).
         self._snapshot_layers: tuple[DispatchState | None, dict[str, tuple[Layer, Layer]]] = (
@@ -154,8 +154,11 @@ class Dispatcher:
                 result.content.append(_note_block(notes))
         except ToolError as error:
             result = ToolResult.from_error(error)
+        # Read the redactor again: the handler may have read a stored credential this process
+        # had not seen, and that value must not reach this very result.
+        redactor = (await self._state.dispatch_state()).redactor
         shaped = shape_result(
-            result, cap=int(state.live["tool_result_content_cap"]), redact=state.redactor
+            result, cap=int(state.live["tool_result_content_cap"]), redact=redactor
         )
         await self.record_if_slow(request, started, shaped, cancellation, state)
         return shaped
@@ -187,11 +190,12 @@ class Dispatcher:
             raise InvalidArguments(
                 f"arguments to {tool.name!r} must be a JSON object, not {type(arguments).__name__}"
             )
-        validator = self._validators.get(tool.name)
-        if validator is None:
-            validator = ArgumentValidator(tool.spec.input_schema)
-            self._validators[tool.name] = validator
-        errors = validator.errors(arguments)
+        # Keyed by the spec itself too: an MCP server that reconnects may change a schema.
+        cached = self._validators.get(tool.name)
+        if cached is None or cached[0] is not tool.spec:
+            cached = (tool.spec, ArgumentValidator(tool.spec.input_schema))
+            self._validators[tool.name] = cached
+        errors = cached[1].errors(arguments)
         if errors:
             problems = [_describe_validation_error(e) for e in errors[:5]]
             more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""

@@ -72,7 +72,7 @@ class LoadedTool:
 class Package:
     name: str
     path: Path
-    origin: Literal["entry_point", "folder"]
+    origin: Literal["entry_point", "folder", "mcp"]
     version: str = "0"
     description: str = ""
     tools: dict[str, LoadedTool] = field(default_factory=dict)
@@ -101,6 +101,16 @@ class Registry:
         package.tools.clear()
         package.errors.append(error)
         self.errors.append(error)
+
+    def drop(self, name: str) -> None:
+        """Take a package and its tools out entirely (an MCP server was disconnected)."""
+        package = self.packages.pop(name, None)
+        if package is None:
+            return
+        for tool in package.tools:
+            if self.tools.get(tool) is package.tools[tool]:
+                del self.tools[tool]
+        self.errors = [e for e in self.errors if e.package != name]
 
     def add(self, package: Package) -> None:
         if package.name in self.packages:
@@ -195,7 +205,7 @@ def _accepts_two_arguments(func: Callable[..., Any]) -> bool:
 def load_package(
     folder: Path,
     *,
-    origin: Literal["entry_point", "folder"],
+    origin: Literal["entry_point", "folder", "mcp"],
     handlers: Callable[[str], types.ModuleType | None],
     default_name: str,
 ) -> Package:

@@ -11,6 +11,7 @@ from typing import Any
 
 from corral.packages.core.ask_question import ask_question
 from corral.packages.core.compact_history import compact_history
+from corral.packages.core.connect import connect
 from corral.packages.core.delegate import delegate
 from corral.packages.core.execute import execute, execute_policy
 from corral.packages.core.install import install
@@ -25,6 +26,7 @@ __all__ = [
     "POLICY_HOOKS",
     "ask_question",
     "compact_history",
+    "connect",
     "delegate",
     "execute",
     "install",

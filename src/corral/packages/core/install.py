@@ -1,16 +1,18 @@
 """The built-in package's install hook: the services its native tools use.
 
 Installed through the same hook as any package: web access (web_fetch, web_search), the
-shell service (execute), workflows with their scheduler (started when the process hosts),
-and the services of ask_question, todos and compact_history with
-their parts of the prompt (the goal state block, the context map, the compaction overlay)
-and the run-end hook that closes the questions of a run that ended.
+shell service (execute), the credential store (web_search keys, connect), workflows with
+their scheduler (started when the process hosts), and the services of ask_question, todos
+and compact_history with their parts of the prompt (the goal state block, the context map,
+the compaction overlay) and the run-end hook that closes the questions of a run that ended.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from corral.connect import CredentialKey, CredentialStore
+from corral.packages.core.mcp_servers import McpServers
 from corral.runtime.compaction import Compactions
 from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
@@ -33,6 +35,12 @@ async def install(setup: PackageSetup) -> Installed:
     # Search provider keys may come from the settings file; keep them out of every result.
     keys = (kernel.settings.tavily_api_key, kernel.settings.brave_api_key)
     kernel.config.add_secrets([key.get_secret_value() for key in keys if key is not None])
+    # Every stored credential this process reads or writes is redacted from results too.
+    credentials = CredentialStore(
+        kernel.sessions,
+        CredentialKey.in_private_dir(kernel.settings.private_dir),
+        on_value=kernel.config.add_secrets,
+    )
 
     shells = await open_shell_service(
         settings=kernel.settings,
@@ -57,7 +65,11 @@ async def install(setup: PackageSetup) -> Installed:
 
     runtime.on_host.append(start_scheduler)
 
+    mcp_servers = McpServers(kernel)
+
     async def start() -> None:
+        await credentials.all_values()
+        await mcp_servers.restore()
         await _close_orphaned_questions(setup)
         await recover_shells(shells)
 
@@ -70,10 +82,16 @@ async def install(setup: PackageSetup) -> Installed:
             compactions=compactions,
             runs=Delegation(runtime),
             workflows=WorkflowTool(workflows),
-            extra={Workflows: workflows, Webhooks: Webhooks(workflows), Scheduler: scheduler},
+            credentials=credentials,
+            extra={
+                Workflows: workflows,
+                Webhooks: Webhooks(workflows),
+                Scheduler: scheduler,
+                McpServers: mcp_servers,
+            },
         ),
         start=[start],
-        close=[shells.close, scheduler.close],
+        close=[shells.close, scheduler.close, mcp_servers.close],
     )
 
 

@@ -1,0 +1,212 @@
+"""One connected MCP server over stdio, kept alive by a supervisor task.
+
+The supervisor owns the SDK's transport and session (both are context managers that must
+be entered and left in one task); calls from any task use the live session. When the server
+process ends — on its own or in the middle of a call — the pending call fails at once with
+``mcp_server_gone`` (the SDK wakes every waiter with CONNECTION_CLOSED), and the supervisor
+starts the server again after a back-off that doubles up to a ceiling. Nothing waits on a
+dead server: a call while it is down is refused with ``mcp_unavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, Tool
+
+from corral.errors import ToolError
+
+__all__ = ["Backoff", "McpConnection", "McpState"]
+
+log = logging.getLogger("corral.connect.mcp")
+
+McpState = Literal["connecting", "connected", "down", "closed"]
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backoff:
+    """Seconds to wait before reconnecting: ``first``, doubling, at most ``ceiling``."""
+
+    first: float = 0.5
+    ceiling: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.ceiling, self.first * (2 ** min(attempt, 16))))
+
+
+class McpConnection:
+    """A stdio MCP server: started by :meth:`start`, restarted when it dies, ended by
+    :meth:`close`. ``on_tools`` hears the tool list after every (re)connection."""
+
+    def __init__(
+        self,
+        name: str,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        errlog: Path,
+        on_tools: Callable[[list[Tool]], None] = lambda tools: None,
+        call_timeout: float = 300.0,
+        connect_timeout: float = 30.0,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.name = name
+        self._params = StdioServerParameters(
+            command=command[0], args=list(command[1:]), env=dict(env), cwd=cwd
+        )
+        self._errlog = errlog
+        self._on_tools = on_tools
+        self._call_timeout = call_timeout
+        self._connect_timeout = connect_timeout
+        self._backoff = backoff or Backoff()
+        self.state: McpState = "connecting"
+        self.tools: list[Tool] = []
+        self.last_error = ""
+        self.connections = 0
+        """How many times the server was connected (1 after the first start)."""
+        self._session: ClientSession | None = None
+        self._ended = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._gave_up = False
+
+    async def start(self) -> None:
+        """Start the server and wait for its first connection; a server that cannot start
+        is an ``mcp_unavailable`` error (and nothing keeps retrying it)."""
+        self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
+        await self.wait_settled()
+        if self.state != "connected":
+            await self.close()
+            raise ToolError(
+                f"MCP server {self.name!r} did not start: {self.last_error or 'no answer'}; "
+                "check the command (it must speak MCP over stdin/stdout) and try again",
+                code="mcp_unavailable",
+            )
+
+    async def wait_settled(self, *, connected_at_least: int = 1) -> None:
+        """Wait until the server is connected ``connected_at_least`` times in all, or its
+        first start failed, or it was closed (how start and tests synchronise)."""
+        while not (
+            (self.connections >= connected_at_least and self.state == "connected")
+            or self._gave_up
+            or self.state == "closed"
+        ):
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call ``tool``; a dead, slow or failing server is a :class:`ToolError` with a code."""
+        session = self._session
+        if session is None or self.state != "connected":
+            raise ToolError(
+                f"MCP server {self.name!r} is not connected ({self.last_error or self.state}); "
+                "it is restarted automatically: try again shortly, or check it with connect",
+                code="mcp_unavailable",
+            )
+        try:
+            return await session.call_tool(tool, arguments, read_timeout_seconds=self._call_timeout)
+        except MCPError as exc:
+            if exc.code == _CONNECTION_CLOSED:
+                self._lost("the server process ended during a call")
+                raise ToolError(
+                    f"MCP server {self.name!r} stopped while running {tool!r}; the call may or "
+                    "may not have taken effect. It is being restarted: check its state before "
+                    "calling again",
+                    code="mcp_server_gone",
+                ) from None
+            if exc.code == _REQUEST_TIMEOUT:
+                raise ToolError(
+                    f"MCP server {self.name!r} did not answer {tool!r} within "
+                    f"{self._call_timeout:g} s; try again later",
+                    code="mcp_timeout",
+                ) from None
+            raise ToolError(
+                f"MCP server {self.name!r} refused {tool!r}: {exc.error.message}",
+                code="mcp_error",
+            ) from None
+
+    async def close(self) -> None:
+        """Stop the server and the supervisor."""
+        self._closing.set()
+        self._ended.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        self._set_state("closed")
+
+    # -- the supervisor ----------------------------------------------------------------
+
+    def _lost(self, why: str) -> None:
+        self.last_error = why
+        self._session = None
+        self._set_state("down")
+        self._ended.set()
+
+    def _set_state(self, state: McpState) -> None:
+        self.state = state
+        self._changed.set()
+
+    async def _supervise(self) -> None:
+        attempt = 0
+        while not self._closing.is_set():
+            self._ended = asyncio.Event()
+            try:
+                await self._connect_once()
+                attempt = 0
+            except Exception as exc:
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.warning("MCP server %r: %s", self.name, self.last_error)
+            self._session = None
+            if self._closing.is_set():
+                break
+            # Never started: the caller is told, and nothing retries a bad command.
+            self._gave_up = self.connections == 0
+            self._set_state("down")
+            if self._gave_up:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), self._backoff.delay(attempt))
+            attempt += 1
+            self._set_state("connecting")
+
+    async def _connect_once(self) -> None:
+        self._errlog.parent.mkdir(parents=True, exist_ok=True)
+        with self._errlog.open("a", encoding="utf-8") as errlog:
+            async with stdio_client(self._params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    async with asyncio.timeout(self._connect_timeout):
+                        await session.initialize()
+                        tools = await _all_tools(session)
+                    self.tools = tools
+                    self._on_tools(tools)
+                    self._session = session
+                    self.connections += 1
+                    self.last_error = ""
+                    self._set_state("connected")
+                    await self._ended.wait()
+        if not self._closing.is_set() and not self.last_error:
+            self.last_error = "the server process ended"
+
+
+async def _all_tools(session: ClientSession) -> list[Tool]:
+    from mcp.types import PaginatedRequestParams
+
+    listed = await session.list_tools()
+    tools = list(listed.tools)
+    while listed.next_cursor:
+        listed = await session.list_tools(params=PaginatedRequestParams(cursor=listed.next_cursor))
+        tools.extend(listed.tools)
+    return tools

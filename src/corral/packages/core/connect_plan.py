@@ -1,0 +1,297 @@
+"""The connect control plane: a call's steps, checked all at once, then applied in order.
+
+:func:`plan` turns the arguments into steps in the fixed order remove → add → check →
+authorize and checks every input and every grant of every step before anything is written;
+one problem anywhere means nothing runs. :func:`apply` then runs them; a refusal while
+applying keeps what was done and names it. ``list`` answers per kind, each refused kind on
+its own. Every answer is a projection: names, states, ``hasValue``, descriptors — never a
+secret value, a creator id, a path, a command line or raw configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from corral.connect import CredentialStore, Scope
+from corral.connect.credentials import NAME_PATTERN
+from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
+from corral.packages.core.mcp_servers import McpServers, McpServerView
+from corral.policy.identity import Caller
+from corral.policy.sources import SourcePolicy
+
+__all__ = ["KIND_GRANTS", "Plane", "Step", "apply", "list_kind", "plan"]
+
+Verb = Literal["remove", "add", "check", "authorize"]
+VERBS: tuple[Verb, ...] = ("remove", "add", "check", "authorize")
+KIND_GRANTS: dict[str, str] = {
+    "credential": "credentials.self",
+    "mcp": "mcp.connect",
+    "source": "sources.read",
+    "git": "git.connect",
+    "channel": "channels.connect",
+}
+ADMIN = "admin.settings"
+_LATER = {
+    "git": "git remotes are not connected through this platform yet",
+    "channel": "messaging channels are not connected through this platform yet",
+}
+CREDENTIAL_DESCRIPTORS = (
+    {"provider": "tavily", "name": "tavily", "requires": ["secret"], "usedBy": "web_search"},
+    {"provider": "brave", "name": "brave", "requires": ["secret"], "usedBy": "web_search"},
+    {
+        "provider": "searxng",
+        "name": "searxng",
+        "requires": ["secret"],
+        "usedBy": "web_search",
+        "note": "the secret is the instance URL",
+    },
+)
+MCP_DESCRIPTOR = {
+    "transport": "stdio",
+    "requires": ["command"],
+    "fields": {"trusted": "'true' to believe the server's read-only/destructive hints (admins)"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Plane:
+    """What the plane works on."""
+
+    caller: Caller
+    credentials: CredentialStore | None
+    mcp: McpServers | None
+    sources: SourcePolicy
+
+
+@dataclass(slots=True, kw_only=True)
+class Step:
+    verb: Verb
+    kind: str
+    name: str
+    item: dict[str, Any] = field(default_factory=dict)
+    scope: Scope = "user"
+
+
+def plan(args: dict[str, Any], plane: Plane) -> list[Step]:
+    """Every step of the call, in applying order; all problems at once, else nothing."""
+    steps = [
+        Step(verb=verb, kind=item["kind"], name=item["name"], item=item)
+        for verb in VERBS
+        for item in args.get(verb, [])
+    ]
+    problems: list[str] = []
+    missing: set[str] = set()
+    adding: set[tuple[str, str]] = set()
+    for step in steps:
+        at = f"{step.verb} {step.kind} {step.name!r}"
+        grant = KIND_GRANTS[step.kind]
+        if not plane.caller.grants.has(grant):
+            missing.add(grant)
+            role = plane.caller.role
+            problems.append(f"{at}: needs feature {grant!r}, which role {role!r} lacks")
+            continue
+        try:
+            _check(step, plane, adding)
+        except (ToolError, UsageError) as exc:
+            problems.append(f"{at}: {getattr(exc, 'message', str(exc))}")
+            if isinstance(exc, FeatureMissing):
+                missing.update(exc.data.get("features", []))
+    if problems:
+        error = FeatureMissing if missing and len(missing) == len(problems) else InvalidArguments
+        raise error(
+            "nothing was changed, because: " + "; ".join(problems) + ". Fix these (or leave "
+            "those steps out) and call again.",
+            data={"problems": problems, "features": sorted(missing)},
+        )
+    return steps
+
+
+def _check(step: Step, plane: Plane, adding: set[tuple[str, str]]) -> None:
+    if step.kind in _LATER:
+        raise InvalidArguments(_LATER[step.kind] + "; leave this kind out")
+    extra = sorted(set(step.item) - {"kind", "name"})
+    if step.verb != "add" and extra:
+        raise InvalidArguments(f"unexpected {extra}")
+    if step.kind == "credential":
+        _check_credential(step, plane)
+    elif step.kind == "mcp":
+        _check_mcp(step, plane)
+    else:
+        _check_source(step, plane)
+    if step.verb == "add":
+        if (step.kind, step.name) in adding:
+            raise InvalidArguments("added twice in one call")
+        adding.add((step.kind, step.name))
+
+
+def _check_credential(step: Step, plane: Plane) -> None:
+    if plane.credentials is None:
+        raise ToolError("no credential store is installed", code="unavailable")
+    if not NAME_PATTERN.match(step.name):
+        raise InvalidArguments("a credential name is lowercase letters, digits, '_' or '-'")
+    if step.verb == "authorize":
+        raise InvalidArguments("a credential needs no authorization; store its value with add")
+    if step.verb != "add":
+        return
+    item = step.item
+    unexpected = sorted(set(item) - {"kind", "name", "secret", "provider", "fields"})
+    if unexpected:
+        raise InvalidArguments(f"a credential takes no {unexpected}")
+    fields = dict(item.get("fields") or {})
+    scope = fields.pop("scope", "user")
+    if fields:
+        raise InvalidArguments(f"unknown fields {sorted(fields)}; only 'scope' is accepted")
+    if scope not in ("user", "project"):
+        raise InvalidArguments(f"fields.scope is {scope!r}; use 'user' or 'project'")
+    if scope == "project" and not plane.caller.grants.has(ADMIN):
+        raise FeatureMissing(
+            f"a project credential needs feature {ADMIN!r}", data={"features": [ADMIN]}
+        )
+    if not str(item.get("secret", "")).strip():
+        raise InvalidArguments("'secret' is required and must not be empty")
+    step.scope = "project" if scope == "project" else "user"
+
+
+def _check_mcp(step: Step, plane: Plane) -> None:
+    if plane.mcp is None:
+        raise ToolError("no MCP service is installed", code="unavailable")
+    if step.verb == "authorize":
+        raise InvalidArguments(
+            "authorization (OAuth) is for MCP servers over HTTP, which are not supported yet"
+        )
+    known = step.name in plane.mcp.names()
+    if step.verb == "remove" and not known:
+        raise InvalidArguments("no mcp server by that name is connected")
+    if step.verb != "add":
+        return
+    if known:
+        raise InvalidArguments("an mcp server by that name is already connected; remove it first")
+    item = step.item
+    if "url" in item:
+        raise InvalidArguments("MCP over HTTP is not supported yet; connect a stdio 'command'")
+    unexpected = sorted(set(item) - {"kind", "name", "command", "fields"})
+    if unexpected:
+        raise InvalidArguments(f"an mcp server takes no {unexpected}")
+    fields = dict(item.get("fields") or {})
+    trusted = fields.pop("trusted", "false")
+    if fields or trusted not in ("true", "false"):
+        raise InvalidArguments("fields accepts only 'trusted': 'true' or 'false'")
+    if trusted == "true" and not plane.caller.grants.has(ADMIN):
+        raise FeatureMissing(
+            f"trusting a server's hints needs feature {ADMIN!r}", data={"features": [ADMIN]}
+        )
+    plane.mcp.check_command(list(item.get("command") or []))
+
+
+def _check_source(step: Step, plane: Plane) -> None:
+    if step.verb == "add":
+        raise InvalidArguments(
+            "registering a source through connect is not available yet; an administrator "
+            "adds one with `corral sources add`"
+        )
+    if step.verb == "remove":
+        raise InvalidArguments(
+            "a source is removed through the governed source workflow: an administrator runs "
+            "`corral sources remove`"
+        )
+    if step.verb == "authorize":
+        raise InvalidArguments("a source needs no authorization")
+
+
+# -- applying ---------------------------------------------------------------------------
+
+
+async def apply(step: Step, plane: Plane) -> dict[str, Any]:
+    """Run one checked step; returns its projection."""
+    done: dict[str, Any] = {"verb": step.verb, "kind": step.kind, "name": step.name}
+    if step.kind == "credential":
+        assert plane.credentials is not None
+        user = plane.caller.user_id
+        if step.verb == "add":
+            entry = await plane.credentials.set(
+                step.name,
+                str(step.item["secret"]),
+                user_id=user,
+                scope=step.scope,
+                provider=str(step.item.get("provider", "")),
+            )
+            return done | {"scope": entry.scope, "hasValue": True}
+        if step.verb == "remove":
+            scope = await _stored_scope(step.name, plane)
+            await plane.credentials.remove(step.name, user_id=user, scope=scope)
+            return done | {"scope": scope, "hasValue": False}
+        own = await plane.credentials.entry(step.name, user_id=user, scope="user")
+        shared = await plane.credentials.entry(step.name, user_id=user, scope="project")
+        return done | {"hasValue": own is not None, "projectHasValue": shared is not None}
+    if step.kind == "mcp":
+        assert plane.mcp is not None
+        if step.verb == "add":
+            trusted = (step.item.get("fields") or {}).get("trusted") == "true"
+            view = await plane.mcp.add(
+                step.name,
+                list(step.item["command"]),
+                trusted=trusted,
+                created_by=plane.caller.user_id,
+            )
+            return done | mcp_projection(view)
+        if step.verb == "remove":
+            await plane.mcp.remove(step.name)
+            return done | {"state": "removed"}
+        found = plane.mcp.view(step.name)
+        return done | (mcp_projection(found) if found else {"state": "absent"})
+    source = plane.sources.source(step.name)
+    rights = sorted(source.rights_for(plane.caller)) if source else []
+    return done | {"state": "registered" if rights else "absent", "rights": rights}
+
+
+async def _stored_scope(name: str, plane: Plane) -> Scope:
+    assert plane.credentials is not None
+    user = plane.caller.user_id
+    if await plane.credentials.entry(name, user_id=user, scope="user") is not None:
+        return "user"
+    if plane.caller.grants.has(ADMIN):
+        return "project"
+    return "user"  # nothing of the caller's own: remove reports it as not stored
+
+
+def mcp_projection(view: McpServerView) -> dict[str, Any]:
+    return {
+        "state": view.state,
+        "trusted": view.trusted,
+        "package": f"mcp:{view.name}",
+        "tools": list(view.tools),
+        "leftOut": list(view.left_out),
+    }
+
+
+async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
+    """One kind's rows, or its refusal; never raises for a kind the caller may not reach."""
+    grant = KIND_GRANTS[kind]
+    if not plane.caller.grants.has(grant):
+        return {"kind": kind, "refused": f"needs feature {grant!r}", "code": "feature_missing"}
+    if kind in _LATER:
+        return {"kind": kind, "refused": _LATER[kind], "code": "unavailable"}
+    if kind == "credential":
+        if plane.credentials is None:
+            return {"kind": kind, "refused": "no credential store", "code": "unavailable"}
+        entries = await plane.credentials.entries(user_id=plane.caller.user_id)
+        rows = [
+            {"name": e.name, "scope": e.scope, "provider": e.provider, "hasValue": e.has_value}
+            for e in entries
+        ]
+        return {"kind": kind, "rows": rows, "descriptors": list(CREDENTIAL_DESCRIPTORS)}
+    if kind == "mcp":
+        if plane.mcp is None:
+            return {"kind": kind, "refused": "no MCP service", "code": "unavailable"}
+        views = [plane.mcp.view(name) for name in plane.mcp.names()]
+        rows = [{"name": v.name} | mcp_projection(v) for v in views if v is not None]
+        return {"kind": kind, "rows": rows, "descriptors": [MCP_DESCRIPTOR]}
+    rows = []
+    for source in sorted(plane.sources.sources.values(), key=lambda s: s.name):
+        rights = source.rights_for(plane.caller)
+        if rights:
+            rows.append(
+                {"name": source.name, "connector": source.connector, "rights": sorted(rights)}
+            )
+    return {"kind": kind, "rows": rows}

@@ -1,0 +1,66 @@
+"""`corral mcp serve` in a real process, driven by the SDK's own stdio client."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+import corral
+from tests.conftest import DEMO
+
+
+def text_of(content: list[object]) -> str:
+    return "".join(block.text for block in content if isinstance(block, TextContent))
+
+
+async def test_the_sdk_client_lists_and_calls_our_tools_through_the_pipeline(
+    data_dir: Path,
+) -> None:
+    async with corral.open(data_dir, package_paths=[DEMO]):
+        pass  # migrate and seed before the server process starts
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "corral", "mcp", "serve", "--profile", "balanced"],
+        env={
+            "CORRAL_DATA_DIR": str(data_dir),
+            "CORRAL_PACKAGE_PATH": str(DEMO),
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        },
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert {"todos", "execute", "echo", "write_note"} <= set(listed)
+        assert listed["todos"].input_schema["type"] == "object"
+        echo_hints = listed["echo"].annotations
+        assert echo_hints is not None and echo_hints.read_only_hint is True
+
+        echoed = await session.call_tool("echo", {"text": "hi"})
+        assert not echoed.is_error and text_of(echoed.content) == "hi"
+
+        todos = await session.call_tool("todos", {"plan": {"steps": ["write the tests"]}})
+        # An external caller has no conversation to keep a list in: a clear refusal, not a crash.
+        assert todos.structured_content == {"status": "error", "code": "no_conversation"}
+        bad_todos = await session.call_tool("todos", {"plan": {"todos": []}})
+        assert bad_todos.is_error and "unknown property 'todos'" in text_of(bad_todos.content)
+
+        bad = await session.call_tool("echo", {"text": 1})
+        assert bad.is_error and bad.structured_content == {
+            "status": "error",
+            "code": "invalid_arguments",
+        }
+        assert "invalid arguments for 'echo'" in text_of(bad.content)
+
+        pending = await session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        assert not pending.is_error
+        assert pending.structured_content is not None
+        assert pending.structured_content["status"] == "pending"
+        approval = pending.structured_content["approvalId"]
+        assert approval.startswith("ap_") and approval in text_of(pending.content)
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        assert [a.id for a in await platform.pending_approvals()] == [approval]
