@@ -1,6 +1,6 @@
 """Per-call overhead of an MCP tool through Corral's pipeline against the SDK's own client.
 
-    .venv/bin/python bench/mcp.py [--calls N]
+    .venv/bin/python bench/mcp_calls.py [--calls N]
 
 Both sides call ``add`` on the same stdio server (tests/fixtures/mcp_demo_server.py, one
 process each) in the same run: the SDK's ClientSession directly, then ``demo_add`` through
@@ -19,9 +19,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# This file is named like the SDK's package; run as a script, its folder comes first on the
-# path and would shadow it. Take the folder off before anything imports ``mcp``.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 SERVER = HERE.parent / "tests" / "fixtures" / "mcp_demo_server.py"
 COMMAND = [sys.executable, str(SERVER)]
