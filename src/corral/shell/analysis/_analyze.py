@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from corral.shell.analysis._chars import describe_character, find_forbidden_character
 from corral.shell.analysis._paths import normalize, platform_sequence, protection
@@ -16,6 +17,10 @@ __all__ = ["MAX_COMMAND_BYTES", "analyze"]
 
 MAX_COMMAND_BYTES = 512 * 1024
 """Longest command accepted (a 100 KB script is fine)."""
+
+CACHED_COMMAND_CHARS = 4096
+"""Verdicts on command lines up to this length are remembered (agents repeat commands)."""
+CACHED_VERDICTS = 1024
 
 
 def analyze(
@@ -35,9 +40,26 @@ def analyze(
     ``unconfined`` says no kernel sandbox will contain the command: the analysis is then
     the boundary, and what it cannot know statically (a computed command in inline
     interpreter code, a file this command writes and then runs) is refused instead of left
-    to the sandbox. The analysis is pure and thread-safe.
+    to the sandbox. The analysis is pure and thread-safe, so the verdict on a short command
+    line is remembered for the same inputs and handed out again (it is immutable).
     """
-    shielded = protection(home, platform_sequence(protected_paths))
+    protected = platform_sequence(protected_paths)
+    if len(command) <= CACHED_COMMAND_CHARS:
+        return _remembered(command, protected, home, cwd, unconfined)
+    return _analyze(command, protected, home, cwd, unconfined)
+
+
+@lru_cache(maxsize=CACHED_VERDICTS)
+def _remembered(
+    command: str, protected: tuple[str, ...], home: str | None, cwd: str | None, unconfined: bool
+) -> Analysis:
+    return _analyze(command, protected, home, cwd, unconfined)
+
+
+def _analyze(
+    command: str, protected: tuple[str, ...], home: str | None, cwd: str | None, unconfined: bool
+) -> Analysis:
+    shielded = protection(home, protected)
     base = Analysis(command=command, allowed=False, cwd=cwd, protected_paths=shielded.platform)
     try:
         bad = find_forbidden_character(command)
