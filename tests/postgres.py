@@ -1,4 +1,9 @@
-"""Store fixtures: a real PostgreSQL server for the session, a fresh database per test."""
+"""A real PostgreSQL server for the test session, a fresh database per test or module.
+
+Imported by ``tests/conftest.py``, so every test folder can ask for ``postgres`` (the
+server's socket folder), ``database_url`` (a new database for one test) or
+:func:`new_database` (for a module- or session-scoped fixture).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+__all__ = ["database_url", "new_database", "postgres"]
 
 
 def _pg_bin(name: str) -> str:
@@ -69,8 +76,8 @@ def postgres() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def database_url(postgres: str) -> str:
+def new_database(postgres: str) -> str:
+    """Create an empty database on the session's server; its ``postgresql+asyncpg`` URL."""
     name = "t_" + uuid.uuid4().hex[:12]
     subprocess.run(
         [_pg_bin("createdb"), "-h", postgres, "-U", "corral", name],
@@ -78,3 +85,8 @@ def database_url(postgres: str) -> str:
         capture_output=True,
     )
     return f"postgresql+asyncpg://corral@/{name}?host={postgres}&port=5432"
+
+
+@pytest.fixture
+def database_url(postgres: str) -> str:
+    return new_database(postgres)

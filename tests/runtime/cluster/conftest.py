@@ -1,0 +1,112 @@
+"""A cluster for the tests: a database on the session's PostgreSQL server, a data folder
+whose settings choose the procrastinate runner, and real `corral worker` processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import corral
+from tests.conftest import DEMO
+from tests.postgres import new_database
+
+CLUSTERKIT = Path(__file__).parent / "fixtures" / "clusterkit"
+HEARTBEAT_SECONDS = 0.3
+STALLED_SECONDS = 1.5
+
+
+class Cluster:
+    """One data folder and database shared by the test process and its workers."""
+
+    def __init__(self, root: Path, database_url: str) -> None:
+        self.root = root
+        self.data_dir = root / "data"
+        self.data_dir.mkdir(parents=True)
+        self.database_url = database_url
+        self.workers: list[subprocess.Popen[bytes]] = []
+        settings = {
+            "database_url": database_url,
+            "run_jobs": "cluster",
+            "package_paths": [str(CLUSTERKIT), str(DEMO)],
+            "worker_heartbeat_seconds": HEARTBEAT_SECONDS,
+            "worker_stalled_seconds": STALLED_SECONDS,
+            "cluster_sweep_seconds": 1,
+        }
+        lines = [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+        (self.data_dir / "corral.toml").write_text("\n".join(lines) + "\n")
+        self._scripts = 0
+
+    def start_worker(self, concurrency: int = 4) -> subprocess.Popen[bytes]:
+        """A `corral worker` process on this cluster; its output goes to a log file."""
+        log = (self.root / f"worker-{len(self.workers)}.log").open("wb")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "corral", "--data-dir", str(self.data_dir)),
+                *("worker", "--concurrency", str(concurrency)),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        log.close()
+        self.workers.append(process)
+        return process
+
+    def stop_worker(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGTERM, as an operator stops a worker, and wait for it to leave."""
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for process in self.workers:
+            self.stop_worker(process)
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text() for p in sorted(self.root.glob("worker-*.log")))
+
+    def script(self, *turns: Any, **options: Any) -> str:
+        """A model script the workers read; its ``script:PATH`` model string."""
+        self._scripts += 1
+        path = self.root / f"script-{self._scripts}.json"
+        path.write_text(json.dumps({"turns": list(turns), **options}))
+        return f"script:{path}"
+
+    def fifo(self, name: str) -> Path:
+        path = self.root / name
+        os.mkfifo(path)
+        return path
+
+
+@pytest.fixture(scope="module")
+def cluster(postgres: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    made = Cluster(tmp_path_factory.mktemp("cluster"), new_database(postgres))
+    # Migrated once here, before any worker starts: workers then find the schema ready.
+    asyncio.run(_migrate(made.data_dir))
+    try:
+        yield made
+    finally:
+        for process in made.workers:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+async def _migrate(data_dir: Path) -> None:
+    async with corral.open(data_dir):
+        pass
+
+
+def call(tool: str, /, **args: Any) -> dict[str, Any]:
+    """A tool call in a model script."""
+    return {"name": tool, "args": args}
