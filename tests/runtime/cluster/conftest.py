@@ -107,6 +107,24 @@ async def _migrate(data_dir: Path) -> None:
         pass
 
 
+async def read_started(fifo: Path, within: float = 60.0) -> str:
+    """Wait until a clusterkit call in a worker writes to ``fifo`` (it started)."""
+
+    def read() -> str:
+        with fifo.open() as pipe:
+            return pipe.read()
+
+    reader = asyncio.ensure_future(asyncio.to_thread(read))
+    try:
+        return await asyncio.wait_for(asyncio.shield(reader), within)
+    except TimeoutError:
+        # Unblock the reading thread (a writer that opens and closes), then fail.
+        with fifo.open("w"):
+            pass
+        await reader
+        raise AssertionError(f"no call wrote to {fifo} within {within} s") from None
+
+
 def call(tool: str, /, **args: Any) -> dict[str, Any]:
     """A tool call in a model script."""
     return {"name": tool, "args": args}
