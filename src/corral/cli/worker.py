@@ -24,6 +24,7 @@ def worker(
     Needs a PostgreSQL database_url; every worker must see the same data folder (the
     project drive) at the same path."""
     import asyncio
+    import logging
 
     from corral.errors import CorralError
     from corral.platform import open_platform
@@ -37,6 +38,8 @@ def worker(
             f"'auto' or 'cluster' (database {settings.effective_database_url.split(':')[0]!r}, "
             f"run_jobs {settings.run_jobs!r}); the embedded default advances runs in-process"
         )
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
 
     async def main() -> None:
         platform = await open_platform(data_dir, run_jobs="cluster")

@@ -62,6 +62,17 @@ class Cluster:
         self.workers.append(process)
         return process
 
+    def ensure_workers(self, count: int, concurrency: int = 4) -> None:
+        """Have ``count`` live workers (start the missing ones)."""
+        alive = [p for p in self.workers if p.poll() is None]
+        for _ in range(count - len(alive)):
+            self.start_worker(concurrency)
+
+    def worker_of(self, worker_id: str | None) -> subprocess.Popen[bytes]:
+        """The worker process whose Corral worker id (``host:pid:start``) is given."""
+        pid = int(str(worker_id).split(":")[1])
+        return next(p for p in self.workers if p.pid == pid)
+
     def stop_worker(self, process: subprocess.Popen[bytes]) -> None:
         """SIGTERM, as an operator stops a worker, and wait for it to leave."""
         if process.poll() is None:
@@ -88,8 +99,10 @@ class Cluster:
         return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster(postgres: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One cluster for every test here: workers start once and are shared where a test
+    allows (:meth:`Cluster.ensure_workers`)."""
     made = Cluster(tmp_path_factory.mktemp("cluster"), new_database(postgres))
     # Migrated once here, before any worker starts: workers then find the schema ready.
     asyncio.run(_migrate(made.data_dir))

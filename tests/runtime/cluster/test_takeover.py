@@ -31,15 +31,15 @@ async def test_a_run_killed_at_step_10_finishes_on_a_second_worker(cluster: Clus
     model = cluster.script(*turns)
     async with corral.open(cluster.data_dir) as platform:
         rt = platform.runtime
-        first = cluster.start_worker()
+        cluster.ensure_workers(2)
         run = await rt.start_chat("take 30 steps", model=model)
         await read_started(hold_pipe)
         await read_started(again_pipe)
         before = await rt.conversations.rows(run.conversation_id, run_id=run.id)
         assert _count(before, "model_turn") == 10
+        first = cluster.worker_of((await rt.runs.get(run.id)).worker)
         first.kill()
         first.wait()
-        cluster.start_worker()
         settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
         rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
     assert settled.status == "finished", cluster.logs()
