@@ -8,6 +8,7 @@ loop itself lives in :mod:`corral.runtime.loop`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,6 +31,8 @@ from corral.tools.results import ToolResult
 
 __all__ = ["STOP_WAIT_SECONDS", "Runtime"]
 
+log = logging.getLogger("corral.runtime")
+
 STOP_WAIT_SECONDS = 5.0
 """How long Stop waits for a run on another worker to end before it answers anyway."""
 
@@ -41,6 +44,9 @@ class Runtime(RunHost):
         self.reports = Reports(self)
         self.on_host: list[Callable[[], Awaitable[None]]] = []
         """Started by :meth:`host`: what only a long-lived process runs (the scheduler)."""
+        self.on_tick: list[Callable[[], Awaitable[object]]] = []
+        """What a cluster runs on the engine's periodic task instead of ``on_host`` loops
+        (the scheduler's tick): on one worker at a time, every ``cluster_sweep_seconds``."""
 
     def _job_runner(self) -> JobRunner:
         settings = self.kernel.settings
@@ -59,7 +65,15 @@ class Runtime(RunHost):
                 sweep_seconds=settings.cluster_sweep_seconds,
             ),
             watch=lambda: watch_live_runs(self),
+            tick=self._tick,
         )
+
+    async def _tick(self) -> None:
+        for tick in self.on_tick:
+            try:
+                await tick()
+            except Exception:  # one failing tick must not hold back the others
+                log.exception("a periodic tick of the cluster failed")
 
     async def open_jobs(self) -> None:
         """Connect the job runner to its engine (nothing to do in the embedded default)."""
@@ -118,9 +132,11 @@ class Runtime(RunHost):
         """Become a host: start the schedulers, then continue every waiting conversation.
 
         A server calls this once at start-up; a short CLI command does not, so it never
-        fires a schedule it could not see through."""
-        for start in self.on_host:
-            await start()
+        fires a schedule it could not see through. On a cluster the workers' periodic task
+        runs ``on_tick`` instead."""
+        if not self.jobs.distributed:
+            for start in self.on_host:
+                await start()
         return await self.wake_all()
 
     async def wake_all(self) -> list[str]:

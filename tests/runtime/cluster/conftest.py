@@ -9,9 +9,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,6 +19,7 @@ import corral
 from tests.conftest import DEMO
 from tests.postgres import new_database
 
+T = TypeVar("T")
 CLUSTERKIT = Path(__file__).parent / "fixtures" / "clusterkit"
 HEARTBEAT_SECONDS = 0.3
 STALLED_SECONDS = 1.5
@@ -136,6 +137,17 @@ async def read_started(fifo: Path, within: float = 60.0) -> str:
             pass
         await reader
         raise AssertionError(f"no call wrote to {fifo} within {within} s") from None
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 60.0) -> T:
+    """Poll ``check`` until it returns something: state other processes write has no event
+    this process could wait on (the runtime's own ``wait_run`` reads the store likewise)."""
+    async with asyncio.timeout(within):
+        while True:
+            found = await check()
+            if found is not None:
+                return found
+            await asyncio.sleep(0.1)
 
 
 def call(tool: str, /, **args: Any) -> dict[str, Any]:

@@ -11,7 +11,8 @@ transaction); the job is deferred right after it commits. The periodic sweep def
 for any queued run that has none (the process died between the commit and the defer), so
 no status change is ever without its job, and a job never exists before its run's row.
 
-The sweep also hands stalled jobs back: a worker that stopped sending heartbeats for
+The sweep, a periodic task that runs on one worker per slot, also runs the runtime's ticks
+(the workflow scheduler) and hands stalled jobs back: a worker that stopped sending heartbeats for
 ``worker_stalled_seconds`` is dead, its jobs are retried (procrastinate's stalled-job API),
 and the job on the new worker takes the run over (:mod:`corral.runtime.takeover`).
 """
@@ -99,11 +100,13 @@ class ProcrastinateJobs:
         sessions: async_sessionmaker[AsyncSession],
         timing: ClusterTiming,
         watch: Callable[[], Awaitable[None]],
+        tick: Callable[[], Awaitable[None]],
     ) -> None:
         self._local = LocalJobs(job, self._no_limit)
         self._sessions = sessions
         self._timing = timing
         self._watch = watch
+        self._tick = tick
         self._jobs_of_runs: dict[str, int] = {}
         """The engine's job id of each run this worker advances now."""
         self._defers: set[asyncio.Task[None]] = set()
@@ -217,7 +220,9 @@ class ProcrastinateJobs:
             self._jobs_of_runs.pop(run_id, None)
 
     async def _sweep_task(self, context: JobContext, timestamp: int) -> None:
+        # One worker per slot: the engine defers each periodic timestamp once.
         await self.sweep()
+        await self._tick()
 
     async def sweep(self) -> tuple[int, int]:
         """Retry the jobs of dead workers, defer jobs for runs without one; the counts."""
