@@ -63,6 +63,7 @@ class Runtime(RunHost):
                 heartbeat_seconds=settings.worker_heartbeat_seconds,
                 stalled_seconds=settings.worker_stalled_seconds,
                 sweep_seconds=settings.cluster_sweep_seconds,
+                pool_size=settings.worker_concurrency + 8,
             ),
             watch=lambda: watch_live_runs(self),
             tick=self._tick,

@@ -21,8 +21,8 @@ from tests.postgres import new_database
 
 T = TypeVar("T")
 CLUSTERKIT = Path(__file__).parent / "fixtures" / "clusterkit"
-HEARTBEAT_SECONDS = 0.3
-STALLED_SECONDS = 1.5
+HEARTBEAT_SECONDS = 0.5
+STALLED_SECONDS = 4.0
 
 
 class Cluster:

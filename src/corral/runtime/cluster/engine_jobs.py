@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -54,14 +55,6 @@ _NEEDING_A_JOB = text(
             WHERE j.lock = 'run:' || r.id AND j.status IN ('todo', 'doing'))
     """
 )
-_HELD_ELSEWHERE = text(
-    """
-    SELECT count(*) FROM procrastinate_jobs j
-      JOIN procrastinate_workers w ON w.id = j.worker_id
-     WHERE j.lock = :lock AND j.status = 'doing' AND j.id <> :job
-       AND w.last_heartbeat > now() - make_interval(secs => :stalled)
-    """
-)
 
 
 def psycopg_conninfo(database_url: str) -> str:
@@ -82,6 +75,8 @@ class ClusterTiming:
     heartbeat_seconds: float = 2.0
     stalled_seconds: float = 10.0
     sweep_seconds: int = 2
+    pool_size: int = 16
+    """Connections to the engine's database a process may open."""
 
 
 class ProcrastinateJobs:
@@ -107,11 +102,16 @@ class ProcrastinateJobs:
         self._timing = timing
         self._watch = watch
         self._tick = tick
-        self._jobs_of_runs: dict[str, int] = {}
-        """The engine's job id of each run this worker advances now."""
         self._defers: set[asyncio.Task[None]] = set()
         self._closed = False
-        self.app = App(connector=PsycopgConnector(conninfo=psycopg_conninfo(database_url)))
+        connector = PsycopgConnector(
+            conninfo=psycopg_conninfo(database_url),
+            # Heartbeats, fetches, finishes and defers share the pool; a starved pool
+            # delays heartbeats until live workers look dead.
+            min_size=2,
+            max_size=timing.pool_size,
+        )
+        self.app = App(connector=connector)
         self._advance = self.app.task(name=ADVANCE_TASK, pass_context=True)(self._execute)
         sweep = self.app.task(name=SWEEP_TASK, pass_context=True)(self._sweep_task)
         self.app.periodic(cron=f"* * * * * */{timing.sweep_seconds}", periodic_id="sweep")(sweep)
@@ -164,18 +164,13 @@ class ProcrastinateJobs:
     async def worker_gone(self, run_id: str, worker: str | None) -> bool:
         if worker is None:
             return True  # handed over by a worker that shut down
-        if not worker_alive(worker):
-            return True  # a dead process on this host
-        async with self._sessions() as session:
-            held = await session.scalar(
-                _HELD_ELSEWHERE,
-                {
-                    "lock": f"run:{run_id}",
-                    "job": self._jobs_of_runs.get(run_id, -1),
-                    "stalled": self._timing.stalled_seconds,
-                },
-            )
-        return not held
+        host = worker.partition(":")[0]
+        if host == socket.gethostname():
+            return not worker_alive(worker)  # this machine knows for sure
+        # Another machine's worker: its job came back to the queue because its heartbeats
+        # stopped. Should it still be alive, its watcher sees the worker field change and
+        # lets go (see corral.runtime.cluster.watch).
+        return True
 
     async def close(self) -> None:
         self._closed = True
@@ -211,13 +206,7 @@ class ProcrastinateJobs:
             await asyncio.sleep(STOP_WATCH_SECONDS)
 
     async def _execute(self, context: JobContext, run_id: str) -> None:
-        job_id = context.job.id
-        if job_id is not None:
-            self._jobs_of_runs[run_id] = job_id
-        try:
-            await self._local.execute(run_id)
-        finally:
-            self._jobs_of_runs.pop(run_id, None)
+        await self._local.execute(run_id)
 
     async def _sweep_task(self, context: JobContext, timestamp: int) -> None:
         # One worker per slot: the engine defers each periodic timestamp once.
