@@ -14,11 +14,12 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-__all__ = ["database_url", "new_database", "postgres"]
+__all__ = ["database_url", "new_database", "postgres", "throwaway_server"]
 
 
 def _pg_bin(name: str) -> str:
@@ -26,7 +27,9 @@ def _pg_bin(name: str) -> str:
         iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))), None
     )
     if found is None:
-        pytest.fail(f"PostgreSQL's {name} is not installed; `scripts/setup --test` installs it")
+        raise FileNotFoundError(
+            f"PostgreSQL's {name} is not installed; `scripts/setup --test` installs it"
+        )
     return found
 
 
@@ -35,45 +38,42 @@ def _as_postgres(args: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[str]:
+@contextmanager
+def throwaway_server() -> Iterator[str]:
+    """A PostgreSQL server of its own (trust auth, no fsync) while inside; yields the
+    folder of its socket. Raises FileNotFoundError when PostgreSQL is not installed."""
     # Not under pytest's tmp folder: that one is private to root, and the server runs as
     # the postgres account.
     root = Path(tempfile.mkdtemp(prefix="corral-pg-"))
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
     data = root / "data"
-    subprocess.run(
-        _as_postgres([_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "corral"]),
-        check=True,
-        capture_output=True,
-    )
-    options = f"-k {root} -c listen_addresses='' -p 5432 -c fsync=off"
-    subprocess.run(
-        _as_postgres(
-            [
-                _pg_bin("pg_ctl"),
-                "-D",
-                str(data),
-                "-o",
-                options,
-                "-l",
-                str(root / "log"),
-                "-w",
-                "start",
-            ]
-        ),
-        check=True,
-        capture_output=True,
-    )
     try:
-        yield str(root)
-    finally:
         subprocess.run(
-            _as_postgres([_pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            _as_postgres([_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "corral"]),
+            check=True,
             capture_output=True,
         )
+        options = f"-k {root} -c listen_addresses='' -p 5432 -c fsync=off"
+        start = [_pg_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log")]
+        subprocess.run(_as_postgres([*start, "-w", "start"]), check=True, capture_output=True)
+        yield str(root)
+    finally:
+        if data.exists():
+            subprocess.run(
+                _as_postgres([_pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+                capture_output=True,
+            )
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    try:
+        with throwaway_server() as root:
+            yield root
+    except FileNotFoundError as missing:
+        pytest.fail(str(missing))
 
 
 def new_database(postgres: str) -> str:
