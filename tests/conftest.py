@@ -10,6 +10,9 @@ import pytest
 
 import corral
 from corral.platform import Platform
+from tests.postgres import database_url, postgres
+
+__all__ = ["database_url", "postgres"]  # PostgreSQL fixtures, for every test folder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PACKAGES = FIXTURES / "packages"

@@ -26,6 +26,7 @@ __all__ = ["DEFAULT_DATA_DIR", "ModelEndpoint", "Settings", "load_settings"]
 DEFAULT_DATA_DIR = Path("corral-data")
 
 SandboxMode = Literal["auto", "bubblewrap", "landlock", "unconfined"]
+RunJobs = Literal["auto", "local", "cluster"]
 
 
 class ModelEndpoint(BaseModel):
@@ -103,6 +104,32 @@ class Settings(BaseSettings):
         "they are re-read from the database (changes made by this process apply at once).",
     )
 
+    run_jobs: RunJobs = Field(
+        default="auto",
+        description="Where runs advance: 'local' in this process (the embedded default); "
+        "'cluster' on `corral worker` processes through procrastinate over PostgreSQL; "
+        "'auto' is 'cluster' for `corral serve` and `corral worker` on PostgreSQL, else "
+        "'local'.",
+    )
+    worker_concurrency: int = Field(
+        default=10, ge=1, le=1000, description="Runs one `corral worker` advances at once."
+    )
+    worker_heartbeat_seconds: float = Field(
+        default=2.0, gt=0, description="How often a `corral worker` says it is alive."
+    )
+    worker_stalled_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A worker silent this long is dead: its runs are taken over elsewhere.",
+    )
+    cluster_sweep_seconds: int = Field(
+        default=2,
+        ge=1,
+        le=30,
+        description="How often the cluster looks for stalled jobs and queued runs without "
+        "a job (a divisor of 60).",
+    )
+
     tavily_api_key: SecretStr | None = Field(
         default=None, description="Tavily search API key (web_search); unset skips Tavily."
     )
@@ -130,6 +157,13 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return Path(os.path.abspath(value.expanduser()))
 
+    @field_validator("cluster_sweep_seconds")
+    @classmethod
+    def _divides_a_minute(cls, value: int) -> int:
+        if 60 % value:
+            raise ValueError(f"cluster_sweep_seconds must divide 60 (1, 2, 3, 5, …), not {value}")
+        return value
+
     @field_validator("package_paths", mode="before")
     @classmethod
     def _split_paths(cls, value: Any) -> Any:
@@ -152,6 +186,14 @@ class Settings(BaseSettings):
         if self.database_url is not None:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'corral.db').resolve()}"
+
+    @property
+    def hosted_run_jobs(self) -> Literal["local", "cluster"]:
+        """Where runs advance under `corral serve` and `corral worker` ('auto' resolved)."""
+        if self.run_jobs == "auto":
+            postgres = self.effective_database_url.startswith("postgresql")
+            return "cluster" if postgres else "local"
+        return self.run_jobs
 
     @property
     def drive_dir(self) -> Path:

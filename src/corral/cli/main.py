@@ -38,6 +38,7 @@ from corral.cli import (
     tokens,
     tools,
     users,
+    worker,
     workflows,
 )
 from corral.cli._global_options import CliState, CorralGroup
@@ -70,6 +71,7 @@ def main(
 
 
 app.command("serve")(serve.serve)
+app.command("worker")(worker.worker)
 app.add_typer(tools.app, name="tools")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(settings.app, name="settings")

@@ -26,11 +26,14 @@ def serve(
 
     from corral.platform import open_platform
     from corral.server import create_app
+    from corral.settings import load_settings
 
     data_dir = cli_state(ctx).data_dir
 
     async def main() -> None:
-        platform = await open_platform(data_dir)
+        # On PostgreSQL the server enqueues runs for `corral worker` processes.
+        run_jobs = load_settings(data_dir).hosted_run_jobs
+        platform = await open_platform(data_dir, run_jobs=run_jobs)
         settings = platform.settings
         bind_host = host or settings.host
         bind_port = port if port is not None else settings.port

@@ -52,6 +52,7 @@ async def open_platform(
             installed.append(done)
         if services is not None:
             platform.provide(services)
+        await runtime.open_jobs()
         await runtime.recover()
         for done in installed:
             for work in done.start:

@@ -45,6 +45,9 @@ RowObserver = Callable[[str, Sequence[TimelineRow]], None]
 
 SETTLED: frozenset[str] = TERMINAL | {"parked"}
 
+STORED_WAIT_MAX_SECONDS = 0.2
+"""The longest pause between two reads of a run another process advances."""
+
 
 class Timers(Protocol):
     def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
@@ -194,10 +197,23 @@ class RunHost:
         return RunResult.of(run, rows)
 
     async def wait_run(self, run_id: str) -> RunRecord:
-        """Wait until a run this process advances finishes, parks or stops."""
+        """Wait until a run this process advances finishes, parks or stops.
+
+        On a cluster the run may advance on any worker: the store says when it settled."""
+        if self.jobs.distributed:
+            return await self._wait_stored(run_id)
         if self.board.get(run_id) is None:
             run = await self.runs.get(run_id)
             if run.status not in ACTIVE or run.worker != self.worker:
                 return run
         await self.board.wait_until(run_id, SETTLED)
         return await self.runs.get(run_id)
+
+    async def _wait_stored(self, run_id: str) -> RunRecord:
+        pause = 0.01
+        while True:
+            run = await self.runs.get(run_id)
+            if run.status in SETTLED:
+                return run
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, STORED_WAIT_MAX_SECONDS)

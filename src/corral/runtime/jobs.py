@@ -69,6 +69,17 @@ class JobRunner(Protocol):
         another run's job (a parent for its foreground subagent) must not starve it."""
         ...
 
+    @property
+    def distributed(self) -> bool:
+        """True when jobs run in other processes too: runs are then taken over, stopped
+        and waited for through the store rather than through this process's memory."""
+        ...
+
+    async def worker_gone(self, run_id: str, worker: str | None) -> bool:
+        """Whether the worker that was advancing ``run_id`` is known to be gone, so that the
+        job advancing it now may take the run over (never in the embedded default)."""
+        ...
+
 
 class LocalJobs:
     """Runs jobs as tasks of this event loop, at most ``limit()`` at a time."""
@@ -92,6 +103,13 @@ class LocalJobs:
     def pending(self) -> int:
         return sum(self._queued.values())
 
+    @property
+    def distributed(self) -> bool:
+        return False
+
+    async def worker_gone(self, run_id: str, worker: str | None) -> bool:
+        return False  # one process: start-up recovery ends what a dead process left
+
     def submit(self, run_id: str) -> None:
         if self._closed:
             return
@@ -99,6 +117,12 @@ class LocalJobs:
         task = asyncio.create_task(self._run(run_id), name=f"corral-run-{run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def execute(self, run_id: str) -> None:
+        """Advance ``run_id`` in the calling task, counted like a submitted job: for an
+        engine whose worker picked the job (its own concurrency bounds how many)."""
+        _count(self._queued, run_id, +1)
+        await self._run(run_id)
 
     async def after_job(self, run_id: str, then: AfterJob) -> None:
         self._after.setdefault(run_id, []).append(then)

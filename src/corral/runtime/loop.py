@@ -39,6 +39,13 @@ from corral.runtime.models import ResolvedModel
 from corral.runtime.parking import open_waits, resume_if_answered
 from corral.runtime.prompt import Prompt, PromptRequest
 from corral.runtime.runs import RunRecord
+from corral.runtime.takeover import (
+    TAKEN_OVER,
+    hand_over,
+    interrupted_rows,
+    take_over,
+    unfinished_calls,
+)
 from corral.runtime.timeline import NewRow
 from corral.tools.context import Cancellation
 
@@ -65,7 +72,13 @@ WRAP_UP = (
 async def advance_run(rt: RunHost, run_id: str) -> None:
     """Take the steps of a queued run until it finishes, parks or stops."""
     run = await rt.runs.find(run_id)
-    if run is None or run.status != "queued":
+    if run is None:
+        return
+    if run.status == "running":
+        # Only a cluster's job finds its run running: its worker died, or handed it over.
+        await _continue_taken_over(rt, run)
+        return
+    if run.status != "queued":
         return
     conversation = await rt.conversations.get(run.conversation_id)
     # A run may only become stricter: it adopts a stricter conversation profile on resume.
@@ -86,11 +99,33 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
     run = await rt.runs.get(run_id)
     await rt.board.set(run_id, "running")
     rt.publish_run(run.conversation_id, run_id, "running", None, "")
+    await _advance(rt, run, cancellation)
+
+
+async def _continue_taken_over(rt: RunHost, run: RunRecord) -> None:
+    if not await take_over(rt, run):
+        return
+    log.warning("run %s taken over from worker %s", run.id, run.worker)
+    # Registered once the run is ours: a Stop asked before is in its stored flag.
+    cancellation = Cancellation()
+    rt.live[run.id] = cancellation
+    run = await rt.runs.get(run.id)
+    await rt.board.set(run.id, "running")
+    await _advance(rt, run, cancellation, taken_over=True)
+
+
+async def _advance(
+    rt: RunHost, run: RunRecord, cancellation: Cancellation, *, taken_over: bool = False
+) -> None:
+    """Take the steps of ``run``, now running here, and park or end it."""
+    run_id = run.id
     started = time.monotonic()
-    step = _Loop(rt, run, cancellation, started)
+    step = _Loop(rt, run, cancellation, started, taken_over=taken_over)
     try:
         outcome = await step.run()
     except asyncio.CancelledError:
+        if rt.jobs.distributed and await hand_over(rt, step.run_record):
+            raise  # another worker continues it from its last persisted step
         await end_run(
             rt,
             run,
@@ -104,6 +139,9 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
         outcome = Outcome(status="failed", reason="error", detail=f"{type(exc).__name__}: {exc}")
     finally:
         rt.live.pop(run_id, None)
+    if cancellation.reason == TAKEN_OVER:
+        log.warning("run %s was taken over by another worker; this one lets go", run_id)
+        return
     if outcome.status == "parked":
         await park_run(rt, step.run_record, outcome, step.active_seconds())
         # After "parked" is announced, so that "queued" never comes before it.
@@ -127,11 +165,20 @@ class _Context:
 
 
 class _Loop:
-    def __init__(self, rt: RunHost, run: RunRecord, cancellation: Cancellation, started: float):
+    def __init__(
+        self,
+        rt: RunHost,
+        run: RunRecord,
+        cancellation: Cancellation,
+        started: float,
+        *,
+        taken_over: bool = False,
+    ):
         self.rt = rt
         self.run_record = run
         self.cancellation = cancellation
         self.started = started
+        self.taken_over = taken_over
         self._stop_checked = started
 
     def active_seconds(self) -> float:
@@ -164,6 +211,10 @@ class _Loop:
 
     async def _steps(self, context: _Context) -> Outcome:
         first = True
+        if self.taken_over:
+            cut = await self._settle_cut_turn(context)
+            if cut is not None:
+                return cut
         while True:
             if self.cancellation.cancelled or await self._stop_requested():
                 return self._cancelled()
@@ -211,6 +262,29 @@ class _Loop:
                     return Outcome(status="parked", waits=still)
                 # Answered while the turn ran, possibly by another process: re-read the rows.
                 self.rt.prompt.invalidate(run.conversation_id)
+
+    async def _settle_cut_turn(self, context: _Context) -> Outcome | None:
+        """Give the calls the dead worker left without a result theirs (see takeover)."""
+        run = self.run_record
+        unfinished = await unfinished_calls(self.rt, run.id)
+        if unfinished.interrupted:
+            await self.rt.append(run.conversation_id, interrupted_rows(run, unfinished.interrupted))
+        if unfinished.rerun:
+            scope = StepScope(
+                run=run,
+                caller=context.caller,
+                cancellation=self.cancellation,
+                services=self.rt.services_for(context.model),
+            )
+            outcomes = await run_calls(self.rt, scope, unfinished.rerun)
+            waits = tuple(o.wait for o in outcomes if o.wait is not None)
+            unfinished = replace(unfinished, waits=unfinished.waits + waits)
+        self.rt.prompt.invalidate(run.conversation_id)
+        if unfinished.waits:
+            still = await open_waits(self.rt, run.id, unfinished.waits)
+            if still:
+                return Outcome(status="parked", waits=still)
+        return None
 
     async def _wrap_up(self, context: _Context, why: str) -> None:
         """One text-only turn for a delegate run that ran out of time or steps, so that it

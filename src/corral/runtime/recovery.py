@@ -26,7 +26,12 @@ __all__ = ["recover"]
 
 
 async def recover(rt: RunHost) -> list[str]:
-    """End the runs left behind by dead processes; returns their ids."""
+    """End the runs left behind by dead processes; returns their ids.
+
+    Not on a cluster: there the engine notices dead workers and their runs are taken over
+    from their last persisted step (see :mod:`corral.runtime.takeover`)."""
+    if rt.jobs.distributed:
+        return []
     ended: list[str] = []
     for run in await rt.runs.list_runs(statuses=["running", "queued"], limit=100_000):
         if run.worker == rt.worker or worker_alive(run.worker):

@@ -7,9 +7,12 @@ loop itself lives in :mod:`corral.runtime.loop`.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from corral.errors import UsageError
 from corral.kernel import ApprovalRecord, Decision, Kernel
 from corral.policy.identity import Caller
 from corral.runtime import chat as chat_module
@@ -19,23 +22,78 @@ from corral.runtime.conversations import ConversationInfo
 from corral.runtime.deliveries import DeliveryRecord
 from corral.runtime.endings import Outcome, end_run
 from corral.runtime.host import RunHost
-from corral.runtime.jobs import LocalJobs
+from corral.runtime.jobs import JobRunner, LocalJobs
 from corral.runtime.reports import Reports
 from corral.runtime.results import RunResult
 from corral.runtime.runs import TERMINAL, RunRecord
 from corral.runtime.timeline import TimelineRow
 from corral.tools.results import ToolResult
 
-__all__ = ["Runtime"]
+__all__ = ["STOP_WAIT_SECONDS", "Runtime"]
+
+log = logging.getLogger("corral.runtime")
+
+STOP_WAIT_SECONDS = 5.0
+"""How long Stop waits for a run on another worker to end before it answers anyway."""
 
 
 class Runtime(RunHost):
     def __init__(self, kernel: Kernel) -> None:
         super().__init__(kernel)
-        self.jobs = LocalJobs(self.advance_run, self.concurrency)
+        self.jobs = self._job_runner()
         self.reports = Reports(self)
         self.on_host: list[Callable[[], Awaitable[None]]] = []
         """Started by :meth:`host`: what only a long-lived process runs (the scheduler)."""
+        self.on_tick: list[Callable[[], Awaitable[object]]] = []
+        """What a cluster runs on the engine's periodic task instead of ``on_host`` loops
+        (the scheduler's tick): on one worker at a time, every ``cluster_sweep_seconds``."""
+
+    def _job_runner(self) -> JobRunner:
+        settings = self.kernel.settings
+        if settings.run_jobs != "cluster":
+            return LocalJobs(self.advance_run, self.concurrency)
+        # Imported here: the embedded default never loads the engine.
+        from corral.runtime.cluster import ClusterTiming, ProcrastinateJobs, watch_live_runs
+
+        return ProcrastinateJobs(
+            self.advance_run,
+            database_url=settings.effective_database_url,
+            sessions=self.kernel.sessions,
+            timing=ClusterTiming(
+                heartbeat_seconds=settings.worker_heartbeat_seconds,
+                stalled_seconds=settings.worker_stalled_seconds,
+                sweep_seconds=settings.cluster_sweep_seconds,
+                pool_size=settings.worker_concurrency + 8,
+            ),
+            watch=lambda: watch_live_runs(self),
+            tick=self._tick,
+        )
+
+    async def _tick(self) -> None:
+        for tick in self.on_tick:
+            try:
+                await tick()
+            except Exception:  # one failing tick must not hold back the others
+                log.exception("a periodic tick of the cluster failed")
+
+    async def open_jobs(self) -> None:
+        """Connect the job runner to its engine (nothing to do in the embedded default)."""
+        if self.jobs.distributed:
+            from corral.runtime.cluster import ProcrastinateJobs
+
+            assert isinstance(self.jobs, ProcrastinateJobs)
+            await self.jobs.open()
+
+    async def work(self, concurrency: int | None = None) -> None:
+        """Be a cluster worker (``corral worker``) until SIGINT or SIGTERM."""
+        from corral.runtime.cluster import ProcrastinateJobs
+
+        if not isinstance(self.jobs, ProcrastinateJobs):
+            raise UsageError(
+                "a worker needs run_jobs = 'cluster' and a PostgreSQL database_url "
+                "(postgresql+asyncpg://…); the embedded default advances runs in-process"
+            )
+        await self.jobs.work(concurrency or self.kernel.settings.worker_concurrency)
 
     def add_background_work(self, source: BackgroundWorkSource) -> None:
         """List ``source``'s running work in the agent's prompt every step."""
@@ -75,9 +133,11 @@ class Runtime(RunHost):
         """Become a host: start the schedulers, then continue every waiting conversation.
 
         A server calls this once at start-up; a short CLI command does not, so it never
-        fires a schedule it could not see through."""
-        for start in self.on_host:
-            await start()
+        fires a schedule it could not see through. On a cluster the workers' periodic task
+        runs ``on_tick`` instead."""
+        if not self.jobs.distributed:
+            for start in self.on_host:
+                await start()
         return await self.wake_all()
 
     async def wake_all(self) -> list[str]:
@@ -139,6 +199,12 @@ class Runtime(RunHost):
         if current.status == "running" and current.worker == self.worker:
             # It started between our read and the stop: its loop sees the Stop and ends it.
             return await self.wait_run(run_id)
+        if current.status == "running" and self.jobs.distributed:
+            # Its worker sees the flag within a second; a dead one's successor at once.
+            try:
+                return await asyncio.wait_for(self.wait_run(run_id), STOP_WAIT_SECONDS)
+            except TimeoutError:
+                return await self.runs.get(run_id)
         return current
 
     # -- answers ----------------------------------------------------------------------------

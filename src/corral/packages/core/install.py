@@ -64,6 +64,7 @@ async def install(setup: PackageSetup) -> Installed:
         scheduler.start()
 
     runtime.on_host.append(start_scheduler)
+    runtime.on_tick.append(scheduler.tick)  # on a cluster: the workers' periodic task
 
     mcp_servers = McpServers(kernel)
 

@@ -20,8 +20,9 @@ from sqlalchemy import func, select, update
 from corral.errors import CorralError, InvalidArguments, NotFound, ToolError, UsageError
 from corral.policy.profiles import stricter
 from corral.runtime.agents import load_agent
+from corral.runtime.conversations import ConversationInfo
 from corral.runtime.delegation.answer import clip_both_ends, last_substantive_text
-from corral.runtime.delegation.reach import child_reach
+from corral.runtime.delegation.reach import Reach, child_reach
 from corral.runtime.delegation.transcript import RunFolder
 from corral.runtime.parking import resolve_wait
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord
@@ -30,6 +31,7 @@ from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.turns import TurnSpec, start_turn, turn_spec
 from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt_tables
+from corral.store.locks import held_lock
 from corral.tools.results import ToolResult
 from corral.tools.selection import AgentSelection
 from corral.tools.services import DelegateScope
@@ -92,60 +94,22 @@ class Delegation:
             raise InvalidArguments(f"model {model!r} cannot be used: {exc}") from None
         notes = []
         background = bool(args.get("background")) and not ctx.narrowing.subagent
-        if background:
-            await self._check_background_room(ctx.caller.user_id)
         if args.get("background") and ctx.narrowing.subagent:
             notes.append(
                 "background: true is for the top level only; this subagent's own subagent ran "
                 "in the foreground and its answer is below."
             )
-        task = str(args["task"])
-        context = str(args.get("context") or "").strip()
-        child = await rt.conversations.create(
-            owner_id=ctx.caller.user_id,
-            agent=agent.name,
-            profile=parent_conversation.profile,
-            model=model,
-            title=task[:120],
-        )
-        async with rt.kernel.sessions.begin() as session:
-            session.add(
-                dt.Delegation(
-                    conversation_id=child.id,
-                    parent_conversation_id=ctx.conversation_id,
-                    parent_run_id=ctx.run_id,
-                    parent_call_id=ctx.call_id,
-                    user_id=ctx.caller.user_id,
-                    task=task,
-                    background=background,
-                    parent_waits=False,
-                    delivered=False,
-                    reach=reach.to_json(),
+        if background:
+            # Counted and started as one step on every worker: the limit holds cluster-wide.
+            async with held_lock(rt.kernel.engine, f"delegate-background:{ctx.caller.user_id}"):
+                await self._check_background_room(ctx.caller.user_id)
+                child, started = await self._start_child(
+                    args, ctx, agent.name, model, parent, parent_conversation, reach
                 )
+        else:
+            child, started = await self._start_child(
+                args, ctx, agent.name, model, parent, parent_conversation, reach
             )
-        spec = TurnSpec(
-            conversation_id=child.id,
-            user_id=ctx.caller.user_id,
-            agent=agent.name,
-            model=model,
-            profile=parent.profile,
-            trigger="message",
-            hop=parent.hop,
-            step_budget=min(int(args.get("max_steps") or STEPS_MAX), STEPS_MAX),
-            wall_clock_limit_s=min(int(args.get("timeout_ms") or TIMEOUT_MS_MAX), TIMEOUT_MS_MAX)
-            / 1000,
-            narrowing=reach.narrowing,
-            kind="delegate",
-            parent_run_id=ctx.run_id,
-        )
-        opening = f"{context}\n\n{task}" if context else task
-        started = await start_turn(
-            rt,
-            spec,
-            [NewRow(kind="user_message", user_id=ctx.caller.user_id, data={"text": opening})],
-        )
-        if started is None:  # a brand-new conversation cannot be busy
-            raise ToolError("the subagent could not start", code="delegate_failed")
         run, opening_rows = started
         # From here the transcript grows as the child stores rows: a mid-run read shows work.
         self._growing[child.id] = ctx.conversation_id
@@ -178,6 +142,69 @@ class Delegation:
                 "tools": reach.to_json(),
             },
         )
+
+    async def _start_child(
+        self,
+        args: Mapping[str, Any],
+        ctx: DelegateScope,
+        agent_name: str,
+        model: str,
+        parent: RunRecord,
+        parent_conversation: ConversationInfo,
+        reach: Reach,
+    ) -> tuple[ConversationInfo, tuple[RunRecord, list[TimelineRow]]]:
+        """Create the child's conversation and delegation row and queue its first turn."""
+        rt = self._rt
+        assert ctx.run_id is not None and ctx.conversation_id is not None
+        background = bool(args.get("background")) and not ctx.narrowing.subagent
+        task = str(args["task"])
+        context = str(args.get("context") or "").strip()
+        child = await rt.conversations.create(
+            owner_id=ctx.caller.user_id,
+            agent=agent_name,
+            profile=parent_conversation.profile,
+            model=model,
+            title=task[:120],
+        )
+        async with rt.kernel.sessions.begin() as session:
+            session.add(
+                dt.Delegation(
+                    conversation_id=child.id,
+                    parent_conversation_id=ctx.conversation_id,
+                    parent_run_id=ctx.run_id,
+                    parent_call_id=ctx.call_id,
+                    user_id=ctx.caller.user_id,
+                    task=task,
+                    background=background,
+                    parent_waits=False,
+                    delivered=False,
+                    reach=reach.to_json(),
+                )
+            )
+        spec = TurnSpec(
+            conversation_id=child.id,
+            user_id=ctx.caller.user_id,
+            agent=agent_name,
+            model=model,
+            profile=parent.profile,
+            trigger="message",
+            hop=parent.hop,
+            step_budget=min(int(args.get("max_steps") or STEPS_MAX), STEPS_MAX),
+            wall_clock_limit_s=min(int(args.get("timeout_ms") or TIMEOUT_MS_MAX), TIMEOUT_MS_MAX)
+            / 1000,
+            narrowing=reach.narrowing,
+            kind="delegate",
+            parent_run_id=ctx.run_id,
+        )
+        opening = f"{context}\n\n{task}" if context else task
+        started = await start_turn(
+            rt,
+            spec,
+            [NewRow(kind="user_message", user_id=ctx.caller.user_id, data={"text": opening})],
+        )
+        if started is None:  # a brand-new conversation cannot be busy
+            raise ToolError("the subagent could not start", code="delegate_failed")
+        return child, started
 
     async def _check_background_room(self, user_id: str) -> None:
         limit = int((await self._rt.kernel.live_settings())["delegate_background_max"])

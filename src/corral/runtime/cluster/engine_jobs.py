@@ -1,0 +1,229 @@
+"""Runs advanced on procrastinate workers over PostgreSQL: :class:`ProcrastinateJobs`.
+
+Submitting a run defers the task ``corral.advance_run(run_id)`` with the lock and queueing
+lock ``run:<id>``: one job per run waits at a time, and jobs of one run never overlap, on
+any worker. The task calls the runtime's job function; that function knows nothing of the
+engine.
+
+The run row is the outbox. A run's status becomes ``queued`` in the transaction that queues
+it (PostgreSQL through asyncpg; procrastinate talks psycopg, so the two cannot share that
+transaction); the job is deferred right after it commits. The periodic sweep defers a job
+for any queued run that has none (the process died between the commit and the defer), so
+no status change is ever without its job, and a job never exists before its run's row.
+
+The sweep, a periodic task that runs on one worker per slot, also runs the runtime's ticks
+(the workflow scheduler) and hands stalled jobs back: a worker that stopped sending heartbeats for
+``worker_stalled_seconds`` is dead, its jobs are retried (procrastinate's stalled-job API),
+and the job on the new worker takes the run over (:mod:`corral.runtime.takeover`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+
+from procrastinate import App, JobContext, PsycopgConnector
+from procrastinate.exceptions import AlreadyEnqueued
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.errors import ConfigError
+from corral.runtime.jobs import AfterJob, Job, LocalJobs
+from corral.runtime.workers import worker_alive
+
+__all__ = ["ADVANCE_TASK", "ClusterTiming", "ProcrastinateJobs", "psycopg_conninfo"]
+
+log = logging.getLogger("corral.runtime")
+
+ADVANCE_TASK = "corral.advance_run"
+SWEEP_TASK = "corral.sweep"
+
+STOP_WATCH_SECONDS = 0.25
+"""How often a worker looks for Stop (and takeovers) of the runs it advances."""
+
+_NEEDING_A_JOB = text(
+    """
+    SELECT r.id FROM runs r
+     WHERE (r.status = 'queued' OR (r.status = 'running' AND r.worker IS NULL))
+       AND NOT EXISTS (
+           SELECT 1 FROM procrastinate_jobs j
+            WHERE j.lock = 'run:' || r.id AND j.status IN ('todo', 'doing'))
+    """
+)
+
+
+def psycopg_conninfo(database_url: str) -> str:
+    """The libpq URL of a ``postgresql+asyncpg://`` database URL (for procrastinate)."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "postgresql":
+        raise ConfigError(
+            f"run_jobs = 'cluster' needs PostgreSQL, not {url.get_backend_name()!r}: set "
+            "database_url to postgresql+asyncpg://user@host/db (or run_jobs = 'local')"
+        )
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterTiming:
+    """How fast a cluster notices a dead worker (start-up settings)."""
+
+    heartbeat_seconds: float = 2.0
+    stalled_seconds: float = 10.0
+    sweep_seconds: int = 2
+    pool_size: int = 16
+    """Connections to the engine's database a process may open."""
+
+
+class ProcrastinateJobs:
+    """A :class:`~corral.runtime.jobs.JobRunner` whose jobs run on procrastinate workers.
+
+    Every process defers; only a process in :meth:`work` (``corral worker``) executes jobs.
+    Inside a worker the jobs are also counted in a :class:`LocalJobs`, so ``after_job``,
+    ``wait`` and ``lending`` keep their meaning for the jobs this process runs.
+    """
+
+    def __init__(
+        self,
+        job: Job,
+        *,
+        database_url: str,
+        sessions: async_sessionmaker[AsyncSession],
+        timing: ClusterTiming,
+        watch: Callable[[], Awaitable[None]],
+        tick: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._local = LocalJobs(job, self._no_limit)
+        self._sessions = sessions
+        self._timing = timing
+        self._watch = watch
+        self._tick = tick
+        self._defers: set[asyncio.Task[None]] = set()
+        self._closed = False
+        connector = PsycopgConnector(
+            conninfo=psycopg_conninfo(database_url),
+            # Heartbeats, fetches, finishes and defers share the pool; a starved pool
+            # delays heartbeats until live workers look dead.
+            min_size=2,
+            max_size=timing.pool_size,
+        )
+        self.app = App(connector=connector)
+        self._advance = self.app.task(name=ADVANCE_TASK, pass_context=True)(self._execute)
+        sweep = self.app.task(name=SWEEP_TASK, pass_context=True)(self._sweep_task)
+        self.app.periodic(cron=f"* * * * * */{timing.sweep_seconds}", periodic_id="sweep")(sweep)
+
+    @staticmethod
+    async def _no_limit() -> int:
+        return 1 << 30  # the engine's worker concurrency bounds the jobs
+
+    async def open(self) -> None:
+        await self.app.open_async()
+
+    # -- JobRunner --------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        return self._local.pending + len(self._defers)
+
+    @property
+    def distributed(self) -> bool:
+        return True
+
+    def submit(self, run_id: str) -> None:
+        task = asyncio.create_task(self.defer(run_id), name=f"corral-defer-{run_id}")
+        self._defers.add(task)
+        task.add_done_callback(self._defers.discard)
+
+    async def defer(self, run_id: str) -> None:
+        """Defer the job of ``run_id`` unless one already waits; failures are left to the
+        sweep, which defers a job for every queued run without one."""
+        lock = f"run:{run_id}"
+        try:
+            await self._advance.configure(lock=lock, queueing_lock=lock).defer_async(run_id=run_id)
+        except AlreadyEnqueued:
+            pass
+        except Exception:
+            log.exception("deferring the job of run %s failed; the sweep retries it", run_id)
+
+    async def after_job(self, run_id: str, then: AfterJob) -> None:
+        await self._local.after_job(run_id, then)
+
+    async def wait(self, run_id: str) -> None:
+        await self._local.wait(run_id)
+
+    async def idle(self) -> None:
+        await self._local.idle()
+
+    def lending(self) -> AbstractAsyncContextManager[None]:
+        return self._local.lending()
+
+    async def worker_gone(self, run_id: str, worker: str | None) -> bool:
+        if worker is None:
+            return True  # handed over by a worker that shut down
+        host = worker.partition(":")[0]
+        if host == socket.gethostname():
+            return not worker_alive(worker)  # this machine knows for sure
+        # Another machine's worker: its job came back to the queue because its heartbeats
+        # stopped. Should it still be alive, its watcher sees the worker field change and
+        # lets go (see corral.runtime.cluster.watch).
+        return True
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._local.close()
+        if self._defers:
+            await asyncio.gather(*list(self._defers), return_exceptions=True)
+        await self.app.close_async()
+
+    # -- the worker -------------------------------------------------------------------------
+
+    async def work(self, concurrency: int, *, name: str = "corral") -> None:
+        """Be a worker until SIGINT / SIGTERM: advance runs, heartbeat, sweep, watch Stop."""
+        watcher = asyncio.create_task(self._watch_loop(), name="corral-stop-watch")
+        try:
+            await self.app.run_worker_async(
+                concurrency=concurrency,
+                name=name,
+                update_heartbeat_interval=self._timing.heartbeat_seconds,
+                stalled_worker_timeout=self._timing.stalled_seconds,
+                delete_jobs="successful",
+                install_signal_handlers=True,
+            )
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+
+    async def _watch_loop(self) -> None:
+        while True:
+            try:
+                await self._watch()
+            except Exception:
+                log.exception("watching the runs of this worker failed")
+            await asyncio.sleep(STOP_WATCH_SECONDS)
+
+    async def _execute(self, context: JobContext, run_id: str) -> None:
+        await self._local.execute(run_id)
+
+    async def _sweep_task(self, context: JobContext, timestamp: int) -> None:
+        # One worker per slot: the engine defers each periodic timestamp once.
+        await self.sweep()
+        await self._tick()
+
+    async def sweep(self) -> tuple[int, int]:
+        """Retry the jobs of dead workers, defer jobs for runs without one; the counts."""
+        manager = self.app.job_manager
+        stalled = list(
+            await manager.get_stalled_jobs(seconds_since_heartbeat=self._timing.stalled_seconds)
+        )
+        for job in stalled:
+            log.warning("retrying job %s %s: its worker is gone", job.id, job.task_kwargs)
+            await manager.retry_job(job)
+        async with self._sessions() as session:
+            orphans = list(await session.scalars(_NEEDING_A_JOB))
+        for run_id in orphans:
+            await self.defer(run_id)
+        return len(stalled), len(orphans)

@@ -1,0 +1,61 @@
+"""A worker SIGKILLed in the middle of a run: another worker takes the run over from its
+last persisted step, and the call that was cut off is reported, never silently re-run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import corral
+from corral.runtime.timeline import TimelineRow
+from tests.runtime.cluster.conftest import Cluster, call, read_started
+
+
+async def test_a_run_killed_at_step_10_finishes_on_a_second_worker(cluster: Cluster) -> None:
+    hold_pipe, again_pipe = cluster.fifo("hold"), cluster.fifo("again")
+    marker = cluster.root / "again.marker"
+    turns: list[dict[str, object]] = [
+        {"tool_calls": [call("echo", text=f"step {i}")]} for i in range(1, 10)
+    ]
+    turns.append(
+        {
+            "text": "Step 10 holds.",
+            "tool_calls": [
+                call("hold", fifo=str(hold_pipe)),
+                call("hold_idempotent", fifo=str(again_pipe), marker=str(marker)),
+            ],
+        }
+    )
+    turns += [{"tool_calls": [call("echo", text=f"step {i}")]} for i in range(11, 30)]
+    turns.append({"text": "All 30 steps done."})
+    model = cluster.script(*turns)
+    async with corral.open(cluster.data_dir) as platform:
+        rt = platform.runtime
+        cluster.ensure_workers(2)
+        run = await rt.start_chat("take 30 steps", model=model)
+        await read_started(hold_pipe)
+        await read_started(again_pipe)
+        before = await rt.conversations.rows(run.conversation_id, run_id=run.id)
+        assert _count(before, "model_turn") == 10
+        first = cluster.worker_of((await rt.runs.get(run.id)).worker)
+        first.kill()
+        first.wait()
+        settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
+        rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
+    assert settled.status == "finished", cluster.logs()
+    assert settled.steps == 30
+    assert settled.worker is not None and str(first.pid) not in settled.worker.split(":")
+    assert _count(rows, "model_turn") == 30
+    calls = Counter(r.call_id for r in rows if r.kind == "tool_call")
+    results = Counter(r.call_id for r in rows if r.kind == "tool_result")
+    assert len(calls) == 30 and set(calls.values()) == {1}
+    assert results == calls  # every call answered exactly once
+    by_tool = {r.data["tool"]: r.data["result"] for r in rows if r.kind == "tool_result"}
+    assert by_tool["hold"]["error_code"] == "interrupted"
+    assert "may have partly happened" in by_tool["hold"]["content"][0]["text"]
+    assert by_tool["hold_idempotent"]["content"][0]["text"] == "ran again after a takeover"
+    assert rows[-2].kind == "model_turn" and rows[-2].data["text"] == "All 30 steps done."
+
+
+def _count(rows: list[TimelineRow], kind: str) -> int:
+    return sum(1 for r in rows if r.kind == kind)
