@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,11 +21,20 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
+def bind_loopback() -> tuple[socket.socket, str]:
+    """A listening socket on a free loopback port and its base URL, for an app that must
+    know its own address before it is served."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
 @contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
+async def serving(app: Any, sock: socket.socket | None = None) -> AsyncIterator[str]:
     """Serve ``app`` (lifespan included) and yield its base URL; stop it on exit."""
     server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[sock] if sock is not None else None))
     ready = asyncio.create_task(server.ready.wait())
     await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
     if not server.ready.is_set():

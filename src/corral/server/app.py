@@ -17,6 +17,7 @@ from corral.server.body_limit import BodyLimit
 from corral.server.mcp_http import McpEndpoint
 from corral.server.routes import (
     approvals,
+    connect_oauth,
     context,
     conversations,
     delegates,
@@ -91,6 +92,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(delegates.router)
     app.include_router(workflows.router)
     app.include_router(hooks.router)
+    app.include_router(connect_oauth.router)
     # A route, not a mount: a mount would answer /mcp with a redirect to /mcp/.
     app.router.routes.append(
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)

@@ -75,8 +75,17 @@ def _partial(
 
 
 def _line(step: dict[str, Any]) -> str:
-    details = {k: v for k, v in step.items() if k not in ("verb", "kind", "name")}
-    return f"{step['verb']} {step['kind']} {step['name']!r}: {json.dumps(details)}"
+    details = {k: v for k, v in step.items() if k not in ("verb", "kind", "name", "handoff")}
+    line = f"{step['verb']} {step['kind']} {step['name']!r}: {json.dumps(details)}"
+    if step.get("handoff"):
+        line += (
+            ". A person must open the authorization link shown to them on this call's card; "
+            "you are not given it and must not try to open it. Tell the user to open it, then "
+            "check this connection again."
+        )
+    elif "handoff" in step:
+        line += ". No authorization is waiting for a person."
+    return line
 
 
 def _list_text(item: dict[str, Any]) -> str:

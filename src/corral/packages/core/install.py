@@ -65,7 +65,7 @@ async def install(setup: PackageSetup) -> Installed:
 
     runtime.on_host.append(start_scheduler)
 
-    mcp_servers = McpServers(kernel)
+    mcp_servers = McpServers(kernel, credentials=credentials)
 
     async def start() -> None:
         await credentials.all_values()
