@@ -7,11 +7,13 @@ was refused while applying, what was done before it and what was not attempted.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from corral.connect import CredentialStore
 from corral.errors import ToolError, UsageError
 from corral.packages.core.connect_plan import Plane, apply, list_kind, plan
+from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
@@ -25,6 +27,7 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         credentials=ctx.services.get(CredentialStore),
         mcp=ctx.services.get(McpServers),
         sources=ctx.sources,
+        mounts=ctx.services.get(SourceMounts),
     )
     steps = plan(args, plane)
     done: list[dict[str, Any]] = []
@@ -43,6 +46,8 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
             }
             rest = [{"verb": s.verb, "kind": s.kind, "name": s.name} for s in steps[index + 1 :]]
             return _partial(done, refused, rest, skipped_list=list(args.get("list", [])))
+    if plane.mounts is not None and any(s.kind == "source" and s.verb == "add" for s in steps):
+        plane = replace(plane, sources=await plane.mounts.policy())
     listed = [await list_kind(kind, plane) for kind in dict.fromkeys(args.get("list", []))]
     data = {"applied": done, "lists": listed}
     lines = [_line(d) for d in done] + [_list_text(item) for item in listed]

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
+from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers, McpServerSpec, McpServerView
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
@@ -32,6 +33,7 @@ KIND_GRANTS: dict[str, str] = {
     "channel": "channels.connect",
 }
 ADMIN = "admin.settings"
+MOUNT = "sources.mount"
 _LATER = {
     "git": "git remotes are not connected through this platform yet",
     "channel": "messaging channels are not connected through this platform yet",
@@ -47,6 +49,12 @@ CREDENTIAL_DESCRIPTORS = (
         "note": "the secret is the instance URL",
     },
 )
+SOURCE_DESCRIPTOR = {
+    "connector": "local",
+    "requires": ["fields.root"],
+    "fields": {"root": "absolute path of a folder", "rights": "'r' (default) or 'rw'"},
+    "needs": MOUNT,
+}
 _TRUSTED = "'true' to believe the server's read-only/destructive hints (admins)"
 MCP_DESCRIPTORS = (
     {"transport": "stdio", "requires": ["command"], "fields": {"trusted": _TRUSTED}},
@@ -70,6 +78,7 @@ class Plane:
     credentials: CredentialStore | None
     mcp: McpServers | None
     sources: SourcePolicy
+    mounts: SourceMounts | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -194,10 +203,21 @@ def _check_mcp(step: Step, plane: Plane) -> None:
 
 def _check_source(step: Step, plane: Plane) -> None:
     if step.verb == "add":
-        raise InvalidArguments(
-            "registering a source through connect is not available yet; an administrator "
-            "adds one with `corral sources add`"
-        )
+        if not plane.caller.grants.has(MOUNT):
+            raise FeatureMissing(
+                f"registering a source needs feature {MOUNT!r}", data={"features": [MOUNT]}
+            )
+        if plane.mounts is None:
+            raise ToolError("source registration is not installed", code="unavailable")
+        unexpected = sorted(set(step.item) - {"kind", "name", "fields"})
+        fields = dict(step.item.get("fields") or {})
+        root, rights = fields.pop("root", ""), fields.pop("rights", "r")
+        if unexpected or fields:
+            raise InvalidArguments(
+                "a source takes only fields.root (an absolute folder) and fields.rights"
+            )
+        plane.mounts.check(step.name, root, rights, plane.sources)
+        return
     if step.verb == "remove":
         raise InvalidArguments(
             "a source is removed through the governed source workflow: an administrator runs "
@@ -258,6 +278,14 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
             return done | {"state": "removed"}
         found = plane.mcp.view(step.name)
         return done | (mcp_projection(found) if found else {"state": "absent"})
+    if step.verb == "add":
+        assert plane.mounts is not None
+        fields = step.item.get("fields") or {}
+        rights_asked = str(fields.get("rights", "r"))
+        user = plane.caller.user_id
+        await plane.mounts.add(step.name, str(fields["root"]), user_id=user, rights=rights_asked)
+        granted = sorted({"r": "read", "w": "write"}[letter] for letter in rights_asked)
+        return done | {"state": "registered", "rights": granted}
     source = plane.sources.source(step.name)
     rights = sorted(source.rights_for(plane.caller)) if source else []
     return done | {"state": "registered" if rights else "absent", "rights": rights}
@@ -313,4 +341,4 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
             rows.append(
                 {"name": source.name, "connector": source.connector, "rights": sorted(rights)}
             )
-    return {"kind": kind, "rows": rows}
+    return {"kind": kind, "rows": rows, "descriptors": [SOURCE_DESCRIPTOR]}

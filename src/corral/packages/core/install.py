@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from corral.connect import CredentialKey, CredentialStore
+from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.runtime.compaction import Compactions
 from corral.runtime.delegation import Delegation
@@ -88,6 +89,7 @@ async def install(setup: PackageSetup) -> Installed:
                 Webhooks: Webhooks(workflows),
                 Scheduler: scheduler,
                 McpServers: mcp_servers,
+                SourceMounts: SourceMounts(kernel),
             },
         ),
         start=[start],
