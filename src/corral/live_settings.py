@@ -350,6 +350,16 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         minimum=1,
         description="Runs one webhook may start per minute; more are answered 429.",
     ),
+    LiveSettingDef(
+        key="mcp_http_profile",
+        type=str,
+        default="balanced",
+        choices=("safe", "balanced", "auto"),
+        description=(
+            "Permission profile of every call an external MCP client makes through /mcp "
+            "(a call that needs approval returns a pending result with its approval id)."
+        ),
+    ),
 )
 
 

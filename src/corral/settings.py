@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Address `corral serve` binds.")
     port: int = Field(default=8765, ge=0, le=65535, description="Port `corral serve` binds.")
+    public_url: str | None = Field(
+        default=None,
+        description="The server's address as people's browsers reach it, e.g. "
+        "https://corral.example.org (OAuth callbacks of MCP servers); default http://HOST:PORT.",
+    )
     owner_name: str = Field(default="owner", description="Name of the local owner account.")
     sandbox: SandboxMode = Field(
         default="auto",

@@ -180,6 +180,10 @@ class CredentialStore:
         self._key.finish_rotation()
         return len(rows)
 
+    def remember(self, values: list[str]) -> None:
+        """Name secret parts of a stored value (a token inside JSON) to the redactor."""
+        self._remember([v for v in values if v])
+
     # -- inside --------------------------------------------------------------------------
 
     def _decrypt(self, row: ct.Credential) -> str:

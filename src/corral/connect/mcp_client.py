@@ -1,4 +1,4 @@
-"""One connected MCP server over stdio, kept alive by a supervisor task.
+"""One connected MCP server (stdio or streamable HTTP), kept alive by a supervisor task.
 
 The supervisor owns the SDK's transport and session (both are context managers that must
 be entered and left in one task); calls from any task use the live session. When the server
@@ -6,6 +6,9 @@ process ends — on its own or in the middle of a call — the pending call fail
 ``mcp_server_gone`` (the SDK wakes every waiter with CONNECTION_CLOSED), and the supervisor
 starts the server again after a back-off that doubles up to a ceiling. Nothing waits on a
 dead server: a call while it is down is refused with ``mcp_unavailable``.
+
+A server over HTTP that needs OAuth is ``authorizing`` while a person has the authorization
+URL: :meth:`McpConnection.authorizing` lifts the connect deadline until the code comes back.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,11 +29,13 @@ from mcp.types import CallToolResult, Tool
 
 from corral.errors import ToolError
 
-__all__ = ["Backoff", "McpConnection", "McpState"]
+__all__ = ["Backoff", "McpConnection", "McpState", "Opener", "stdio_opener"]
 
 log = logging.getLogger("corral.connect.mcp")
 
-McpState = Literal["connecting", "connected", "down", "closed"]
+McpState = Literal["connecting", "authorizing", "connected", "down", "closed"]
+Opener = Callable[[], AbstractAsyncContextManager[Any]]
+"""Opens the transport: yields the SDK's (read, write) streams."""
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
 
@@ -45,28 +51,40 @@ class Backoff:
         return float(min(self.ceiling, self.first * (2 ** min(attempt, 16))))
 
 
+def stdio_opener(
+    command: Sequence[str], *, env: Mapping[str, str], cwd: Path, errlog: Path
+) -> Opener:
+    """Start ``command`` as a stdio MCP server; its stderr is appended to ``errlog``."""
+    params = StdioServerParameters(
+        command=command[0], args=list(command[1:]), env=dict(env), cwd=cwd
+    )
+
+    @contextlib.asynccontextmanager
+    async def opened() -> Any:
+        errlog.parent.mkdir(parents=True, exist_ok=True)
+        with errlog.open("a", encoding="utf-8") as sink:
+            async with stdio_client(params, errlog=sink) as streams:
+                yield streams
+
+    return opened
+
+
 class McpConnection:
-    """A stdio MCP server: started by :meth:`start`, restarted when it dies, ended by
+    """An MCP server: started by :meth:`start`, reconnected when it dies, ended by
     :meth:`close`. ``on_tools`` hears the tool list after every (re)connection."""
 
     def __init__(
         self,
         name: str,
-        command: Sequence[str],
+        opener: Opener,
         *,
-        env: Mapping[str, str],
-        cwd: Path,
-        errlog: Path,
         on_tools: Callable[[list[Tool]], None] = lambda tools: None,
         call_timeout: float = 300.0,
         connect_timeout: float = 30.0,
         backoff: Backoff | None = None,
     ) -> None:
         self.name = name
-        self._params = StdioServerParameters(
-            command=command[0], args=list(command[1:]), env=dict(env), cwd=cwd
-        )
-        self._errlog = errlog
+        self._opener = opener
         self._on_tools = on_tools
         self._call_timeout = call_timeout
         self._connect_timeout = connect_timeout
@@ -82,17 +100,18 @@ class McpConnection:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._gave_up = False
+        self._deadline: asyncio.Timeout | None = None
 
     async def start(self) -> None:
         """Start the server and wait for its first connection; a server that cannot start
         is an ``mcp_unavailable`` error (and nothing keeps retrying it)."""
         self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
         await self.wait_settled()
-        if self.state != "connected":
+        if self.state not in ("connected", "authorizing"):
             await self.close()
             raise ToolError(
                 f"MCP server {self.name!r} did not start: {self.last_error or 'no answer'}; "
-                "check the command (it must speak MCP over stdin/stdout) and try again",
+                "check the command or URL (it must speak MCP) and try again",
                 code="mcp_unavailable",
             )
 
@@ -102,7 +121,7 @@ class McpConnection:
         while not (
             (self.connections >= connected_at_least and self.state == "connected")
             or self._gave_up
-            or self.state == "closed"
+            or self.state in ("closed", "authorizing")
         ):
             self._changed.clear()
             await self._changed.wait()
@@ -110,6 +129,12 @@ class McpConnection:
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call ``tool``; a dead, slow or failing server is a :class:`ToolError` with a code."""
         session = self._session
+        if self.state == "authorizing":
+            raise ToolError(
+                f"MCP server {self.name!r} needs authorization first: ask the user to start it "
+                "with connect authorize and open the link they are shown",
+                code="mcp_needs_authorization",
+            )
         if session is None or self.state != "connected":
             raise ToolError(
                 f"MCP server {self.name!r} is not connected ({self.last_error or self.state}); "
@@ -137,6 +162,18 @@ class McpConnection:
                 f"MCP server {self.name!r} refused {tool!r}: {exc.error.message}",
                 code="mcp_error",
             ) from None
+
+    def authorizing(self) -> None:
+        """A person must authorize first: no deadline until they have (the state says so)."""
+        if self._deadline is not None:
+            self._deadline.reschedule(None)
+        self._set_state("authorizing")
+
+    def authorized(self) -> None:
+        """The code is back: the rest of the connection has the usual deadline again."""
+        if self._deadline is not None:
+            self._deadline.reschedule(asyncio.get_running_loop().time() + self._connect_timeout)
+        self._set_state("connecting")
 
     async def close(self) -> None:
         """Stop the server and the supervisor."""
@@ -167,7 +204,7 @@ class McpConnection:
                 await self._connect_once()
                 attempt = 0
             except Exception as exc:
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                self.last_error = _describe(exc)
                 log.warning("MCP server %r: %s", self.name, self.last_error)
             self._session = None
             if self._closing.is_set():
@@ -183,20 +220,21 @@ class McpConnection:
             self._set_state("connecting")
 
     async def _connect_once(self) -> None:
-        self._errlog.parent.mkdir(parents=True, exist_ok=True)
-        with self._errlog.open("a", encoding="utf-8") as errlog:
-            async with stdio_client(self._params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
-                    async with asyncio.timeout(self._connect_timeout):
-                        await session.initialize()
-                        tools = await _all_tools(session)
-                    self.tools = tools
-                    self._on_tools(tools)
-                    self._session = session
-                    self.connections += 1
-                    self.last_error = ""
-                    self._set_state("connected")
-                    await self._ended.wait()
+        async with self._opener() as (read, write), ClientSession(read, write) as session:
+            async with asyncio.timeout(self._connect_timeout) as deadline:
+                self._deadline = deadline
+                try:
+                    await session.initialize()
+                    tools = await _all_tools(session)
+                finally:
+                    self._deadline = None
+            self.tools = tools
+            self._on_tools(tools)
+            self._session = session
+            self.connections += 1
+            self.last_error = ""
+            self._set_state("connected")
+            await self._ended.wait()
         if not self._closing.is_set() and not self.last_error:
             self.last_error = "the server process ended"
 
@@ -210,3 +248,10 @@ async def _all_tools(session: ClientSession) -> list[Tool]:
         listed = await session.list_tools(params=PaginatedRequestParams(cursor=listed.next_cursor))
         tools.extend(listed.tools)
     return tools
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost failure of ``exc``: task groups wrap the one that matters."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"

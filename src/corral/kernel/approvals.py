@@ -2,21 +2,29 @@
 
 A decision claims the row atomically (only a pending row can be decided, and only once),
 so two people or two processes can never run the same call twice.
+
+A tool's secret arguments (see :mod:`corral.tools.secret_arguments`) are not in the row's
+``arguments``: they are sealed with the credential key, and :meth:`ApprovalStore.arguments`
+puts them back only for the call that runs once approved.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from cryptography.fernet import InvalidToken
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from corral.errors import NotFound, UsageError
+from corral.connect.keyfile import CredentialKey
+from corral.errors import NotFound, ToolError, UsageError
 from corral.store import tables as t
 from corral.tools.dispatch import CallRequest
+from corral.tools.secret_arguments import join_secrets
 
 __all__ = ["ApprovalRecord", "ApprovalStore", "Decision"]
 
@@ -41,6 +49,8 @@ class ApprovalRecord:
     decided_by: str | None
     note: str | None
     result: dict[str, Any] | None
+    sealed: str | None = field(default=None, repr=False)
+    """The encrypted secret arguments, if the tool has any (never in :meth:`to_json`)."""
 
     @classmethod
     def of(cls, row: t.Approval) -> ApprovalRecord:
@@ -61,6 +71,7 @@ class ApprovalRecord:
             decided_by=row.decided_by,
             note=row.note,
             result=row.result,
+            sealed=row.sealed,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -84,11 +95,24 @@ class ApprovalRecord:
 
 
 class ApprovalStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], key: CredentialKey) -> None:
         self._sessions = sessions
+        self._key = key
 
-    async def park(self, request: CallRequest, arguments: dict[str, Any], reason: str) -> str:
-        approval_id = "ap_" + secrets.token_hex(8)
+    async def park(
+        self,
+        request: CallRequest,
+        arguments: dict[str, Any],
+        reason: str,
+        *,
+        secrets: dict[str, Any] | None = None,
+    ) -> str:
+        sealed = (
+            self._key.cipher().encrypt(json.dumps(secrets).encode("utf-8")).decode("ascii")
+            if secrets
+            else None
+        )
+        approval_id = "ap_" + _token()
         async with self._sessions.begin() as session:
             session.add(
                 t.Approval(
@@ -103,9 +127,24 @@ class ApprovalStore:
                     run_id=request.run_id,
                     call_id=request.call_id,
                     reason=reason,
+                    sealed=sealed,
                 )
             )
         return approval_id
+
+    def arguments(self, record: ApprovalRecord) -> dict[str, Any]:
+        """The arguments the approved call runs with: the record's, secrets put back."""
+        if not record.sealed:
+            return record.arguments
+        try:
+            opened = self._key.cipher().decrypt(record.sealed.encode("ascii"))
+        except InvalidToken:
+            raise ToolError(
+                f"the secret arguments of approval {record.id!r} cannot be read (the credential "
+                "key was rotated or replaced since it was parked); make the call again",
+                code="secret_lost",
+            ) from None
+        return join_secrets(record.arguments, dict(json.loads(opened)))
 
     async def get(self, approval_id: str) -> ApprovalRecord:
         async with self._sessions() as session:
@@ -163,3 +202,7 @@ class ApprovalStore:
                 .values(status="closed", decided_at=t.utcnow(), note=note)
             )
         return int(getattr(outcome, "rowcount", 0))
+
+
+def _token() -> str:
+    return secrets.token_hex(8)

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from corral.connect.keyfile import CredentialKey
 from corral.errors import NotFound, UsageError
 from corral.kernel.accounts import Identity
 from corral.kernel.admin import Admin
@@ -43,7 +44,7 @@ class Kernel:
         self.registry = registry
         self.config = ConfigCache(sessions, settings)
         self.logs = LogStore(sessions)
-        self.approvals = ApprovalStore(sessions)
+        self.approvals = ApprovalStore(sessions, CredentialKey.in_private_dir(settings.private_dir))
         self.identity = Identity(sessions, self.config)
         self.admin = Admin(
             sessions,

@@ -188,7 +188,7 @@ class Platform:
             # Rights are re-resolved now: a caller who lost a grant meanwhile is refused.
             request = CallRequest(
                 tool=record.tool,
-                arguments=record.arguments,
+                arguments=self.approvals.arguments(record),
                 caller=await self.caller(record.user_id),
                 agent=record.agent,
                 profile=parse_profile(record.profile),

@@ -25,6 +25,7 @@ from corral.runtime.timeline import NewRow
 from corral.tools.context import Cancellation
 from corral.tools.dispatch import CallRequest
 from corral.tools.results import ToolResult
+from corral.tools.secret_arguments import storable
 from corral.tools.services import Services
 
 if TYPE_CHECKING:
@@ -49,6 +50,11 @@ class CallOutcome:
     tool: str
     result: ToolResult
     wait: Wait | None
+
+
+def _secret_pointers(rt: RunHost, tool: str) -> tuple[str, ...]:
+    loaded = rt.kernel.registry.tools.get(tool)
+    return loaded.spec.secret_arguments if loaded is not None else ()
 
 
 def wait_of(result: ToolResult, call_id: str, tool: str) -> Wait | None:
@@ -115,7 +121,9 @@ async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome
             data={
                 "card": "waiting",
                 "wait": wait.to_json(),
-                "args": args if isinstance(args, dict) else {},
+                "args": storable(_secret_pointers(rt, call.tool_name), args)
+                if isinstance(args, dict)
+                else {},
                 "text": result.text,
                 "reason": (result.data or {}).get("reason"),
             },

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import (
     ModelRequest,
@@ -48,6 +48,7 @@ from corral.runtime.takeover import (
 )
 from corral.runtime.timeline import NewRow
 from corral.tools.context import Cancellation
+from corral.tools.secret_arguments import storable
 
 if TYPE_CHECKING:
     from corral.policy.identity import Caller
@@ -376,13 +377,19 @@ class _Loop:
                 run_id=run.id,
                 user_id=run.user_id,
                 call_id=call.tool_call_id,
-                data={"tool": call.tool_name, "args": call.args_as_dict()},
+                data={"tool": call.tool_name, "args": self._storable(call)},
             )
             for call in calls
         ]
         await self.rt.append(run.conversation_id, rows)
         # The Steps counter is stored when the run parks or ends; the rows are stored now.
         self.run_record = replace(run, steps=run.steps + 1)
+
+    def _storable(self, call: ToolCallPart) -> dict[str, Any]:
+        """The call's arguments as the timeline keeps them: secret arguments left out."""
+        loaded = self.rt.kernel.registry.tools.get(call.tool_name)
+        pointers = loaded.spec.secret_arguments if loaded is not None else ()
+        return dict(storable(pointers, call.args_as_dict()))
 
     async def _stop_requested(self) -> bool:
         now = time.monotonic()

@@ -123,7 +123,7 @@ async def _run_approved(rt: RunHost, run: RunRecord, record: ApprovalRecord) -> 
         return await rt.kernel.dispatcher.dispatch(
             CallRequest(
                 tool=record.tool,
-                arguments=record.arguments,
+                arguments=rt.kernel.approvals.arguments(record),
                 caller=await rt.kernel.caller(record.user_id),
                 agent=record.agent,
                 profile=parse_profile(record.profile),

@@ -8,13 +8,16 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 
 import corral
 from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
 from corral.platform import Platform
 from corral.server.body_limit import BodyLimit
+from corral.server.mcp_http import McpEndpoint
 from corral.server.routes import (
     approvals,
+    connect_oauth,
     context,
     conversations,
     delegates,
@@ -31,10 +34,13 @@ __all__ = ["create_app"]
 def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     """An app serving ``platform``; with ``close_platform`` it closes it on shutdown."""
 
+    mcp_endpoint = McpEndpoint(platform)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await platform.runtime.host()  # schedules; and deliver what waited while none ran
-        yield
+        async with mcp_endpoint.running():
+            yield
         if close_platform:
             await platform.close()
 
@@ -86,4 +92,9 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(delegates.router)
     app.include_router(workflows.router)
     app.include_router(hooks.router)
+    app.include_router(connect_oauth.router)
+    # A route, not a mount: a mount would answer /mcp with a redirect to /mcp/.
+    app.router.routes.append(
+        Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    )
     return app

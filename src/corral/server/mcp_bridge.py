@@ -6,10 +6,14 @@ them to this caller. A call that needs approval is not held open: it returns at 
 the approval's id (``structuredContent.status = "pending"``); a person decides it with
 ``corral approvals decide``. Every refusal (``invalid_arguments``, ``not_visible``…) comes
 back as an error result whose text starts with its code.
+
+Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the HTTP endpoint
+(:mod:`corral.server.mcp_http`) the user its bearer token belongs to.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.lowlevel import Server
@@ -28,7 +32,10 @@ from corral.platform import Platform
 from corral.policy.profiles import Profile
 from corral.tools.registry import LoadedTool
 
-__all__ = ["build_mcp_server", "serve_stdio"]
+__all__ = ["Who", "build_mcp_server", "serve_stdio"]
+
+Who = Callable[[Any], Awaitable[tuple[str | None, Profile]]]
+"""From a request's context, the user id to act as and the profile of its calls."""
 
 
 def _tool(loaded: LoadedTool) -> Tool:
@@ -48,14 +55,16 @@ def _tool(loaded: LoadedTool) -> Tool:
     )
 
 
-def build_mcp_server(platform: Platform, *, user: str | None, profile: Profile) -> Server[Any]:
-    """An MCP server whose tools are ``user``'s visible tools, called under ``profile``."""
+def build_mcp_server(platform: Platform, who: Who) -> Server[Any]:
+    """An MCP server whose tools are the caller's visible tools, called under its profile."""
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        user, _ = await who(ctx)
         visible = await platform.visible_tools(user=user)
         return ListToolsResult(tools=[_tool(t) for t in sorted(visible, key=lambda t: t.name)])
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        user, profile = await who(ctx)
         result = await platform.call_tool(
             params.name, params.arguments or {}, user=user, profile=profile
         )
@@ -75,6 +84,10 @@ def build_mcp_server(platform: Platform, *, user: str | None, profile: Profile) 
 
 async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile) -> None:
     """Serve over this process's stdin/stdout until the client closes them."""
-    server = build_mcp_server(platform, user=user, profile=profile)
+
+    async def fixed(ctx: Any) -> tuple[str | None, Profile]:
+        return user, profile
+
+    server = build_mcp_server(platform, fixed)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())

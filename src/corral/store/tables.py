@@ -154,6 +154,8 @@ class Approval(Base):
     decided_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
     note: Mapped[str | None] = mapped_column(Text, nullable=True)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    sealed: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The call's secret arguments, encrypted with the credential key (or NULL)."""
 
 
 class LogRecord(Base):

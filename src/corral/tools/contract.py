@@ -15,6 +15,8 @@ A tool file holds:
 - ``approval`` — ``annotations`` (default: the permission profile decides from the
   annotations), ``always`` or ``never``;
 - ``path_arguments`` — arguments naming paths or URIs, with the access the call needs;
+- ``secret_arguments`` — JSON pointers (``*`` for every array item) of values no row, card
+  or approval may keep (see :mod:`corral.tools.secret_arguments`);
 - ``subagents`` — false for tools that must never reach a subagent;
 - ``blocking`` — false declares a sync handler that never blocks (no I/O, no long work), so
   dispatch calls it inline instead of in a worker thread; async handlers ignore it.
@@ -114,6 +116,10 @@ META_SCHEMA: dict[str, Any] = {
                 },
             },
         },
+        "secret_arguments": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^(/[^/]+)+$"},
+        },
         "subagents": {"type": "boolean"},
         "blocking": {"type": "boolean"},
     },
@@ -204,6 +210,8 @@ class ToolSpec:
     raw: dict[str, Any]
     blocking: bool = True
     """False: the sync handler runs inline on the event loop (see the module docstring)."""
+    secret_arguments: tuple[str, ...] = ()
+    """JSON pointers of arguments kept out of every row, card and approval."""
 
     def model_schema(self) -> dict[str, Any]:
         """What the model sees: name, description and the full input schema."""
@@ -350,6 +358,13 @@ def parse_tool(
                 pointer(["path_arguments", index, "pointer"]),
                 f"argument {top!r} is not a property of input_schema",
             )
+    for index, item in enumerate(raw.get("secret_arguments", [])):
+        top = item.split("/")[1]
+        if top not in declared:
+            return error(
+                pointer(["secret_arguments", index]),
+                f"argument {top!r} is not a property of input_schema",
+            )
     return ToolSpec(
         name=raw["name"],
         description=raw["description"],
@@ -372,6 +387,7 @@ def parse_tool(
         ),
         subagents=bool(raw.get("subagents", True)),
         blocking=bool(raw.get("blocking", True)),
+        secret_arguments=tuple(raw.get("secret_arguments", [])),
         file=file,
         raw=raw,
     )

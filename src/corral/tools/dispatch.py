@@ -38,6 +38,7 @@ from corral.tools.context import CallContext, Cancellation, Narrowing, OutputSin
 from corral.tools.contract import ToolSpec, pointer
 from corral.tools.registry import LoadedTool, Registry
 from corral.tools.results import TextBlock, ToolResult, coerce_result, shape_result
+from corral.tools.secret_arguments import split_secrets
 from corral.tools.selection import (
     AgentSelection,
     ContextRules,
@@ -98,8 +99,16 @@ class StateProvider(Protocol):
 
 
 class ApprovalSink(Protocol):
-    async def park(self, request: CallRequest, arguments: dict[str, Any], reason: str) -> str:
-        """Store a pending approval durably and return its id."""
+    async def park(
+        self,
+        request: CallRequest,
+        arguments: dict[str, Any],
+        reason: str,
+        *,
+        secrets: dict[str, Any] | None = None,
+    ) -> str:
+        """Store a pending approval durably and return its id; ``secrets`` (taken out of
+        ``arguments``) are kept sealed, never readable in the record."""
         ...
 
 
@@ -277,7 +286,8 @@ class Dispatcher:
         reason = f"{tool.name!r} needs approval under the {request.profile!r} profile " + (
             "(it always asks)" if tool.spec.approval == "always" else "(it can change things)"
         )
-        approval_id = await self._approvals.park(request, arguments, reason)
+        redacted, secrets = split_secrets(arguments, tool.spec.secret_arguments)
+        approval_id = await self._approvals.park(request, redacted, reason, secrets=secrets)
         return ToolResult.wait_for(
             "approval",
             approval_id,

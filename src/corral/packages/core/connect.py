@@ -7,11 +7,13 @@ was refused while applying, what was done before it and what was not attempted.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from corral.connect import CredentialStore
 from corral.errors import ToolError, UsageError
 from corral.packages.core.connect_plan import Plane, apply, list_kind, plan
+from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
@@ -25,6 +27,7 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         credentials=ctx.services.get(CredentialStore),
         mcp=ctx.services.get(McpServers),
         sources=ctx.sources,
+        mounts=ctx.services.get(SourceMounts),
     )
     steps = plan(args, plane)
     done: list[dict[str, Any]] = []
@@ -43,6 +46,8 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
             }
             rest = [{"verb": s.verb, "kind": s.kind, "name": s.name} for s in steps[index + 1 :]]
             return _partial(done, refused, rest, skipped_list=list(args.get("list", [])))
+    if plane.mounts is not None and any(s.kind == "source" and s.verb == "add" for s in steps):
+        plane = replace(plane, sources=await plane.mounts.policy())
     listed = [await list_kind(kind, plane) for kind in dict.fromkeys(args.get("list", []))]
     data = {"applied": done, "lists": listed}
     lines = [_line(d) for d in done] + [_list_text(item) for item in listed]
@@ -75,8 +80,17 @@ def _partial(
 
 
 def _line(step: dict[str, Any]) -> str:
-    details = {k: v for k, v in step.items() if k not in ("verb", "kind", "name")}
-    return f"{step['verb']} {step['kind']} {step['name']!r}: {json.dumps(details)}"
+    details = {k: v for k, v in step.items() if k not in ("verb", "kind", "name", "handoff")}
+    line = f"{step['verb']} {step['kind']} {step['name']!r}: {json.dumps(details)}"
+    if step.get("handoff"):
+        line += (
+            ". A person must open the authorization link shown to them on this call's card; "
+            "you are not given it and must not try to open it. Tell the user to open it, then "
+            "check this connection again."
+        )
+    elif "handoff" in step:
+        line += ". No authorization is waiting for a person."
+    return line
 
 
 def _list_text(item: dict[str, Any]) -> str:

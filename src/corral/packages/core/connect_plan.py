@@ -16,7 +16,8 @@ from typing import Any, Literal
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
-from corral.packages.core.mcp_servers import McpServers, McpServerView
+from corral.packages.core.connect_sources import SourceMounts
+from corral.packages.core.mcp_servers import McpServers, McpServerSpec, McpServerView
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
 
@@ -32,6 +33,7 @@ KIND_GRANTS: dict[str, str] = {
     "channel": "channels.connect",
 }
 ADMIN = "admin.settings"
+MOUNT = "sources.mount"
 _LATER = {
     "git": "git remotes are not connected through this platform yet",
     "channel": "messaging channels are not connected through this platform yet",
@@ -47,11 +49,25 @@ CREDENTIAL_DESCRIPTORS = (
         "note": "the secret is the instance URL",
     },
 )
-MCP_DESCRIPTOR = {
-    "transport": "stdio",
-    "requires": ["command"],
-    "fields": {"trusted": "'true' to believe the server's read-only/destructive hints (admins)"},
+SOURCE_DESCRIPTOR = {
+    "connector": "local",
+    "requires": ["fields.root"],
+    "fields": {"root": "absolute path of a folder", "rights": "'r' (default) or 'rw'"},
+    "needs": MOUNT,
 }
+_TRUSTED = "'true' to believe the server's read-only/destructive hints (admins)"
+MCP_DESCRIPTORS = (
+    {"transport": "stdio", "requires": ["command"], "fields": {"trusted": _TRUSTED}},
+    {
+        "transport": "http",
+        "requires": ["url"],
+        "fields": {
+            "trusted": _TRUSTED,
+            "privateHost": "'true' to reach a host on a private network (admins)",
+        },
+        "authorization": "a server that wants OAuth is then authorized by a person: authorize",
+    },
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +78,7 @@ class Plane:
     credentials: CredentialStore | None
     mcp: McpServers | None
     sources: SourcePolicy
+    mounts: SourceMounts | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -156,40 +173,51 @@ def _check_credential(step: Step, plane: Plane) -> None:
 def _check_mcp(step: Step, plane: Plane) -> None:
     if plane.mcp is None:
         raise ToolError("no MCP service is installed", code="unavailable")
-    if step.verb == "authorize":
-        raise InvalidArguments(
-            "authorization (OAuth) is for MCP servers over HTTP, which are not supported yet"
-        )
     known = step.name in plane.mcp.names()
-    if step.verb == "remove" and not known:
+    if step.verb in ("remove", "authorize") and not known:
         raise InvalidArguments("no mcp server by that name is connected")
     if step.verb != "add":
         return
     if known:
         raise InvalidArguments("an mcp server by that name is already connected; remove it first")
     item = step.item
-    if "url" in item:
-        raise InvalidArguments("MCP over HTTP is not supported yet; connect a stdio 'command'")
-    unexpected = sorted(set(item) - {"kind", "name", "command", "fields"})
+    unexpected = sorted(set(item) - {"kind", "name", "command", "url", "fields"})
     if unexpected:
         raise InvalidArguments(f"an mcp server takes no {unexpected}")
+    if ("url" in item) == ("command" in item):
+        raise InvalidArguments("give either 'command' (stdio) or 'url' (streamable HTTP)")
     fields = dict(item.get("fields") or {})
     trusted = fields.pop("trusted", "false")
-    if fields or trusted not in ("true", "false"):
-        raise InvalidArguments("fields accepts only 'trusted': 'true' or 'false'")
-    if trusted == "true" and not plane.caller.grants.has(ADMIN):
-        raise FeatureMissing(
-            f"trusting a server's hints needs feature {ADMIN!r}", data={"features": [ADMIN]}
-        )
-    plane.mcp.check_command(list(item.get("command") or []))
+    private = fields.pop("privateHost", "false") if "url" in item else "false"
+    if fields or {trusted, private} - {"true", "false"}:
+        allowed = "'trusted' and 'privateHost'" if "url" in item else "only 'trusted'"
+        raise InvalidArguments(f"fields accepts {allowed}, each 'true' or 'false'")
+    if "true" in (trusted, private) and not plane.caller.grants.has(ADMIN):
+        what = "trusting a server's hints" if trusted == "true" else "reaching a private host"
+        raise FeatureMissing(f"{what} needs feature {ADMIN!r}", data={"features": [ADMIN]})
+    if "url" in item:
+        plane.mcp.check_url(str(item["url"]))
+    else:
+        plane.mcp.check_command(list(item.get("command") or []))
 
 
 def _check_source(step: Step, plane: Plane) -> None:
     if step.verb == "add":
-        raise InvalidArguments(
-            "registering a source through connect is not available yet; an administrator "
-            "adds one with `corral sources add`"
-        )
+        if not plane.caller.grants.has(MOUNT):
+            raise FeatureMissing(
+                f"registering a source needs feature {MOUNT!r}", data={"features": [MOUNT]}
+            )
+        if plane.mounts is None:
+            raise ToolError("source registration is not installed", code="unavailable")
+        unexpected = sorted(set(step.item) - {"kind", "name", "fields"})
+        fields = dict(step.item.get("fields") or {})
+        root, rights = fields.pop("root", ""), fields.pop("rights", "r")
+        if unexpected or fields:
+            raise InvalidArguments(
+                "a source takes only fields.root (an absolute folder) and fields.rights"
+            )
+        plane.mounts.check(step.name, root, rights, plane.sources)
+        return
     if step.verb == "remove":
         raise InvalidArguments(
             "a source is removed through the governed source workflow: an administrator runs "
@@ -227,19 +255,37 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
     if step.kind == "mcp":
         assert plane.mcp is not None
         if step.verb == "add":
-            trusted = (step.item.get("fields") or {}).get("trusted") == "true"
-            view = await plane.mcp.add(
-                step.name,
-                list(step.item["command"]),
-                trusted=trusted,
+            fields = step.item.get("fields") or {}
+            spec = McpServerSpec(
+                name=step.name,
+                command=tuple(step.item.get("command") or ()),
+                url=str(step.item.get("url", "")),
+                trusted=fields.get("trusted") == "true",
+                private_host=fields.get("privateHost") == "true",
                 created_by=plane.caller.user_id,
             )
-            return done | mcp_projection(view)
+            return done | mcp_projection(await plane.mcp.add(spec))
+        if step.verb == "authorize":
+            found = plane.mcp.view(step.name)
+            url = plane.mcp.authorization_url(step.name)
+            if url is None:
+                state = found.state if found else "absent"
+                return done | {"state": state, "handoff": None}
+            # The URL goes to the card and the CLI only; the model is told a person opens it.
+            return done | {"state": "authorizing", "handoff": {"kind": "oauth", "url": url}}
         if step.verb == "remove":
             await plane.mcp.remove(step.name)
             return done | {"state": "removed"}
         found = plane.mcp.view(step.name)
         return done | (mcp_projection(found) if found else {"state": "absent"})
+    if step.verb == "add":
+        assert plane.mounts is not None
+        fields = step.item.get("fields") or {}
+        rights_asked = str(fields.get("rights", "r"))
+        user = plane.caller.user_id
+        await plane.mounts.add(step.name, str(fields["root"]), user_id=user, rights=rights_asked)
+        granted = sorted({"r": "read", "w": "write"}[letter] for letter in rights_asked)
+        return done | {"state": "registered", "rights": granted}
     source = plane.sources.source(step.name)
     rights = sorted(source.rights_for(plane.caller)) if source else []
     return done | {"state": "registered" if rights else "absent", "rights": rights}
@@ -258,6 +304,7 @@ async def _stored_scope(name: str, plane: Plane) -> Scope:
 def mcp_projection(view: McpServerView) -> dict[str, Any]:
     return {
         "state": view.state,
+        "transport": view.transport,
         "trusted": view.trusted,
         "package": f"mcp:{view.name}",
         "tools": list(view.tools),
@@ -286,7 +333,7 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
             return {"kind": kind, "refused": "no MCP service", "code": "unavailable"}
         views = [plane.mcp.view(name) for name in plane.mcp.names()]
         rows = [{"name": v.name} | mcp_projection(v) for v in views if v is not None]
-        return {"kind": kind, "rows": rows, "descriptors": [MCP_DESCRIPTOR]}
+        return {"kind": kind, "rows": rows, "descriptors": list(MCP_DESCRIPTORS)}
     rows = []
     for source in sorted(plane.sources.sources.values(), key=lambda s: s.name):
         rights = source.rights_for(plane.caller)
@@ -294,4 +341,4 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
             rows.append(
                 {"name": source.name, "connector": source.connector, "rights": sorted(rights)}
             )
-    return {"kind": kind, "rows": rows}
+    return {"kind": kind, "rows": rows, "descriptors": [SOURCE_DESCRIPTOR]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from corral.connect import CredentialKey, CredentialStore
+from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.runtime.compaction import Compactions
 from corral.runtime.delegation import Delegation
@@ -66,7 +67,7 @@ async def install(setup: PackageSetup) -> Installed:
     runtime.on_host.append(start_scheduler)
     runtime.on_tick.append(scheduler.tick)  # on a cluster: the workers' periodic task
 
-    mcp_servers = McpServers(kernel)
+    mcp_servers = McpServers(kernel, credentials=credentials)
 
     async def start() -> None:
         await credentials.all_values()
@@ -89,6 +90,7 @@ async def install(setup: PackageSetup) -> Installed:
                 Webhooks: Webhooks(workflows),
                 Scheduler: scheduler,
                 McpServers: mcp_servers,
+                SourceMounts: SourceMounts(kernel),
             },
         ),
         start=[start],

@@ -3,7 +3,11 @@ tools registered as the package ``mcp:<name>`` and restored when the platform op
 
 A server command runs with the environment execute's commands get (an allowlist, secret-
 looking names and values dropped), in a private working folder of its own, and is
-restarted with back-off when it dies.
+restarted with back-off when it dies. A server over streamable HTTP is reached only through
+the hardened fetch path's address rules (an administrator may allow its own private host),
+and one that wants OAuth waits, ``authorizing``, until a person opened the URL
+:meth:`McpServers.authorization_url` gives and the callback route handed the code to
+:meth:`McpServers.complete_authorization`; its tokens are a project credential.
 """
 
 from __future__ import annotations
@@ -11,20 +15,52 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from mcp.types import Tool
 from sqlalchemy import delete, select
 
-from corral.connect.mcp_client import Backoff, McpConnection, McpState
+from corral.connect import CredentialStore
+from corral.connect.mcp_client import Backoff, McpConnection, McpState, Opener, stdio_opener
+from corral.connect.mcp_remote import (
+    CredentialTokens,
+    GuardedBackend,
+    OAuthHandoff,
+    http_streams,
+    oauth_credential_name,
+)
 from corral.errors import InvalidArguments, ToolError
 from corral.kernel import Kernel
 from corral.packages.core.mcp_package import build_package, package_name
 from corral.shell.environment import build_environment
 from corral.store import connect_tables as ct
+from corral.web.access import WebAccess
 
-__all__ = ["McpServerView", "McpServers"]
+__all__ = ["CALLBACK_PATH", "McpServerSpec", "McpServerView", "McpServers"]
+
+CALLBACK_PATH = "/connect/oauth/callback"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpServerSpec:
+    """How to reach a server: a stdio ``command`` or an HTTP ``url``."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    url: str = ""
+    trusted: bool = False
+    private_host: bool = False
+    """An administrator allowed the URL's host even though it resolves to a private address."""
+    created_by: str = ""
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
 
 log = logging.getLogger("corral.connect.mcp")
 
@@ -35,6 +71,7 @@ class McpServerView:
 
     name: str
     state: McpState
+    transport: str
     trusted: bool
     tools: tuple[str, ...]
     left_out: tuple[str, ...]
@@ -45,10 +82,19 @@ class McpServerView:
 class McpServers:
     """The project's MCP servers and their live connections."""
 
-    def __init__(self, kernel: Kernel, *, backoff: Backoff | None = None) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        *,
+        credentials: CredentialStore | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
         self._kernel = kernel
+        self._credentials = credentials
         self._backoff = backoff
         self._connections: dict[str, McpConnection] = {}
+        self._handoffs: dict[str, OAuthHandoff] = {}
+        self._specs: dict[str, McpServerSpec] = {}
         self._trusted: dict[str, bool] = {}
         self._unstarted: dict[str, str] = {}
         """Stored servers that did not start when the platform opened, with the reason."""
@@ -83,6 +129,7 @@ class McpServers:
             return McpServerView(
                 name=name,
                 state="down",
+                transport=self._specs[name].transport if name in self._specs else "stdio",
                 trusted=self._trusted.get(name, False),
                 tools=(),
                 left_out=(),
@@ -92,40 +139,91 @@ class McpServers:
         return McpServerView(
             name=name,
             state=connection.state,
+            transport=self._specs[name].transport,
             trusted=self._trusted.get(name, False),
             tools=tuple(sorted(package.tools)) if package else (),
             left_out=tuple(f"{e.file}: {e.message}" for e in package.errors) if package else (),
             problem=connection.last_error,
         )
 
-    async def add(
-        self, name: str, command: list[str], *, trusted: bool, created_by: str
-    ) -> McpServerView:
-        """Start the server; only a server that connected is stored and registered."""
+    def check_url(self, url: str) -> None:
+        """Refuse a URL that cannot be an MCP endpoint, before anything is written."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidArguments(
+                f"the mcp url {url!r} is not an http(s) URL with a host; give the server's "
+                "streamable-HTTP endpoint, e.g. https://mcp.example.org/mcp"
+            )
+        if parts.username or parts.password:
+            raise InvalidArguments(
+                "the mcp url must not carry a user or password; connect with OAuth (authorize) "
+                "or store a credential"
+            )
+
+    async def add(self, spec: McpServerSpec) -> McpServerView:
+        """Connect the server; only one that connected (or waits for authorization) is stored
+        and registered."""
+        name = spec.name
         if name in self._connections:
             raise InvalidArguments(
                 f"an mcp server named {name!r} is already connected; remove it first or pick "
                 "another name"
             )
-        self.check_command(command)
-        await self._connect(name, command, trusted=trusted)
+        if spec.url:
+            self.check_url(spec.url)
+        else:
+            self.check_command(list(spec.command))
+        await self._connect(spec)
+        fields = {"url": spec.url, "privateHost": spec.private_host} if spec.url else {}
         async with self._kernel.sessions.begin() as session:
             session.add(
                 ct.McpServer(
                     name=name,
-                    transport="stdio",
-                    command=command,
-                    fields={},
-                    trusted=trusted,
-                    created_by=created_by,
+                    transport=spec.transport,
+                    command=list(spec.command),
+                    fields=fields,
+                    trusted=spec.trusted,
+                    created_by=spec.created_by,
                 )
             )
         view = self.view(name)
         assert view is not None
         return view
 
+    def authorization_url(self, name: str) -> str | None:
+        """The URL a person must open for ``name`` to finish connecting, if it waits for one."""
+        handoff = self._handoffs.get(name)
+        connection = self._connections.get(name)
+        if handoff is None or connection is None or connection.state != "authorizing":
+            return None
+        return handoff.url
+
+    async def complete_authorization(
+        self, *, state: str, code: str = "", iss: str | None = None, error: str = ""
+    ) -> McpServerView | None:
+        """Hand an authorization code (or the server's ``error``) to the server waiting with
+        ``state``; returns its view once it connected (or failed), None when no server waits
+        with that state."""
+        for name, handoff in self._handoffs.items():
+            connection = self._connections.get(name)
+            if connection is None or connection.state != "authorizing":
+                continue
+            before = connection.connections
+            answered = (
+                handoff.refuse(state=state, reason=error)
+                if error
+                else handoff.complete(state=state, code=code, iss=iss)
+            )
+            if answered:
+                connection.authorized()
+                await connection.wait_settled(connected_at_least=before + 1)
+                return self.view(name)
+        return None
+
     async def remove(self, name: str) -> None:
         connection = self._connections.pop(name, None)
+        spec = self._specs.pop(name, None)
+        self._handoffs.pop(name, None)
         self._trusted.pop(name, None)
         self._unstarted.pop(name, None)
         self._kernel.registry.drop(package_name(name))
@@ -133,14 +231,32 @@ class McpServers:
             await connection.close()
         async with self._kernel.sessions.begin() as session:
             await session.execute(delete(ct.McpServer).where(ct.McpServer.name == name))
+        if spec is not None and spec.url and self._credentials is not None:
+            found = await self._credentials.entry(
+                oauth_credential_name(name), user_id=spec.created_by, scope="project"
+            )
+            if found is not None:
+                await self._credentials.remove(
+                    oauth_credential_name(name), user_id=spec.created_by, scope="project"
+                )
 
     async def restore(self) -> None:
         """Start every stored server; one that fails stays listed as down with its reason."""
         async with self._kernel.sessions() as session:
             rows = list(await session.scalars(select(ct.McpServer)))
         for row in rows:
+            fields = dict(row.fields or {})
+            spec = McpServerSpec(
+                name=row.name,
+                command=tuple(row.command),
+                url=str(fields.get("url", "")),
+                trusted=row.trusted,
+                private_host=bool(fields.get("privateHost", False)),
+                created_by=row.created_by,
+            )
+            self._specs[row.name] = spec
             try:
-                await self._connect(row.name, list(row.command), trusted=row.trusted)
+                await self._connect(spec)
             except ToolError as exc:
                 log.warning("MCP server %r was not restored: %s", row.name, exc.message)
                 self._unstarted[row.name] = exc.message
@@ -151,25 +267,57 @@ class McpServers:
             connection = self._connections.pop(name)
             await connection.close()
 
-    async def _connect(self, name: str, command: list[str], *, trusted: bool) -> None:
-        home = self._root / name
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        env = build_environment(platform_env=os.environ, home=str(home))
+    async def _connect(self, spec: McpServerSpec) -> None:
+        name, trusted = spec.name, spec.trusted
 
         def on_tools(tools: list[Tool]) -> None:
             registry = self._kernel.registry
             registry.drop(package_name(name))
             registry.add(build_package(name, connection, tools, trusted=trusted))
 
+        opener = self._http_opener(spec, lambda: connection.authorizing()) if spec.url else None
         connection = McpConnection(
             name,
-            command,
-            env=env.values,
-            cwd=home,
-            errlog=home / "stderr.log",
+            opener or self._stdio_opener(spec),
             on_tools=on_tools,
             backoff=self._backoff,
         )
+        self._specs[name] = spec
         await connection.start()
         self._connections[name] = connection
         self._trusted[name] = trusted
+
+    def _stdio_opener(self, spec: McpServerSpec) -> Opener:
+        home = self._root / spec.name
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        env = build_environment(platform_env=os.environ, home=str(home))
+        return stdio_opener(spec.command, env=env.values, cwd=home, errlog=home / "stderr.log")
+
+    def _http_opener(self, spec: McpServerSpec, on_needed: Callable[[], None]) -> Opener:
+        web = self._kernel.services.web
+        access = web if isinstance(web, WebAccess) else WebAccess()
+        own_host = urlsplit(spec.url).hostname
+
+        async def resolve(host: str, port: int) -> Sequence[IPv4Address | IPv6Address]:
+            return await access.resolver.resolve(host, port)
+
+        def refusal(host: str, address: IPv4Address | IPv6Address) -> str | None:
+            why = access.addresses.refusal(address)
+            if why is not None and spec.private_host and host == own_host:
+                return None  # the administrator's allowance: this server's own host only
+            return why
+
+        auth = None
+        if self._credentials is not None:
+            handoff = OAuthHandoff(on_needed)
+            self._handoffs[spec.name] = handoff
+            settings = self._kernel.settings
+            public = settings.public_url or f"http://{settings.host}:{settings.port}"
+            auth = handoff.provider(
+                spec.url,
+                CredentialTokens(self._credentials, spec.name, owner=spec.created_by),
+                redirect_uri=public.rstrip("/") + CALLBACK_PATH,
+                client_name=f"Corral ({spec.name})",
+            )
+        backend = GuardedBackend(resolve, refusal)
+        return lambda: http_streams(spec.url, backend, auth)

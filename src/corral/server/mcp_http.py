@@ -1,0 +1,109 @@
+"""``/mcp``: Corral's tools over MCP's streamable HTTP, for the user a bearer token belongs to.
+
+Every request must carry ``Authorization: Bearer <token>`` (a token from ``corral tokens
+create``); a missing, unknown or revoked token is a 401 with a JSON body saying what to send,
+before the SDK sees the request. The token's user is handed to the SDK as its authenticated
+user, so an MCP session can only be continued with the credential that opened it, and each
+call runs through the one dispatch pipeline as that user under the ``mcp_http_profile`` live
+setting (default balanced: a call that needs approval returns a pending result with its
+approval id, see :mod:`corral.server.mcp_bridge`).
+
+DNS-rebinding protection (a Host/Origin allow-list) is off on purpose: a page that rebinds a
+name to this server cannot add the bearer token, so it only ever gets the 401.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from corral.kernel.tokens import hash_token
+from corral.platform import Platform
+from corral.policy.profiles import Profile, parse_profile
+from corral.server.mcp_bridge import build_mcp_server
+
+__all__ = ["McpEndpoint"]
+
+_HOW = "send 'Authorization: Bearer <token>'; create one with `corral tokens create USER`"
+
+
+class McpEndpoint:
+    """The ASGI app behind ``/mcp``; :meth:`running` must wrap the server's lifetime."""
+
+    def __init__(self, platform: Platform) -> None:
+        self._platform = platform
+        self._manager = StreamableHTTPSessionManager(
+            build_mcp_server(platform, self._who),
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        self._running = False
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve MCP sessions while inside; they all end when it is left."""
+        async with self._manager.run():
+            self._running = True
+            try:
+                yield
+            finally:
+                self._running = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        user_id = await self._authenticate(scope)
+        if user_id is None:
+            answer = JSONResponse(
+                {"detail": _HOW, "code": "unauthenticated"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await answer(scope, receive, send)
+            return
+        if not self._running:
+            busy = JSONResponse(
+                {"detail": "the MCP endpoint is not running; start the server with its lifespan"},
+                status_code=503,
+            )
+            await busy(scope, receive, send)
+            return
+        # Only the hash travels with the request: the SDK compares principals, not secrets.
+        principal = AccessToken(token=_token_id(scope), client_id=user_id, scopes=[])
+        await self._manager.handle_request(
+            {**scope, "user": AuthenticatedUser(principal)}, receive, send
+        )
+
+    async def _authenticate(self, scope: Scope) -> str | None:
+        token = _bearer(scope)
+        if not token:
+            return None
+        return await self._platform.identity.user_for_token(token)
+
+    async def _who(self, ctx: Any) -> tuple[str | None, Profile]:
+        request = getattr(ctx, "request", None)
+        user = request.scope.get("user") if request is not None else None
+        if not isinstance(user, AuthenticatedUser):
+            # Only reachable if the SDK stopped passing the HTTP request: refuse, never guess.
+            raise PermissionError("no authenticated caller on this MCP request")
+        settings = await self._platform.kernel.live_settings()
+        return user.access_token.client_id, parse_profile(str(settings["mcp_http_profile"]))
+
+
+def _bearer(scope: Scope) -> str:
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else ""
+    return ""
+
+
+def _token_id(scope: Scope) -> str:
+    return hash_token(_bearer(scope))
