@@ -58,6 +58,15 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra folders holding tool packages (besides CORRAL_PACKAGE_PATH).",
     )
+    skill_paths: list[Path] = Field(
+        default_factory=list,
+        description="Extra folders holding skill bundles (each a folder with SKILL.md).",
+    )
+    api_url: str | None = Field(
+        default=None,
+        description="Base URL skill scripts reach the API at (${CORRAL_API}); unset means "
+        "the address the server is bound to, else http://host:port.",
+    )
     host: str = Field(default="127.0.0.1", description="Address `corral serve` binds.")
     port: int = Field(default=8765, ge=0, le=65535, description="Port `corral serve` binds.")
     owner_name: str = Field(default="owner", description="Name of the local owner account.")
@@ -130,7 +139,7 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return Path(os.path.abspath(value.expanduser()))
 
-    @field_validator("package_paths", mode="before")
+    @field_validator("package_paths", "skill_paths", mode="before")
     @classmethod
     def _split_paths(cls, value: Any) -> Any:
         if isinstance(value, str):

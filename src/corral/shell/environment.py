@@ -193,8 +193,12 @@ def build_environment(
     path: str = SYSTEM_PATH,
     call_env: Mapping[str, str] | None = None,
     declared: Mapping[str, str] | None = None,
+    variables: Mapping[str, str] | None = None,
 ) -> Environment:
-    """The environment of one command; ``platform_env`` is only read for allowlisted names."""
+    """The environment of one command; ``platform_env`` is only read for allowlisted names.
+
+    ``variables`` are plain values the platform sets (an active skill's ``SKILL_DIR``,
+    ``SESSION_ID``…): they win over the call's ``env`` and are not secrets."""
     values: dict[str, str] = {}
     dropped: list[Dropped] = []
     for name, value in platform_env.items():
@@ -223,6 +227,9 @@ def build_environment(
             values[name] = value
         else:
             dropped.append(Dropped(name, reason, "call"))
+    for name, value in (variables or {}).items():
+        if _judge(name, value, secrets_allowed=True) is None:
+            values[name] = value
     secrets: list[str] = []
     for name, value in (declared or {}).items():
         reason = _judge(name, value, secrets_allowed=True)

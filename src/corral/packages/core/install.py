@@ -4,7 +4,8 @@ Installed through the same hook as any package: web access (web_fetch, web_searc
 shell service (execute), the credential store (web_search keys, connect), workflows with
 their scheduler (started when the process hosts), and the services of ask_question, todos
 and compact_history with their parts of the prompt (the goal state block, the context map,
-the compaction overlay) and the run-end hook that closes the questions of a run that ended.
+the compaction overlay) and the run-end hook that closes the questions of a run that ended;
+and skills (the prompt's list, activation through execute, the run's ticket).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
 from corral.runtime.runs import TERMINAL
+from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct
@@ -66,6 +68,7 @@ async def install(setup: PackageSetup) -> Installed:
     runtime.on_host.append(start_scheduler)
 
     mcp_servers = McpServers(kernel)
+    skills = _skills(setup, credentials)
 
     async def start() -> None:
         await credentials.all_values()
@@ -83,7 +86,9 @@ async def install(setup: PackageSetup) -> Installed:
             runs=Delegation(runtime),
             workflows=WorkflowTool(workflows),
             credentials=credentials,
+            skills=skills,
             extra={
+                Skills: skills,
                 Workflows: workflows,
                 Webhooks: Webhooks(workflows),
                 Scheduler: scheduler,
@@ -93,6 +98,35 @@ async def install(setup: PackageSetup) -> Installed:
         start=[start],
         close=[shells.close, scheduler.close, mcp_servers.close],
     )
+
+
+def _skills(setup: PackageSetup, credentials: CredentialStore) -> Skills:
+    """Skills from every package's ``skills/`` folder, the settings folders and the drive,
+    listed in the prompt; their activations and the run's ticket end with the run."""
+    kernel, runtime = setup.kernel, setup.runtime
+    settings = kernel.settings
+    catalog = SkillCatalog(
+        packages={
+            name: package.path
+            for name, package in kernel.registry.packages.items()
+            if package.origin != "mcp"
+        },
+        drive_dir=settings.drive_dir,
+        folders=settings.skill_paths,
+    )
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    skills = Skills(
+        catalog=catalog,
+        tickets=kernel.identity.tickets,
+        state=kernel.config.dispatch_state,
+        credentials=lambda: credentials,
+        add_secrets=kernel.config.add_secrets,
+        api_url=settings.api_url or f"http://{host}:{settings.port}",
+        drive_dir=settings.drive_dir,
+    )
+    runtime.prompt.add_state_block(SkillsBlock(skills))
+    runtime.run_end_hooks.append(skills.end_run)
+    return skills
 
 
 async def _close_orphaned_questions(setup: PackageSetup) -> None:
