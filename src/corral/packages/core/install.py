@@ -13,13 +13,16 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from corral.connect import CredentialKey, CredentialStore
+from corral.errors import NotFound
 from corral.packages.core.mcp_servers import McpServers
+from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
 from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
 from corral.runtime.runs import TERMINAL
+from corral.runtime.runtime import Runtime
 from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.setup import open_shell_service, recover_shells
@@ -87,6 +90,7 @@ async def install(setup: PackageSetup) -> Installed:
             workflows=WorkflowTool(workflows),
             credentials=credentials,
             skills=skills,
+            conversation_access=ConversationReaders(runtime),
             extra={
                 Skills: skills,
                 Workflows: workflows,
@@ -98,6 +102,22 @@ async def install(setup: PackageSetup) -> Installed:
         start=[start],
         close=[shells.close, scheduler.close, mcp_servers.close],
     )
+
+
+class ConversationReaders:
+    """Who may read a conversation, and so its shells' status and output: its owner or a
+    holder of ``conversations.manage`` (stopping a shell stays with who started it)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    async def can_read(self, conversation_id: str, caller: Caller) -> bool:
+        try:
+            conversation = await self._runtime.conversations.get(conversation_id)
+            conversation.check_access(caller)
+        except NotFound:
+            return False
+        return True
 
 
 def _skills(setup: PackageSetup, credentials: CredentialStore) -> Skills:
