@@ -36,7 +36,7 @@ async def serving(platform: Platform, sock: socket.socket) -> AsyncIterator[str]
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        yield "http://127.0.0.1:%d" % sock.getsockname()[1]
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         await task

@@ -63,7 +63,7 @@ class Live:
 async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
     root = tmp_path_factory.mktemp("skills-live")
     sock = bound_socket()
-    url = "http://127.0.0.1:%d" % sock.getsockname()[1]
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("CORRAL_")}
     try:
         async with corral.open(root / "data", api_url=url) as platform:
