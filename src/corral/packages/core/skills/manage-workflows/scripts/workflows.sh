@@ -15,10 +15,8 @@ case $verb in
     found=$(api GET "/workflows/$2")
     setup=$(printf '%s\n' "$found" | python3 -c '
 import json, sys
-found = json.load(sys.stdin)
-found = found.get("workflow", found)
-keep = ("title", "instruction", "cron", "timezone", "model", "tools_off", "packages_off")
-print(json.dumps({"setup": {k: found[k] for k in keep if found.get(k) is not None}}))')
+setup = json.load(sys.stdin)["setup"]
+print(json.dumps({"setup": {k: v for k, v in setup.items() if k not in ("status", "delivery")}}))')
     api PUT "/workflow-templates/$1" "$setup" ;;
   archive|restore) need 1 "$@"; api POST "/workflows/$1/$verb" ;;
   delete) need 1 "$@"; api DELETE "/workflows/$1" ;;
