@@ -141,6 +141,7 @@ async def test_the_ticket_works_during_the_run_and_is_dead_after_it(live: Live) 
     drive = Path(platform.settings.drive_dir)
     os.mkfifo(drive / "go")
     probe = 'curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer $CORRAL_TICKET"'
+    shells = '"$CORRAL_API/shells"'
     turn = await platform.chat(
         "go",
         model=live.model(
@@ -148,7 +149,7 @@ async def test_the_ticket_works_during_the_run_and_is_dead_after_it(live: Live) 
                 "tool_calls": [
                     call(
                         "execute",
-                        command=f'printf %s "$CORRAL_TICKET" > ticket.txt; {probe} "$CORRAL_API/shells"',
+                        command=f'printf %s "$CORRAL_TICKET" > ticket.txt; {probe} {shells}',
                     )
                 ]
             },
@@ -156,7 +157,7 @@ async def test_the_ticket_works_during_the_run_and_is_dead_after_it(live: Live) 
                 "tool_calls": [
                     call(
                         "execute",
-                        command=f'read -r line < go; {probe} "$CORRAL_API/shells"; echo " after"',
+                        command=f'read -r line < go; {probe} {shells}; echo " after"',
                         background=True,
                     )
                 ]
