@@ -157,7 +157,8 @@ def parse_skill(
     try:
         meta = yaml.safe_load(header) if header.strip() else {}
     except yaml.YAMLError as exc:
-        return SkillError(file=file, field="", message=f"front matter is not valid YAML: {exc}")
+        why = " ".join(str(exc).split())
+        return SkillError(file=file, field="", message=f"front matter is not valid YAML: {why}")
     if not isinstance(meta, dict):
         return SkillError(file=file, field="", message="front matter must be a YAML mapping")
     try:
