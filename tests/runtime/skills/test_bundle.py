@@ -130,3 +130,32 @@ def test_the_working_folder_is_not_a_secret_but_a_password_still_is() -> None:
 
     assert not is_secret_name("PWD") and not is_secret_name("OLDPWD")
     assert is_secret_name("DB_PWD") and is_secret_name("WIKI_TOKEN")
+
+
+def test_corral_api_follows_the_bind_address_unless_a_setting_names_one(tmp_path: Path) -> None:
+    from corral.kernel.tickets import Tickets
+    from corral.runtime.skills import Skills
+
+    def service(url: str | None) -> Skills:
+        async def state() -> object:
+            raise AssertionError("not read")
+
+        return Skills(
+            catalog=SkillCatalog(packages={}, drive_dir=tmp_path),
+            tickets=Tickets(None),  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
+            credentials=lambda: None,
+            add_secrets=lambda values: None,
+            api_url=url or "",
+            api_url_fixed=url is not None,
+            drive_dir=tmp_path,
+        )
+
+    bound = service(None)
+    bound.serving_at("0.0.0.0", 9000)
+    assert bound.api_url == "http://127.0.0.1:9000"
+    bound.serving_at("10.1.2.3", 80)
+    assert bound.api_url == "http://10.1.2.3:80"
+    fixed = service("https://corral.example/api")
+    fixed.serving_at("0.0.0.0", 9000)
+    assert fixed.api_url == "https://corral.example/api"

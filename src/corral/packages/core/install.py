@@ -134,16 +134,17 @@ def _skills(setup: PackageSetup, credentials: CredentialStore) -> Skills:
         drive_dir=settings.drive_dir,
         folders=settings.skill_paths,
     )
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
     skills = Skills(
         catalog=catalog,
         tickets=kernel.identity.tickets,
         state=kernel.config.dispatch_state,
         credentials=lambda: credentials,
         add_secrets=kernel.config.add_secrets,
-        api_url=settings.api_url or f"http://{host}:{settings.port}",
+        api_url=settings.api_url or "",
+        api_url_fixed=settings.api_url is not None,
         drive_dir=settings.drive_dir,
     )
+    skills.serving_at(settings.host, settings.port)
     runtime.prompt.add_state_block(SkillsBlock(skills))
     runtime.run_end_hooks.append(skills.end_run)
     return skills

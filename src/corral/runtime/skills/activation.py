@@ -59,17 +59,27 @@ class Skills:
         add_secrets: Callable[[list[str]], None],
         api_url: str,
         drive_dir: Path,
+        api_url_fixed: bool = False,
     ) -> None:
         self.catalog = catalog
         self.tickets = tickets
         self.api_url = api_url
         """``${CORRAL_API}``: the server's base URL."""
+        self._api_url_fixed = api_url_fixed
         self._state = state
         self._credentials = credentials
         self._add_secrets = add_secrets
         self._drive = Path(drive_dir).resolve()
         self._active: dict[str, list[_Active]] = {}
         self._known_tickets: set[str] = set()
+
+    def serving_at(self, host: str, port: int) -> None:
+        """The server bound ``host:port``: scripts reach it there, unless the start-up
+        setting ``api_url`` names another address (a proxy in front, say)."""
+        if self._api_url_fixed:
+            return
+        loopback = host in ("0.0.0.0", "::", "")
+        self.api_url = f"http://{'127.0.0.1' if loopback else host}:{port}"
 
     async def available(self) -> SkillSet:
         """The skills callers may activate now (a disabled package's are gone)."""
