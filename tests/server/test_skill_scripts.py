@@ -278,3 +278,27 @@ async def test_delegate_scripts_show_stop_and_continue_a_run(live: Live) -> None
     assert "is finished" in stopped, stopped
     assert "Continued as run r_" in continued, continued
     await settle(platform.runtime, parent.conversation_id, live.last_conversation)
+
+
+async def test_a_ticket_cannot_make_a_persons_decisions(live: Live) -> None:
+    curl = 'curl -s -o /dev/null -w "%{http_code} " -H "Authorization: Bearer $CORRAL_TICKET"'
+    json_body = "-H 'Content-Type: application/json' -d '{}'"
+    routes = [
+        "$CORRAL_API/shells",
+        f"-X POST {json_body} $CORRAL_API/approvals/ap_x/decision",
+        f"-X POST {json_body} $CORRAL_API/questions/q_x/answer",
+        f"-X PUT {json_body} $CORRAL_API/conversations/$SESSION_ID/goal",
+        f"-X POST {json_body} $CORRAL_API/tools/execute/call",
+        f"-X PUT {json_body} $CORRAL_API/settings/live/shell_network",
+        f"-X POST {json_body} $CORRAL_API/workflows/w_x/hooks/h_x/keys",
+    ]
+    command = "; ".join(f"{curl} {route}" for route in routes)
+    turn = await live.platform.chat(
+        "try",
+        model=live.model({"tool_calls": [call("execute", command=command)]}, {"text": "No."}),
+        profile="auto",
+    )
+    rows = await live.platform.rows(turn.conversation_id)
+    [result] = [r.data["result"] for r in rows if r.kind == "tool_result"]
+    codes = result["content"][0]["text"].split("\n")[0].split()
+    assert codes == ["200", *["403"] * 6], result

@@ -15,7 +15,7 @@ from corral.kernel.tickets import TICKET_PREFIX, Ticket
 from corral.platform import Platform
 from corral.policy.identity import Caller
 
-__all__ = ["CallerDep", "PlatformDep", "TicketDep", "require_feature"]
+__all__ = ["PERSON_ONLY", "CallerDep", "PlatformDep", "TicketDep", "require_feature"]
 
 _bearer = HTTPBearer(auto_error=False)
 
@@ -80,3 +80,18 @@ def require_feature(caller: Caller, feature: str) -> None:
             status.HTTP_403_FORBIDDEN,
             f"this needs feature {feature!r}, which role {caller.role!r} lacks",
         )
+
+
+def _refuse_tickets(ticket: TicketDep) -> None:
+    if ticket is not None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "a person decides this: a session ticket (what a skill's scripts send) may not "
+            "decide approvals, answer questions, set goals, call tools, change live settings "
+            "or issue keys; ask your user to do it",
+        )
+
+
+PERSON_ONLY = Depends(_refuse_tickets)
+"""For a route only a person may use (``dependencies=[PERSON_ONLY]``): tickets are refused,
+so an agent's script cannot approve its own calls or step past its run's narrowing."""

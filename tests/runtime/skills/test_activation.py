@@ -28,6 +28,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SECRET = "wk-" + "s3cr3tV4lue" * 3
 PLATFORM_SECRET = "pk-" + "N0tF0rY0u" * 3
+TEAM_SECRET = "tk-" + "Pr0j3ctW1d3" * 3
 PROBE = call("execute", command="bash scripts/probe.sh", cwd="${SKILL_DIR}", reason="probe")
 
 
@@ -42,15 +43,18 @@ async def skill_platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
     )
     write_bundle(downloads, "plain-notes", description="Plain notes, no credentials.")
     demo = Path(shutil.copytree(DEMO, root / "demo"))
-    write_bundle(demo / "skills", "demo-skill", description="Comes with the demo package.")
+    team = "credentials:\n  - name: teamkey\n    env: TEAM_KEY\n"
+    write_bundle(demo / "skills", "demo-skill", description="Comes with demo.", credentials=team)
+    write_bundle(downloads, "team-notes", description="Wants the team key.", credentials=team)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DEMO_API_KEY", PLATFORM_SECRET)
         async with corral.open(root / "data", package_paths=[demo]) as platform:
             skills = platform.services.require(Skills)
-            for name in ("wiki-notes", "plain-notes"):
+            for name in ("wiki-notes", "plain-notes", "team-notes"):
                 import_bundle(downloads / name, skills.catalog.drive_folder)
             store = platform.services.require(CredentialStore)
             await store.set("wiki", SECRET, user_id="u_owner")
+            await store.set("teamkey", TEAM_SECRET, user_id="u_owner", scope="project")
             yield platform
 
 
@@ -204,3 +208,22 @@ async def test_a_disabled_package_takes_its_skills_away(skill_platform: Platform
         assert refused["error_code"] == "unknown_skill"
     finally:
         await skill_platform.admin.set_package_enabled("demo", True)
+
+
+async def test_project_credentials_reach_only_skills_an_operator_installed(
+    skill_platform: Platform,
+) -> None:
+    model = script(
+        skill_platform,
+        {"tool_calls": [call("execute", action="skill", skill="team-notes")]},
+        {"tool_calls": [call("execute", action="skill", skill="demo-skill")]},
+        {"text": "Done."},
+    )
+    turn = await skill_platform.chat("team", model=model, profile="auto")
+    drive_skill, package_skill = await results(skill_platform, turn.conversation_id)
+    assert drive_skill["data"]["credentials"] == [
+        {"name": "teamkey", "env": "TEAM_KEY", "staged": False}
+    ]
+    assert "receives only the user's own credentials" in text(drive_skill)
+    assert package_skill["data"]["credentials"][0]["staged"] is True
+    assert TEAM_SECRET not in json.dumps([text(drive_skill), text(package_skill)])

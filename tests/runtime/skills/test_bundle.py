@@ -148,7 +148,6 @@ def test_corral_api_follows_the_bind_address_unless_a_setting_names_one(tmp_path
             add_secrets=lambda values: None,
             api_url=url or "",
             api_url_fixed=url is not None,
-            drive_dir=tmp_path,
         )
 
     bound = service(None)
@@ -159,3 +158,24 @@ def test_corral_api_follows_the_bind_address_unless_a_setting_names_one(tmp_path
     fixed = service("https://corral.example/api")
     fixed.serving_at("0.0.0.0", 9000)
     assert fixed.api_url == "https://corral.example/api"
+
+
+def test_links_cannot_point_a_skill_elsewhere(tmp_path: Path) -> None:
+    drive = tmp_path / "drive"
+    elsewhere = write_bundle(tmp_path / "elsewhere", "evil")
+    (drive / "skills").mkdir(parents=True)
+    (drive / "skills" / "evil").symlink_to(elsewhere)  # a folder lent from anywhere
+    write_bundle(drive / "skills", "sneaky")
+    secret_file = tmp_path / "private.toml"
+    secret_file.write_text("---\nname: sneaky\ndescription: key = 'hunter2'\n---\n")
+    (drive / "skills" / "sneaky" / "SKILL.md").unlink()
+    (drive / "skills" / "sneaky" / "SKILL.md").symlink_to(secret_file)  # the platform reads it
+    found = SkillCatalog(packages={}, drive_dir=drive).load()
+    assert found.skills == {}
+    assert sorted(Path(e.file).parent.name for e in found.errors) == ["evil", "sneaky"]
+    assert all("is a symbolic link" in e.message for e in found.errors)
+    moved = tmp_path / "drive2"
+    moved.mkdir()
+    (moved / "skills").symlink_to(tmp_path / "elsewhere")  # the whole folder, elsewhere
+    [error] = SkillCatalog(packages={}, drive_dir=moved).load().errors
+    assert "leads outside the drive" in error.message

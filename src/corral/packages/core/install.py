@@ -142,7 +142,6 @@ def _skills(setup: PackageSetup, credentials: CredentialStore) -> Skills:
         add_secrets=kernel.config.add_secrets,
         api_url=settings.api_url or "",
         api_url_fixed=settings.api_url is not None,
-        drive_dir=settings.drive_dir,
     )
     skills.serving_at(settings.host, settings.port)
     runtime.prompt.add_state_block(SkillsBlock(skills))

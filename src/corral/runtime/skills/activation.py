@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from corral.errors import ToolError
 from corral.kernel.tickets import Tickets
@@ -32,6 +32,12 @@ from corral.tools.skill_binding import ShellBinding, SkillScope
 __all__ = ["TICKET_VARIABLE", "Skills"]
 
 TICKET_VARIABLE = "CORRAL_TICKET"
+
+
+class _Credentials(CredentialLookup, Protocol):
+    async def entry(self, name: str, *, user_id: str, scope: Literal["user", "project"]) -> object:
+        """The stored entry (no value) of that scope, or None."""
+        ...
 
 
 class _State(Protocol):
@@ -55,10 +61,9 @@ class Skills:
         catalog: SkillCatalog,
         tickets: Tickets,
         state: Callable[[], Awaitable[_State]],
-        credentials: Callable[[], CredentialLookup | None],
+        credentials: Callable[[], _Credentials | None],
         add_secrets: Callable[[list[str]], None],
         api_url: str,
-        drive_dir: Path,
         api_url_fixed: bool = False,
     ) -> None:
         self.catalog = catalog
@@ -69,7 +74,6 @@ class Skills:
         self._state = state
         self._credentials = credentials
         self._add_secrets = add_secrets
-        self._drive = Path(drive_dir).resolve()
         self._active: dict[str, list[_Active]] = {}
         self._known_tickets: set[str] = set()
 
@@ -143,6 +147,11 @@ class Skills:
                 f"Credential {credential!r} is not stored for you, so its variable is not set; "
                 f"ask the user to run `corral credentials set {credential}`."
             )
+            if bundle.origin == "drive":
+                lines.append(
+                    "(A skill in the drive receives only the user's own credentials, never "
+                    "the project's: anyone who may write the drive could have written it.)"
+                )
         lines.append(
             f'Run its scripts with execute, cwd "${{SKILL_DIR}}" and skill "{bundle.name}".'
         )
@@ -167,9 +176,15 @@ class Skills:
         missing: list[str] = []
         lookup = self._credentials()
         for credential in bundle.credentials:
-            value = (
-                None if lookup is None else await lookup.lookup(credential.name, user_id=user_id)
+            value = None
+            # Project credentials only for skills an operator installed (packages, settings
+            # folders): anyone who may write the drive could have written a drive skill.
+            own = bundle.origin != "drive" or (
+                lookup is not None
+                and await lookup.entry(credential.name, user_id=user_id, scope="user") is not None
             )
+            if lookup is not None and own:
+                value = await lookup.lookup(credential.name, user_id=user_id)
             if value:
                 values[credential.env] = value
             else:
@@ -210,7 +225,7 @@ class Skills:
         if chosen is not None:
             secrets |= chosen.values
         sources: tuple[SourceDef, ...] = ()
-        if bundle is not None and not bundle.folder.is_relative_to(self._drive):
+        if bundle is not None and bundle.origin != "drive":
             grant = SourceGrant(
                 principal_kind="user",
                 principal=ctx.caller.user_id,

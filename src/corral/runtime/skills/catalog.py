@@ -43,6 +43,13 @@ class _Root:
     package: str | None = None
 
 
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
+    except OSError:
+        return False
+
+
 class SkillCatalog:
     """Finds the bundles of every source; cheap to ask again."""
 
@@ -77,6 +84,16 @@ class SkillCatalog:
         return roots
 
     def _parse(self, folder: Path, root: _Root) -> SkillBundle | SkillError:
+        linked = next((p for p in (folder, folder / SKILL_FILE) if p.is_symlink()), None)
+        if linked is not None:
+            # A link would make the platform read, and a skill's cwd grant reach, wherever
+            # the link's author pointed it.
+            return SkillError(
+                file=str(folder / SKILL_FILE),
+                field="",
+                message=f"{str(linked)!r} is a symbolic link; a skill's folder and SKILL.md "
+                "must be plain files where the skill lives",
+            )
         try:
             stamp = os.stat(folder / SKILL_FILE).st_mtime_ns
         except OSError:
@@ -93,6 +110,16 @@ class SkillCatalog:
         skills: dict[str, SkillBundle] = {}
         errors: list[SkillError] = []
         for root in self._roots(disabled):
+            if root.origin == "drive" and not _inside(root.folder, self._drive.parent):
+                errors.append(
+                    SkillError(
+                        file=str(root.folder),
+                        field="",
+                        message="the drive's skills folder leads outside the drive (a symbolic "
+                        "link?); its skills are not loaded",
+                    )
+                )
+                continue
             try:
                 entries = sorted(p for p in root.folder.iterdir() if p.is_dir())
             except FileNotFoundError:
