@@ -49,14 +49,18 @@ class Tickets:
         self._sessions = sessions
         self._lifetime = lifetime
         self._clock = clock
-        self._issued: dict[str, str] = {}
+        self._issued: dict[str, tuple[str, datetime]] = {}
 
     async def for_run(self, *, run_id: str, user_id: str, conversation_id: str) -> str:
-        """The run's ticket, issued on first use (one per run and process)."""
+        """The run's ticket, issued on first use (one per run and process; a new one when
+        it expired, for a run parked longer than a ticket lives)."""
+        now = self._clock()
         known = self._issued.get(run_id)
-        if known is not None:
-            return known
+        # A margin, so a command started now does not outlive its ticket at once.
+        if known is not None and known[1] - now > self._lifetime / 4:
+            return known[0]
         token = TICKET_PREFIX + secrets.token_urlsafe(32)
+        expires = now + self._lifetime
         async with self._sessions.begin() as session:
             session.add(
                 RunTicket(
@@ -64,10 +68,10 @@ class Tickets:
                     run_id=run_id,
                     user_id=user_id,
                     conversation_id=conversation_id,
-                    expires_at=self._clock() + self._lifetime,
+                    expires_at=expires,
                 )
             )
-        self._issued[run_id] = token
+        self._issued[run_id] = (token, expires)
         return token
 
     async def resolve(self, token: str) -> Ticket | None:

@@ -8,8 +8,10 @@ the one whose substitutions and credentials bind (default: the most recent activ
 
 Every shell call of a run also gets the run's ticket (``CORRAL_TICKET``), so a skill's
 scripts can call ``${CORRAL_API}`` as the run's user. Secrets reach the child process only:
-the kernel's redactor learns them, so results, rows and logs never show them, and the
-runner redacts them from the command's own output. Activations and tickets end with the run.
+the runner redacts them from the command's output (live frames, results, shell logs), and
+the kernel's redactor learns the credential values, so no result, row or log shows them.
+Tickets are not taught to the kernel's redactor (one per run would grow it without end);
+they die with the run. Activations and tickets end with the run.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class Skills:
         self._credentials = credentials
         self._add_secrets = add_secrets
         self._active: dict[str, list[_Active]] = {}
-        self._known_tickets: set[str] = set()
+        self._known: set[str] = set()
 
     def serving_at(self, host: str, port: int) -> None:
         """The server bound ``host:port``: scripts reach it there, unless the start-up
@@ -189,8 +191,10 @@ class Skills:
                 values[credential.env] = value
             else:
                 missing.append(credential.name)
-        if values:
-            self._add_secrets(list(values.values()))
+        new = [v for v in values.values() if v not in self._known]
+        if new:
+            self._known.update(new)
+            self._add_secrets(new)
         return values, missing
 
     def active(self, run_id: str) -> list[str]:
@@ -217,9 +221,6 @@ class Skills:
                 user_id=ctx.caller.user_id,
                 conversation_id=ctx.conversation_id,
             )
-            if ticket not in self._known_tickets:
-                self._known_tickets.add(ticket)
-                self._add_secrets([ticket])
             secrets[TICKET_VARIABLE] = ticket
         bundle = chosen.bundle if chosen is not None else None
         if chosen is not None:
