@@ -247,6 +247,14 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="Background shells one user may have running at once.",
     ),
     LiveSettingDef(
+        key="skills_prompt_chars",
+        type=int,
+        default=4_000,
+        minimum=200,
+        description="Budget of the system prompt's list of available skills (names and "
+        "one-line descriptions); skills past it are counted, not listed.",
+    ),
+    LiveSettingDef(
         key="delegate_answer_cap_chars",
         type=int,
         default=20_000,

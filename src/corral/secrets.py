@@ -68,8 +68,15 @@ _SECRET_VALUE = re.compile(
 )
 
 
+# The shell's working folders match ``_PWD`` but hold paths: redacting them would hide
+# every path under the process's folder in results.
+_NOT_SECRET = frozenset({"PWD", "OLDPWD"})
+
+
 def is_secret_name(name: str) -> bool:
     """True when an environment variable's name suggests it holds a secret."""
+    if name.upper() in _NOT_SECRET:
+        return False
     return bool(_SECRET_NAME.search(name))
 
 

@@ -59,6 +59,15 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra folders holding tool packages (besides CORRAL_PACKAGE_PATH).",
     )
+    skill_paths: list[Path] = Field(
+        default_factory=list,
+        description="Extra folders holding skill bundles (each a folder with SKILL.md).",
+    )
+    api_url: str | None = Field(
+        default=None,
+        description="Base URL skill scripts reach the API at (${CORRAL_API}); unset means "
+        "the address the server is bound to, else http://host:port.",
+    )
     host: str = Field(default="127.0.0.1", description="Address `corral serve` binds.")
     port: int = Field(default=8765, ge=0, le=65535, description="Port `corral serve` binds.")
     public_url: str | None = Field(
@@ -169,7 +178,7 @@ class Settings(BaseSettings):
             raise ValueError(f"cluster_sweep_seconds must divide 60 (1, 2, 3, 5, …), not {value}")
         return value
 
-    @field_validator("package_paths", mode="before")
+    @field_validator("package_paths", "skill_paths", mode="before")
     @classmethod
     def _split_paths(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -157,3 +157,17 @@ async def test_a_drive_script_named_like_a_command_is_never_on_path(data_dir: Pa
             "execute", {"command": "ls bin", "env": {"PATH": "/usr/local/bin:/usr/bin:/bin"}}
         )
         assert not plain.is_error and "ls" in plain.text and "HIJACKED" not in plain.text
+
+
+def test_platform_variables_win_over_the_call_and_are_not_secrets() -> None:
+    built = build_environment(
+        platform_env={},
+        home="/tmp/home",
+        call_env={"SKILL_DIR": "/elsewhere", "NOTE": "x"},
+        declared={"WIKI_TOKEN": "wk-0123456789abcdef"},
+        variables={"SKILL_DIR": "/skills/wiki", "SESSION_ID": "c_1", "LD_PRELOAD": "/x.so"},
+    )
+    assert built.values["SKILL_DIR"] == "/skills/wiki" and built.values["SESSION_ID"] == "c_1"
+    assert built.values["NOTE"] == "x" and built.values["WIKI_TOKEN"] == "wk-0123456789abcdef"
+    assert "LD_PRELOAD" not in built.values  # even the platform's own may not hijack
+    assert built.secrets == ("wk-0123456789abcdef",)

@@ -42,7 +42,7 @@ async def test_execute_is_visible_and_refuses_before_approval(platform: Platform
     parked = await platform.call_tool("execute", {"command": "echo hi"}, profile="safe")
     assert parked.error_code == "approval_pending"
     skill = await platform.call_tool("execute", {"action": "skill", "skill": "x"})
-    assert skill.error_code == "not_available"
+    assert skill.error_code == "unknown_skill" and "there is no skill 'x'" in skill.text
 
 
 async def test_check_command_cli_exit_codes(data_dir: Path) -> None:

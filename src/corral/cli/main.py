@@ -33,6 +33,7 @@ from corral.cli import (
     serve,
     settings,
     shells,
+    skills,
     sources,
     summarize,
     tokens,
@@ -94,5 +95,6 @@ app.add_typer(questions.app, name="questions")
 app.add_typer(goals.app, name="goals")
 app.add_typer(compactions.app, name="compactions")
 app.add_typer(credentials.app, name="credentials")
+app.add_typer(skills.app, name="skills")
 app.add_typer(mcp.app, name="mcp")
 app.command("summarize")(summarize.summarize)

@@ -43,6 +43,11 @@ def serve(
         )
         for error in platform.registry.errors:
             console.print(f"[red]load error[/] {error}", highlight=False)
+        from corral.runtime.skills import Skills
+
+        skills = platform.services.get(Skills)
+        if skills is not None:  # ${CORRAL_API} for skill scripts: where this server listens
+            skills.serving_at(bind_host, bind_port)
         app = create_app(platform, close_platform=True)
         config = uvicorn.Config(app, host=bind_host, port=bind_port, log_level="info")
         await uvicorn.Server(config).serve()

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound, UsageError
 from corral.kernel.config import ConfigCache, bump_config_version
+from corral.kernel.tickets import TICKET_PREFIX, Tickets
 from corral.kernel.tokens import TokenLookup, hash_token
 from corral.policy.grants import BUILTIN_ROLES, validate_feature_pattern
 from corral.store import tables as t
@@ -33,6 +34,7 @@ class Identity:
         self._sessions = sessions
         self._config = config
         self.tokens = TokenLookup(sessions)
+        self.tickets = Tickets(sessions)
 
     async def create_role(self, name: str, features: list[str], description: str = "") -> None:
         if not _NAME.match(name):
@@ -113,5 +115,9 @@ class Identity:
             raise NotFound(f"no active token {token_id!r}")
 
     async def user_for_token(self, token: str) -> str | None:
-        """The user id an API token belongs to, or None for an unknown or revoked token."""
+        """The user id an API token or a live run ticket belongs to; None for an unknown,
+        revoked or dead one."""
+        if token.startswith(TICKET_PREFIX):
+            ticket = await self.tickets.resolve(token)
+            return None if ticket is None else ticket.user_id
         return await self.tokens.user_for(token)

@@ -14,6 +14,7 @@ keys, configuration) are denied even when a broad source happens to cover them.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Iterable
@@ -127,6 +128,17 @@ class SourcePolicy:
         self.data_root = Path(os.path.realpath(data_root))
         self._protected = tuple(os.path.realpath(p).casefold() for p in protected)
         self._home = home if home is not None else Path(os.path.expanduser("~"))
+
+    def with_sources(self, extra: Iterable[SourceDef]) -> SourcePolicy:
+        """This policy with ``extra`` sources added (a call's skill folder); a name already
+        registered keeps its own source."""
+        clone = copy.copy(self)
+        added = {s.name.lower(): s for s in extra if s.name.lower() not in self.sources}
+        clone.sources = {**self.sources, **added}
+        clone._by_root = sorted(
+            clone.sources.values(), key=lambda s: len(str(s.real_root)), reverse=True
+        )
+        return clone
 
     def is_protected(self, real_path: str) -> bool:
         """Whether an already resolved path is one of the platform's own files."""

@@ -16,6 +16,7 @@ from corral.platform import Platform
 from corral.server.body_limit import BodyLimit
 from corral.server.mcp_http import McpEndpoint
 from corral.server.routes import (
+    agents,
     approvals,
     connect_oauth,
     context,
@@ -97,4 +98,5 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.router.routes.append(
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     )
+    app.include_router(agents.router)
     return app

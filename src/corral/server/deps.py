@@ -1,4 +1,8 @@
-"""Request dependencies: the platform and the authenticated caller."""
+"""Request dependencies: the platform and the authenticated caller.
+
+A bearer is an API token or a run's session ticket (``ctk_…``, what a skill's scripts send):
+both speak for their user with that user's rights; a ticket also pins *where* its caller
+speaks from (:data:`TicketDep`), and is refused once its run has ended."""
 
 from __future__ import annotations
 
@@ -7,10 +11,11 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from corral.kernel.tickets import TICKET_PREFIX, Ticket
 from corral.platform import Platform
 from corral.policy.identity import Caller
 
-__all__ = ["CallerDep", "PlatformDep", "require_feature"]
+__all__ = ["PERSON_ONLY", "CallerDep", "PlatformDep", "TicketDep", "require_feature"]
 
 _bearer = HTTPBearer(auto_error=False)
 
@@ -24,6 +29,7 @@ PlatformDep = Annotated[Platform, Depends(get_platform)]
 
 
 async def get_caller(
+    request: Request,
     platform: PlatformDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
@@ -33,7 +39,19 @@ async def get_caller(
             "send 'Authorization: Bearer <token>'; create one with `corral tokens create USER`",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    user_id = await platform.identity.user_for_token(credentials.credentials)
+    bearer = credentials.credentials
+    if bearer.startswith(TICKET_PREFIX):
+        ticket = await platform.identity.tickets.resolve(bearer)
+        if ticket is None:
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                "this session ticket is dead: the run it belonged to has ended; tickets live "
+                "only as long as their run",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        request.state.ticket = ticket
+        return await platform.caller(ticket.user_id)
+    user_id = await platform.identity.user_for_token(bearer)
     if user_id is None:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
@@ -46,9 +64,34 @@ async def get_caller(
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
+def get_ticket(request: Request, caller: CallerDep) -> Ticket | None:
+    """The session ticket the request came with (None for an API token)."""
+    del caller  # authenticates first
+    found = getattr(request.state, "ticket", None)
+    return found if isinstance(found, Ticket) else None
+
+
+TicketDep = Annotated[Ticket | None, Depends(get_ticket)]
+
+
 def require_feature(caller: Caller, feature: str) -> None:
     if not caller.grants.has(feature):
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
             f"this needs feature {feature!r}, which role {caller.role!r} lacks",
         )
+
+
+def _refuse_tickets(ticket: TicketDep) -> None:
+    if ticket is not None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "a person decides this: a session ticket (what a skill's scripts send) may not "
+            "decide approvals, answer questions, set goals, call tools, change live settings "
+            "or issue keys; ask your user to do it",
+        )
+
+
+PERSON_ONLY = Depends(_refuse_tickets)
+"""For a route only a person may use (``dependencies=[PERSON_ONLY]``): tickets are refused,
+so an agent's script cannot approve its own calls or step past its run's narrowing."""

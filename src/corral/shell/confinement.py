@@ -172,12 +172,18 @@ class Confiner:
         network: bool,
         call_env: Mapping[str, str],
         declared: Mapping[str, str],
+        variables: Mapping[str, str] | None = None,
     ) -> CommandSpec:
-        """``argv`` in ``cwd`` seeing ``sources``, under the tier start-up chose."""
+        """``argv`` in ``cwd`` seeing ``sources``, under the tier start-up chose;
+        ``variables`` are the platform's own plain ones (a skill's ``SKILL_DIR``…)."""
         tier = self.status.tier
         if tier == "bubblewrap" and self.status.binary is not None:
             environment = build_environment(
-                platform_env=os.environ, home=SANDBOX_HOME, call_env=call_env, declared=declared
+                platform_env=os.environ,
+                home=SANDBOX_HOME,
+                call_env=call_env,
+                declared=declared,
+                variables=variables,
             )
             mounts = plan_mounts(
                 self.files, sources, data_dir=self.data_dir, protected=self.protected,
@@ -196,7 +202,7 @@ class Confiner:
             )
             return CommandSpec(spec=spec, environment=environment)
         if tier == "landlock":
-            return self._landlock(argv, cwd, sources, network, call_env, declared)
+            return self._landlock(argv, cwd, sources, network, call_env, declared, variables)
         if tier != "unconfined":
             # Never a silent fall to no boundary: only the operator's opt-in runs bare.
             raise ToolError(self.status.refusal(), code="sandbox_unavailable")
@@ -207,6 +213,7 @@ class Confiner:
             path=os.environ.get("PATH", SYSTEM_PATH),
             call_env=call_env,
             declared=declared,
+            variables=variables,
         )
         spec = ProcessSpec(argv=argv, env=environment.values, cwd=cwd, sandboxed=False)
         return CommandSpec(
@@ -221,13 +228,18 @@ class Confiner:
         network: bool,
         call_env: Mapping[str, str],
         declared: Mapping[str, str],
+        variables: Mapping[str, str] | None,
     ) -> CommandSpec:
         uid = _sandbox_uid(self.sandbox_uid)
         home = tempfile.mkdtemp(prefix="corral-home-")
         if uid is not None:
             os.chown(home, uid, uid)
         environment = build_environment(
-            platform_env=os.environ, home=home, call_env=call_env, declared=declared
+            platform_env=os.environ,
+            home=home,
+            call_env=call_env,
+            declared=declared,
+            variables=variables,
         )
         environment.values["TMPDIR"] = home
         plan = landlock_plan(

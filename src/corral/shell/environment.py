@@ -4,7 +4,8 @@ Only locale and terminal variables come from the platform's own environment; PAT
 USER and SHELL are the sandbox's. A call's ``env`` is added on top, except names that
 could hijack a program (loader, shell start-up, interpreter options) and anything whose
 name or value looks like a secret. Credentials a skill declared are the one way a secret
-reaches a command; they come through :class:`DeclaredCredentials`.
+reaches a command; the skills service stages them (``declared``), with the platform's own
+plain variables (``variables``: an active skill's ``SKILL_DIR``…).
 
 Dropped variables are reported by name and reason, never by value.
 """
@@ -16,12 +17,11 @@ import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 from corral.secrets import is_secret_name, looks_like_secret_value
 
 __all__ = [
-    "DeclaredCredentials",
     "Dropped",
     "Environment",
     "build_environment",
@@ -63,18 +63,6 @@ Reason = Literal["invalid_name", "invalid_value", "hijack", "secret_name", "secr
 def is_hijack_name(name: str) -> bool:
     """True when setting ``name`` could change which code a program runs."""
     return name in _HIJACK or name.upper() in _HIJACK or name.startswith(_HIJACK_PREFIXES)
-
-
-class DeclaredCredentials(Protocol):
-    """Credentials the active skill declared, resolved for this call (skills issue).
-
-    The values pass into the command's environment even though they look secret; the
-    model never sees them, and the runner redacts them from captured output.
-    """
-
-    async def credentials_for(
-        self, *, user_id: str, conversation_id: str | None, skill: str | None
-    ) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +181,12 @@ def build_environment(
     path: str = SYSTEM_PATH,
     call_env: Mapping[str, str] | None = None,
     declared: Mapping[str, str] | None = None,
+    variables: Mapping[str, str] | None = None,
 ) -> Environment:
-    """The environment of one command; ``platform_env`` is only read for allowlisted names."""
+    """The environment of one command; ``platform_env`` is only read for allowlisted names.
+
+    ``variables`` are plain values the platform sets (an active skill's ``SKILL_DIR``,
+    ``SESSION_ID``…): they win over the call's ``env`` and are not secrets."""
     values: dict[str, str] = {}
     dropped: list[Dropped] = []
     for name, value in platform_env.items():
@@ -223,6 +215,9 @@ def build_environment(
             values[name] = value
         else:
             dropped.append(Dropped(name, reason, "call"))
+    for name, value in (variables or {}).items():
+        if _judge(name, value, secrets_allowed=True) is None:
+            values[name] = value
     secrets: list[str] = []
     for name, value in (declared or {}).items():
         reason = _judge(name, value, secrets_allowed=True)

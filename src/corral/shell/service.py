@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import PolicyDenied, ToolError
 from corral.policy.identity import Caller
-from corral.policy.sources import SourcePolicy
+from corral.policy.sources import SourceDef, SourcePolicy
 from corral.secrets import Redactor
 from corral.service_protocols import ReportSink
 from corral.settings import Settings
@@ -64,7 +64,12 @@ class ShellRequest:
     conversation_id: str | None = None
     run_id: str | None = None
     declared: Mapping[str, str] = field(default_factory=dict)
-    """Credentials the active skill declared (the skills issue provides them)."""
+    """Secrets staged for the child only: the active skill's declared credentials and the
+    run's ticket. They pass the environment's secret filter and are redacted from output."""
+    sources: tuple[SourceDef, ...] = ()
+    """Sources this call adds (an active skill's own folder, read and exec)."""
+    variables: Mapping[str, str] = field(default_factory=dict)
+    """Plain variables the platform sets (``SKILL_DIR``, ``SESSION_ID``, ``CORRAL_API``…)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -214,6 +219,7 @@ class ShellService:
             network=network,
             call_env=request.env,
             declared=request.declared,
+            variables=request.variables,
         )
         return prepared.spec, prepared.environment, prepared.cleanup
 
@@ -229,7 +235,8 @@ class ShellService:
         """Run a command in the foreground; Stop (``on_cancel``) ends its process group."""
         state = await self._state.dispatch_state()
         live = state.live
-        checked = await self._allowed(request, state.sources)
+        policy = _policy(state.sources, request)
+        checked = await self._allowed(request, policy)
         pacer = LivePacer(
             live_sink,
             flush_ms=int(live["live_shell_flush_ms"]),
@@ -241,7 +248,7 @@ class ShellService:
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
         network, network_label = self._network(live)
-        spec, environment, cleanup = self._prepare(checked, request, state.sources, network)
+        spec, environment, cleanup = self._prepare(checked, request, policy, network)
         redact = Redactor(environment.secrets) if environment.secrets else None
         try:
             execution = await Execution.start(
@@ -361,7 +368,8 @@ class ShellService:
     async def start_background(self, request: ShellRequest) -> tuple[ShellRecord, list[str]]:
         """Start a detached shell; returns its record and notes (dropped env variables)."""
         state = await self._state.dispatch_state()
-        checked = await self._allowed(request, state.sources)
+        policy = _policy(state.sources, request)
+        checked = await self._allowed(request, policy)
         if checked.plane == "host":
             raise ToolError(
                 "background: true is not available on the host plane: the operator's broker "
@@ -371,7 +379,7 @@ class ShellService:
             )
         live = state.live
         network, _ = self._network(live)
-        spec, environment, cleanup = self._prepare(checked, request, state.sources, network)
+        spec, environment, cleanup = self._prepare(checked, request, policy, network)
         limit = float(request.timeout or int(live["background_shell_max_seconds"]))
         launch = ShellLaunch(
             spec=spec,
@@ -398,6 +406,10 @@ class ShellService:
         for execution in list(self._foreground):
             execution.request_stop("stopped")
         await self.background.close()
+
+
+def _policy(policy: SourcePolicy, request: ShellRequest) -> SourcePolicy:
+    return policy.with_sources(request.sources) if request.sources else policy
 
 
 def _spawn_failed(exc: OSError) -> ToolError:

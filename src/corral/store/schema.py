@@ -9,6 +9,7 @@ from corral.store import (
     delegation_tables,
     runtime_tables,
     shell_tables,
+    skill_tables,
     tables,
     workflow_tables,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "metadata",
     "runtime_tables",
     "shell_tables",
+    "skill_tables",
     "tables",
     "workflow_tables",
 ]

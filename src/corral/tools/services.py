@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     # Type-only: handlers that never run a command should not load the command analyser.
     from corral.shell.background import BackgroundShells, ConversationAccess
     from corral.shell.check import CheckedCommand
-    from corral.shell.environment import DeclaredCredentials
     from corral.shell.live import LiveSink
     from corral.shell.records import ShellRecord, ShellStore
     from corral.shell.service import ShellOutcome, ShellRequest
     from corral.shell.verdict import Verdict
+    from corral.tools.skill_binding import SkillActivator
     from corral.web.fetch import Fetcher
 
 __all__ = [
@@ -171,8 +171,8 @@ class Services:
     """The model the calling conversation runs on (set for calls of a run)."""
     credentials: CredentialLookup | None = None
     """Stored provider credentials (the connect issue provides them)."""
-    skill_credentials: DeclaredCredentials | None = None
-    """Credentials the active skill declared, for execute (the skills issue provides them)."""
+    skills: SkillActivator | None = None
+    """Skill activation and what execute's shell calls receive (credentials, ticket)."""
     conversation_access: ConversationAccess | None = None
     """Who may read a conversation, and so its shells' output."""
     extra: Mapping[type[Any], Any] = field(default_factory=dict)

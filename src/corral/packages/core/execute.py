@@ -3,7 +3,11 @@
 The policy hook runs both command guards (analysis, then the URI-policy gate) at the
 pipeline's policy step, before any approval is asked; the handler checks again right before
 spawning (rights may have changed while an approval waited), then runs the command in the
-foreground or starts a background shell. Action ``skill`` arrives with the skills issue.
+foreground or starts a background shell. Action ``skill`` activates a skill bundle
+(:class:`~corral.tools.skill_binding.SkillActivator`); every shell call then takes its
+:class:`~corral.tools.skill_binding.ShellBinding`: ``${SKILL_DIR}``-family variables (also
+substituted in ``cwd``), the skill's folder as a read-and-exec source, and the secrets staged
+for the child only (the skill's declared credentials, the run's ticket).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from corral.shell.service import ShellOutcome, ShellRequest
 from corral.tools.context import CallContext
 from corral.tools.results import ResultStatus, ToolResult
 from corral.tools.services import Shells
+from corral.tools.skill_binding import ShellBinding
 
 __all__ = ["execute", "execute_policy"]
 
@@ -33,6 +38,25 @@ def _is_shell(args: Mapping[str, Any]) -> bool:
     return bool(args.get("action", "shell") == "shell")
 
 
+async def _binding(args: Mapping[str, Any], ctx: CallContext) -> ShellBinding:
+    skills = ctx.services.skills
+    skill = args.get("skill")
+    if skills is None:
+        if skill is not None:
+            raise ToolError(
+                f"skill {skill!r} cannot bind: skills are not installed on this platform; "
+                "leave `skill` out",
+                code="unavailable",
+            )
+        return ShellBinding()
+    return await skills.binding(ctx, skill)
+
+
+def _cwd(args: Mapping[str, Any], binding: ShellBinding) -> str | None:
+    cwd = args.get("cwd")
+    return binding.substitute(cwd) if isinstance(cwd, str) else None
+
+
 async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
     """The pipeline's policy step for ``execute``: refuse before approval is asked."""
     if not _is_shell(args) or not isinstance(args.get("command"), str):
@@ -41,36 +65,38 @@ async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
     env = args.get("env")
     if isinstance(env, dict):
         service.check_env(env)
+    binding = await _binding(args, ctx)
+    policy = ctx.sources.with_sources(binding.sources) if binding.sources else ctx.sources
     checked = await service.check(
-        args["command"], cwd=args.get("cwd"), caller=ctx.caller, policy=ctx.sources
+        args["command"], cwd=_cwd(args, binding), caller=ctx.caller, policy=policy
     )
     if not checked.verdict.allowed:
         raise checked.verdict.error()
 
 
-async def _declared_credentials(args: Mapping[str, Any], ctx: CallContext) -> Mapping[str, str]:
-    provider = ctx.services.skill_credentials
-    if provider is None:
-        return {}
-    found: Mapping[str, str] = await provider.credentials_for(
-        user_id=ctx.caller.user_id, conversation_id=ctx.conversation_id, skill=args.get("skill")
-    )
-    return found
+async def _activate(args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+    name = args.get("skill")
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArguments(
+            "action 'skill' needs 'skill', the name of the skill to activate (the system "
+            "prompt lists them); add it and call again"
+        )
+    if ctx.services.skills is None:
+        raise ToolError("skills are not installed on this platform", code="unavailable")
+    return await ctx.services.skills.activate(name.strip(), ctx)
 
 
 async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
     if not _is_shell(args):
-        raise ToolError(
-            "action 'skill' is not available yet on this platform; use action 'shell'",
-            code="not_available",
-        )
+        return await _activate(args, ctx)
     command = args.get("command")
     if not isinstance(command, str) or not command.strip():
         raise InvalidArguments("action 'shell' needs a non-empty 'command'; add it and call again")
     service = _shells(ctx)
+    binding = await _binding(args, ctx)
     request = ShellRequest(
         command=command,
-        cwd=args.get("cwd"),
+        cwd=_cwd(args, binding),
         caller=ctx.caller,
         env=dict(args.get("env") or {}),
         timeout=args.get("timeout"),
@@ -78,7 +104,9 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         agent=ctx.agent,
         conversation_id=ctx.conversation_id,
         run_id=ctx.run_id,
-        declared=await _declared_credentials(args, ctx),
+        declared=dict(binding.secrets),
+        sources=binding.sources,
+        variables=binding.env,
     )
     if args.get("background"):
         record, dropped = await service.start_background(request)

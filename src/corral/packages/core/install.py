@@ -4,7 +4,8 @@ Installed through the same hook as any package: web access (web_fetch, web_searc
 shell service (execute), the credential store (web_search keys, connect), workflows with
 their scheduler (started when the process hosts), and the services of ask_question, todos
 and compact_history with their parts of the prompt (the goal state block, the context map,
-the compaction overlay) and the run-end hook that closes the questions of a run that ended.
+the compaction overlay) and the run-end hook that closes the questions of a run that ended;
+and skills (the prompt's list, activation through execute, the run's ticket).
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from sqlalchemy import select, update
 
 from corral.connect import CredentialKey, CredentialStore
 from corral.packages.core.connect_sources import SourceMounts
+from corral.errors import NotFound
 from corral.packages.core.mcp_servers import McpServers
+from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
 from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
 from corral.runtime.runs import TERMINAL
+from corral.runtime.runtime import Runtime
+from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct
@@ -68,6 +73,7 @@ async def install(setup: PackageSetup) -> Installed:
     runtime.on_tick.append(scheduler.tick)  # on a cluster: the workers' periodic task
 
     mcp_servers = McpServers(kernel, credentials=credentials)
+    skills = _skills(setup, credentials)
 
     async def start() -> None:
         await credentials.all_values()
@@ -85,7 +91,10 @@ async def install(setup: PackageSetup) -> Installed:
             runs=Delegation(runtime),
             workflows=WorkflowTool(workflows),
             credentials=credentials,
+            skills=skills,
+            conversation_access=ConversationReaders(runtime),
             extra={
+                Skills: skills,
                 Workflows: workflows,
                 Webhooks: Webhooks(workflows),
                 Scheduler: scheduler,
@@ -96,6 +105,51 @@ async def install(setup: PackageSetup) -> Installed:
         start=[start],
         close=[shells.close, scheduler.close, mcp_servers.close],
     )
+
+
+class ConversationReaders:
+    """Who may read a conversation, and so its shells' status and output: its owner or a
+    holder of ``conversations.manage`` (stopping a shell stays with who started it)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    async def can_read(self, conversation_id: str, caller: Caller) -> bool:
+        try:
+            conversation = await self._runtime.conversations.get(conversation_id)
+            conversation.check_access(caller)
+        except NotFound:
+            return False
+        return True
+
+
+def _skills(setup: PackageSetup, credentials: CredentialStore) -> Skills:
+    """Skills from every package's ``skills/`` folder, the settings folders and the drive,
+    listed in the prompt; their activations and the run's ticket end with the run."""
+    kernel, runtime = setup.kernel, setup.runtime
+    settings = kernel.settings
+    catalog = SkillCatalog(
+        packages={
+            name: package.path
+            for name, package in kernel.registry.packages.items()
+            if package.origin != "mcp"
+        },
+        drive_dir=settings.drive_dir,
+        folders=settings.skill_paths,
+    )
+    skills = Skills(
+        catalog=catalog,
+        tickets=kernel.identity.tickets,
+        state=kernel.config.dispatch_state,
+        credentials=lambda: credentials,
+        add_secrets=kernel.config.add_secrets,
+        api_url=settings.api_url or "",
+        api_url_fixed=settings.api_url is not None,
+    )
+    skills.serving_at(settings.host, settings.port)
+    runtime.prompt.add_state_block(SkillsBlock(skills))
+    runtime.run_end_hooks.append(skills.end_run)
+    return skills
 
 
 async def _close_orphaned_questions(setup: PackageSetup) -> None:

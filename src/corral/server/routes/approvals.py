@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from corral.server.deps import CallerDep, PlatformDep
+from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep
 
 router = APIRouter(prefix="/approvals", tags=["approvals"])
 
@@ -23,7 +23,7 @@ async def list_approvals(platform: PlatformDep, caller: CallerDep) -> dict[str, 
     return {"approvals": [r.to_json() for r in records]}
 
 
-@router.post("/{approval_id}/decision")
+@router.post("/{approval_id}/decision", dependencies=[PERSON_ONLY])
 async def decide(
     approval_id: str, body: DecisionBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from corral.runtime.compaction import Compactions
 from corral.runtime.goals import Goals
 from corral.runtime.questions import Questions
-from corral.server.deps import CallerDep, PlatformDep
+from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep
 
 router = APIRouter(tags=["context"])
 
@@ -56,7 +56,7 @@ async def list_questions(
     return {"questions": [q.to_json() for q in found]}
 
 
-@router.post("/questions/{question_id}/answer")
+@router.post("/questions/{question_id}/answer", dependencies=[PERSON_ONLY])
 async def answer_question(
     question_id: str, body: AnswerBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
@@ -73,7 +73,7 @@ async def read_meta(conversation_id: str, platform: PlatformDep, caller: CallerD
     return await platform.conversation_meta(conversation_id, user=caller.user_id)
 
 
-@router.put("/conversations/{conversation_id}/goal")
+@router.put("/conversations/{conversation_id}/goal", dependencies=[PERSON_ONLY])
 async def set_goal(
     conversation_id: str, body: GoalBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
@@ -92,7 +92,7 @@ async def set_goal(
     return state.to_json()
 
 
-@router.delete("/conversations/{conversation_id}/goal")
+@router.delete("/conversations/{conversation_id}/goal", dependencies=[PERSON_ONLY])
 async def clear_goal(
     conversation_id: str, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from corral.runtime.runtime import Runtime
-from corral.server.deps import CallerDep, PlatformDep
+from corral.server.deps import CallerDep, PlatformDep, TicketDep
 from corral.server.sse import conversation_events
 
 router = APIRouter(tags=["conversations"])
@@ -107,15 +107,25 @@ async def chat(body: Chat, platform: PlatformDep, caller: CallerDep) -> dict[str
 
 @router.post("/conversations/{conversation_id}/inbox", status_code=202)
 async def queue_inbox_message(
-    conversation_id: str, body: InboxMessage, platform: PlatformDep, caller: CallerDep
+    conversation_id: str,
+    body: InboxMessage,
+    platform: PlatformDep,
+    caller: CallerDep,
+    ticket: TicketDep,
 ) -> dict[str, Any]:
-    """Queue a message from your agent; the conversation continues by itself as you."""
+    """Queue a message from your agent; the conversation continues by itself as you.
+
+    With a session ticket the sender is always the ticket's own run and conversation,
+    whatever the body claims."""
+    origin = (body.from_conversation_id, body.from_run_id)
+    if ticket is not None:
+        origin = (ticket.conversation_id, ticket.run_id)
     delivery = await platform.runtime.send_message(
         conversation_id,
         body.text,
         user=caller.user_id,
-        from_conversation_id=body.from_conversation_id,
-        from_run_id=body.from_run_id,
+        from_conversation_id=origin[0],
+        from_run_id=origin[1],
     )
     return delivery.to_json()
 

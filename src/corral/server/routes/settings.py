@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from corral.server.deps import CallerDep, PlatformDep, require_feature
+from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep, require_feature
 
 router = APIRouter(prefix="/settings", tags=["settings"])
 
@@ -23,7 +23,7 @@ async def live(platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     return await platform.live_settings()
 
 
-@router.put("/live/{key}")
+@router.put("/live/{key}", dependencies=[PERSON_ONLY])
 async def set_live(
     key: str, body: LiveValue, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from corral.server.deps import CallerDep, PlatformDep
+from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep
 
 router = APIRouter(prefix="/tools", tags=["tools"])
 
@@ -36,7 +36,7 @@ async def list_tools(
     }
 
 
-@router.post("/{name}/call")
+@router.post("/{name}/call", dependencies=[PERSON_ONLY])
 async def call_tool(
     name: str, body: ToolCall, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from corral.runtime.workflows import Webhooks, Workflows
 from corral.runtime.workflows.render import describe_setup
-from corral.server.deps import CallerDep, PlatformDep
+from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep
 
 router = APIRouter(tags=["workflows"])
 
@@ -196,7 +196,9 @@ async def remove_hook(
     return {"removed": hook_id}
 
 
-@router.post("/workflows/{workflow_id}/hooks/{hook_id}/keys", status_code=201)
+@router.post(
+    "/workflows/{workflow_id}/hooks/{hook_id}/keys", status_code=201, dependencies=[PERSON_ONLY]
+)
 async def issue_key(
     workflow_id: str, hook_id: str, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:

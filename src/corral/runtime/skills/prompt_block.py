@@ -1,0 +1,61 @@
+"""The system prompt's list of available skills: names and one-line descriptions.
+
+Bodies stay out of the prompt until a skill is activated. The list keeps within the live
+setting ``skills_prompt_chars``; skills past the budget are counted, with the way to list
+them, rather than cut mid-line.
+"""
+
+from __future__ import annotations
+
+from corral.runtime.prompt.envelopes import attribute
+from corral.runtime.prompt.system import PromptView
+from corral.runtime.skills.activation import Skills
+
+__all__ = ["SkillsBlock", "render_skills"]
+
+_DESCRIPTION_MAX = 200
+_HEAD = (
+    "<skills>\nSkill bundles you can activate with execute "
+    '{"action": "skill", "skill": NAME}; activation returns its instructions.'
+)
+_TAIL = "</skills>"
+
+
+def render_skills(skills: dict[str, str], budget: int) -> str | None:
+    """The block for ``skills`` (name → description) within ``budget`` characters."""
+    if not skills:
+        return None
+    lines: list[str] = []
+    used = len(_HEAD) + len(_TAIL) + 2
+    names = sorted(skills)
+    for index, name in enumerate(names):
+        text = " ".join(skills[name].split())
+        if len(text) > _DESCRIPTION_MAX:
+            text = text[: _DESCRIPTION_MAX - 1] + "…"
+        line = f"- {name}: {text}"
+        rest = len(names) - index
+        # Leave room for the line that counts what did not fit.
+        reserve = 0 if rest == 1 else 90
+        if used + len(line) + 1 + reserve > budget:
+            lines.append(
+                f"- …and {rest} more skill{'s' if rest != 1 else ''} past the prompt budget; "
+                "activate one by name"
+            )
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join([_HEAD, *lines, _TAIL])
+
+
+class SkillsBlock:
+    """A :class:`~corral.runtime.prompt.system.StateBlock` listing the available skills."""
+
+    name = "skills"
+
+    def __init__(self, skills: Skills) -> None:
+        self._skills = skills
+
+    async def render(self, view: PromptView) -> str | None:
+        found = await self._skills.available()
+        described = {n: attribute(b.description) for n, b in found.skills.items()}
+        return render_skills(described, int(view.live.get("skills_prompt_chars", 4_000)))
