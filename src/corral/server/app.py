@@ -15,6 +15,7 @@ from corral.platform import Platform
 from corral.server.body_limit import BodyLimit
 from corral.server.routes import (
     approvals,
+    channels,
     context,
     conversations,
     delegates,
@@ -86,4 +87,5 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(delegates.router)
     app.include_router(workflows.router)
     app.include_router(hooks.router)
+    app.include_router(channels.router)
     return app

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from corral.channels import ChannelKind
 from corral.connect import CredentialStore
 from corral.errors import ToolError, UsageError
 from corral.packages.core.connect_plan import Plane, apply, list_kind, plan
@@ -25,6 +26,7 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         credentials=ctx.services.get(CredentialStore),
         mcp=ctx.services.get(McpServers),
         sources=ctx.sources,
+        channels=ctx.services.get(ChannelKind),
     )
     steps = plan(args, plane)
     done: list[dict[str, Any]] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from corral.channels import ChannelKind
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
@@ -34,7 +35,6 @@ KIND_GRANTS: dict[str, str] = {
 ADMIN = "admin.settings"
 _LATER = {
     "git": "git remotes are not connected through this platform yet",
-    "channel": "messaging channels are not connected through this platform yet",
 }
 CREDENTIAL_DESCRIPTORS = (
     {"provider": "tavily", "name": "tavily", "requires": ["secret"], "usedBy": "web_search"},
@@ -62,6 +62,7 @@ class Plane:
     credentials: CredentialStore | None
     mcp: McpServers | None
     sources: SourcePolicy
+    channels: ChannelKind | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -117,6 +118,10 @@ def _check(step: Step, plane: Plane, adding: set[tuple[str, str]]) -> None:
         _check_credential(step, plane)
     elif step.kind == "mcp":
         _check_mcp(step, plane)
+    elif step.kind == "channel":
+        if plane.channels is None:
+            raise ToolError("no channels service is installed", code="unavailable")
+        plane.channels.check(step.verb, step.name, step.item, plane.caller)
     else:
         _check_source(step, plane)
     if step.verb == "add":
@@ -240,6 +245,9 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
             return done | {"state": "removed"}
         found = plane.mcp.view(step.name)
         return done | (mcp_projection(found) if found else {"state": "absent"})
+    if step.kind == "channel":
+        assert plane.channels is not None
+        return done | await plane.channels.apply(step.verb, step.name, step.item, plane.caller)
     source = plane.sources.source(step.name)
     rights = sorted(source.rights_for(plane.caller)) if source else []
     return done | {"state": "registered" if rights else "absent", "rights": rights}
@@ -287,6 +295,10 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
         views = [plane.mcp.view(name) for name in plane.mcp.names()]
         rows = [{"name": v.name} | mcp_projection(v) for v in views if v is not None]
         return {"kind": kind, "rows": rows, "descriptors": [MCP_DESCRIPTOR]}
+    if kind == "channel":
+        if plane.channels is None:
+            return {"kind": kind, "refused": "no channels service", "code": "unavailable"}
+        return {"kind": kind, **await plane.channels.list(plane.caller)}
     rows = []
     for source in sorted(plane.sources.sources.values(), key=lambda s: s.name):
         rights = source.rights_for(plane.caller)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from corral.channels import ChannelKind, Channels
 from corral.connect import CredentialKey, CredentialStore
 from corral.packages.core.mcp_servers import McpServers
 from corral.runtime.compaction import Compactions
@@ -66,12 +67,16 @@ async def install(setup: PackageSetup) -> Installed:
     runtime.on_host.append(start_scheduler)
 
     mcp_servers = McpServers(kernel)
+    channels = Channels(runtime, credentials, questions=questions, workflows=workflows)
+    runtime.row_observers.append(channels.relay.observe)
+    runtime.run_end_hooks.append(channels.deliver_workflow_run)
 
     async def start() -> None:
         await credentials.all_values()
         await mcp_servers.restore()
         await _close_orphaned_questions(setup)
         await recover_shells(shells)
+        await channels.start()
 
     return Installed(
         services=Services(
@@ -88,10 +93,12 @@ async def install(setup: PackageSetup) -> Installed:
                 Webhooks: Webhooks(workflows),
                 Scheduler: scheduler,
                 McpServers: mcp_servers,
+                Channels: channels,
+                ChannelKind: ChannelKind(channels),
             },
         ),
         start=[start],
-        close=[shells.close, scheduler.close, mcp_servers.close],
+        close=[shells.close, scheduler.close, mcp_servers.close, channels.close],
     )
 
 
