@@ -91,6 +91,12 @@ class Telegram:
             required=False,
             description="for webhook mode: this server's public https base URL",
         ),
+        FieldSpec(
+            name="poll_timeout",
+            secret=False,
+            required=False,
+            description="for polling: seconds one getUpdates call waits (default 25)",
+        ),
     )
 
     def __init__(self, base_url: str) -> None:
