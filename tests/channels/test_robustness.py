@@ -24,6 +24,7 @@ from tests.runtime.conftest import ScriptWriter
 async def test_polling_reads_get_updates_and_answers_without_a_public_url(
     ch_platform: Platform, telegram: FakeTelegram, write_script: ScriptWriter
 ) -> None:
+    await ch_platform.runtime.host()  # only a hosting process polls
     added = await connect(
         ch_platform,
         name="poll",

@@ -22,6 +22,7 @@ from corral.web.fetch import Fetcher, FetchError
 __all__ = ["FetchPoster", "send_with_retry"]
 
 Sleep = Callable[[float], Awaitable[None]]
+_TRANSIENT = frozenset({"dns_failure", "network_error", "timeout"})
 
 
 class FetchPoster:
@@ -53,7 +54,12 @@ class FetchPoster:
             )
         except FetchError as exc:
             # The message may name the URL, and a Telegram URL holds the bot token.
-            raise SendFailed(f"could not reach the vendor ({exc.code})", retry=True) from None
+            transient = exc.code in _TRANSIENT
+            raise SendFailed(
+                f"could not reach the vendor ({exc.code})"
+                + ("" if transient else "; the address is refused by the fetch policy"),
+                retry=transient,
+            ) from None
         try:
             return response.status, json.loads(response.body)
         except ValueError:

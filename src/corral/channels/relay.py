@@ -123,7 +123,11 @@ class Relay:
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain())
 
-    async def close(self) -> None:
+    async def close(self, *, grace_s: float = 5.0) -> None:
+        """Send what is queued (for at most ``grace_s``), then stop."""
+        if self._worker is not None and not self._worker.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._queue.join(), grace_s)
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -94,20 +94,27 @@ class Channels:
         self._workflows = workflows
         self._clock = clock
         self._polls: dict[str, asyncio.Task[None]] = {}
+        self.hosting = False
 
     # -- life cycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the connections and bound chats; start polling where a connection polls."""
+        """Load the connection names and the bound chats."""
         for connection in await self.store.connections():
             self.names.add(connection.name)
-            if self.polls(connection):
-                self.start_polling(connection.name)
         for sender in await self.store.bound():
             assert sender.conversation_id is not None
             self.relay.bound[sender.conversation_id] = Chat(
                 connection=sender.connection, chat_id=sender.chat_id, thread=sender.thread
             )
+
+    async def host(self) -> None:
+        """This process serves: poll every polling connection (a short CLI command does not,
+        so two processes never compete for one bot's updates)."""
+        self.hosting = True
+        for connection in await self.store.connections():
+            if self.polls(connection):
+                self.start_polling(connection.name)
 
     async def close(self) -> None:
         for name in list(self._polls):
@@ -310,7 +317,8 @@ class Channels:
         poster = await self.poster(connection)
         if self.polls(connection):
             await vendor.call(poster, secrets_, "deleteWebhook", {"drop_pending_updates": False})
-            self.start_polling(connection.name)
+            if self.hosting:
+                self.start_polling(connection.name)
             return
         url = connection.fields["public_url"].rstrip("/") + f"/channels/{connection.name}/inbound"
         await vendor.call(

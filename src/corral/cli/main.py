@@ -16,6 +16,7 @@ import typer
 from corral.cli import (
     agents,
     approvals,
+    channels,
     chat,
     check_command,
     compactions,
@@ -93,4 +94,5 @@ app.add_typer(goals.app, name="goals")
 app.add_typer(compactions.app, name="compactions")
 app.add_typer(credentials.app, name="credentials")
 app.add_typer(mcp.app, name="mcp")
+app.add_typer(channels.app, name="channels")
 app.command("summarize")(summarize.summarize)
