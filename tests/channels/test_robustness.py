@@ -164,17 +164,17 @@ async def test_only_the_connection_owner_or_an_admin_decides_its_pairings(
     await ch_platform.identity.create_user("max", "member")
     mia, max_ = await ch_platform.caller("mia"), await ch_platform.caller("max")
     found = channels(ch_platform)
-    assert await found.pairings(max_) == []
+    assert await found.pairing.pairings(max_) == []
     with pytest.raises(NotFound, match="no pending pairing"):
-        await found.approve(code, max_)
+        await found.pairing.approve(code, max_)
     token = await ch_platform.identity.create_token("max")
     refused = await http.get(
         "/channels/pairing", headers={"Authorization": f"Bearer {token.token}"}
     )
     assert refused.status_code == 403 and "channels.connect" in refused.json()["detail"]
     # An administrator may decide any channel's pairings (and map to another user).
-    assert [p.code for p in await found.pairings(mia)] == [code]
-    approved = await found.approve(code, mia, user="max")
+    assert [p.code for p in await found.pairing.pairings(mia)] == [code]
+    approved = await found.pairing.approve(code, mia, user="max")
     assert approved.user_id == max_.user_id
 
 

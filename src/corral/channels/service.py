@@ -21,12 +21,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.channels.delivery import WorkflowDelivery
 from corral.channels.flood import FloodGate
 from corral.channels.inbound import Router
 from corral.channels.outbound import FetchPoster
+from corral.channels.pairing import ADMIN, Pairing
 from corral.channels.polling import poll
 from corral.channels.relay import Chat, Relay
-from corral.channels.store import ChannelStore, ConnectionRecord, SenderRecord
+from corral.channels.store import ChannelStore, ConnectionRecord
 from corral.channels.vendors import (
     BadSignature,
     GenericWebhook,
@@ -37,18 +39,14 @@ from corral.channels.vendors import (
     Vendor,
 )
 from corral.connect import CredentialStore
-from corral.errors import NotFound, Refusal, UsageError
+from corral.errors import UsageError
 from corral.policy.identity import Caller
-from corral.runtime.delegation.answer import last_substantive_text
 from corral.runtime.questions import Questions
-from corral.runtime.runs import RunRecord
 from corral.runtime.runtime import Runtime
 from corral.runtime.workflows import Workflows
 from corral.store.tables import utcnow
 
 __all__ = ["ADMIN", "Channels", "Received"]
-
-ADMIN = "admin.settings"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,10 +86,11 @@ class Channels:
         }
         self.relay = Relay(self.kernel, self.store, self.vendors, self.secrets, questions)
         self.router = Router(runtime, self.store, self.relay, questions)
+        self.pairing = Pairing(self.kernel, self.store, self.relay)
+        self.delivery = WorkflowDelivery(runtime, self.store, self.relay, workflows)
         self.flood = FloodGate()
         self.names: set[str] = set()
         """Connected channel names (``connect`` checks against these before writing)."""
-        self._workflows = workflows
         self._clock = clock
         self._polls: dict[str, asyncio.Task[None]] = {}
         self.hosting = False
@@ -226,62 +225,6 @@ class Channels:
         url = vendor.api_url(connection.fields, await self.secrets(connection))
         fetcher = web.fetcher(await self.kernel.live_settings())
         return FetchPoster.for_url(fetcher, url, timeout_ms=timeout_ms)
-
-    # -- pairing ----------------------------------------------------------------------------
-
-    def _may_manage(self, caller: Caller, connection: ConnectionRecord) -> bool:
-        return connection.owner_id == caller.user_id or caller.grants.has(ADMIN)
-
-    async def pairings(
-        self, caller: Caller, *, status: str | None = "pending"
-    ) -> list[SenderRecord]:
-        """Senders on the connections ``caller`` owns (all connections for admins)."""
-        mine = [c.name for c in await self.store.connections() if self._may_manage(caller, c)]
-        return await self.store.senders(status=status, connections=mine)
-
-    async def _pending_by_code(
-        self, code: str, caller: Caller
-    ) -> tuple[SenderRecord, ConnectionRecord]:
-        sender = await self.store.by_code(code)
-        connection = await self.store.connection(sender.connection) if sender else None
-        if sender is None or connection is None or not self._may_manage(caller, connection):
-            raise NotFound(
-                f"no pending pairing with code {code!r} on a channel you own; "
-                "`corral channels pairing list` shows them"
-            )
-        return sender, connection
-
-    async def approve(self, code: str, caller: Caller, *, user: str | None = None) -> SenderRecord:
-        """Approve a pairing code, mapping the sender to ``user`` (default: the caller)."""
-        sender, connection = await self._pending_by_code(code, caller)
-        if sender.code_expires_at <= utcnow():
-            raise UsageError(
-                f"pairing code {code!r} has expired; the sender gets a new one when they write "
-                "again (live setting channels_pairing_code_ttl_s)"
-            )
-        target = await self.kernel.caller(user) if user is not None else caller
-        if target.user_id != caller.user_id and not caller.grants.has(ADMIN):
-            raise Refusal(
-                f"mapping a sender to another user ({target.name!r}) needs feature {ADMIN!r}",
-                code="feature_missing",
-            )
-        if not await self.store.decide(
-            sender.id, "approved", by=caller.user_id, user_id=target.user_id
-        ):
-            raise UsageError(f"pairing code {code!r} was decided meanwhile")
-        chat = Chat(connection=connection.name, chat_id=sender.chat_id, thread=sender.thread)
-        self.relay.say(chat, f"Paired: your messages now reach the agent as {target.name}.")
-        found = await self.store.sender(connection.name, sender.sender_id, sender.chat_id)
-        assert found is not None
-        return found
-
-    async def reject(self, code: str, caller: Caller) -> SenderRecord:
-        sender, connection = await self._pending_by_code(code, caller)
-        if not await self.store.decide(sender.id, "rejected", by=caller.user_id):
-            raise UsageError(f"pairing code {code!r} was decided meanwhile")
-        found = await self.store.sender(connection.name, sender.sender_id, sender.chat_id)
-        assert found is not None
-        return found
 
     # -- connections ------------------------------------------------------------------------
 
@@ -420,43 +363,6 @@ class Channels:
             }
             for vendor in self.vendors.values()
         ]
-
-    # -- workflow delivery ------------------------------------------------------------------
-
-    async def deliver_workflow_run(self, run: RunRecord, status: str) -> None:
-        """The run-end hook: a workflow run bound to channels posts its answer there."""
-        if run.kind != "workflow" or self._workflows is None:
-            return
-        link = await self._workflows.store.run_link(run.id)
-        if link is None:
-            return
-        workflow = await self._workflows.store.get(link.workflow_id)
-        targets = list(workflow.setup.get("delivery") or ())
-        if not targets:
-            return
-        title = workflow.setup.get("title", workflow.id)
-        if status == "finished":
-            rows = await self.rt.conversations.rows(run.conversation_id, run_id=run.id)
-            answer = last_substantive_text(rows) or "(no answer text)"
-            text = f"Workflow “{title}” finished:\n{answer}"
-        else:
-            ended = await self.rt.runs.get(run.id)
-            why = ended.detail or ended.reason or "no reason given"
-            text = f"Workflow “{title}” {status}: {why}"
-        for chat in await self._delivery_chats(targets, run.user_id):
-            self.relay.say(chat, text)
-
-    async def _delivery_chats(self, targets: list[str], user_id: str) -> list[Chat]:
-        chats: list[Chat] = []
-        for target in targets:
-            name, _, chat_id = target.partition(":")
-            for sender in await self.store.senders(status="approved", connections=[name]):
-                if sender.user_id != user_id or (chat_id and sender.chat_id != chat_id):
-                    continue
-                chat = Chat(connection=name, chat_id=sender.chat_id, thread=sender.thread)
-                if chat not in chats:
-                    chats.append(chat)
-        return chats
 
 
 _COMMON_FIELDS = {

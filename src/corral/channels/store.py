@@ -267,9 +267,6 @@ class ChannelStore:
                 .values(conversation_id=conversation_id, thread=thread)
             )
 
-    async def set_thread(self, sender: str, thread: str) -> None:
-        await self.bind_thread(sender, thread)
-
     async def bind_thread(self, sender: str, thread: str) -> None:
         async with self._sessions.begin() as session:
             await session.execute(

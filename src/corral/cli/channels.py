@@ -79,7 +79,7 @@ def pairing_list(
     """Pending pairings on the channels you own (all channels for administrators)."""
 
     async def work(platform: Platform) -> list[dict[str, Any]]:
-        found = await _channels(platform).pairings(
+        found = await _channels(platform).pairing.pairings(
             await platform.caller(), status=None if every else "pending"
         )
         return [s.to_json() for s in found]
@@ -118,7 +118,7 @@ def pairing_approve(
 
     async def work(platform: Platform) -> dict[str, Any]:
         service = _channels(platform)
-        sender = await service.approve(code, await platform.caller(), user=user)
+        sender = await service.pairing.approve(code, await platform.caller(), user=user)
         await service.relay.drained()  # the sender hears it before this process ends
         return sender.to_json()
 
@@ -137,7 +137,7 @@ def pairing_reject(ctx: typer.Context, code: _Code, as_json: _Json = False) -> N
     """Reject a code: nothing from that sender reaches an agent, and they get no answer."""
 
     async def work(platform: Platform) -> dict[str, Any]:
-        return (await _channels(platform).reject(code, await platform.caller())).to_json()
+        return (await _channels(platform).pairing.reject(code, await platform.caller())).to_json()
 
     record = run_with_platform(ctx, work)
     if as_json:

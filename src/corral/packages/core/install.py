@@ -69,7 +69,7 @@ async def install(setup: PackageSetup) -> Installed:
     mcp_servers = McpServers(kernel)
     channels = Channels(runtime, credentials, questions=questions, workflows=workflows)
     runtime.row_observers.append(channels.relay.observe)
-    runtime.run_end_hooks.append(channels.deliver_workflow_run)
+    runtime.run_end_hooks.append(channels.delivery.deliver_workflow_run)
     runtime.on_host.append(channels.host)
 
     async def start() -> None:

@@ -42,7 +42,7 @@ async def pairing_list(
     platform: PlatformDep, caller: CallerDep, status: str | None = "pending"
 ) -> dict[str, Any]:
     require_feature(caller, FEATURE)
-    found = await platform.services.require(Channels).pairings(caller, status=status)
+    found = await platform.services.require(Channels).pairing.pairings(caller, status=status)
     return {"pairings": [s.to_json() for s in found]}
 
 
@@ -51,14 +51,14 @@ async def pairing_approve(
     code: str, body: ApproveBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     require_feature(caller, FEATURE)
-    sender = await platform.services.require(Channels).approve(code, caller, user=body.user)
+    sender = await platform.services.require(Channels).pairing.approve(code, caller, user=body.user)
     return {"pairing": sender.to_json()}
 
 
 @router.post("/channels/pairing/{code}/reject")
 async def pairing_reject(code: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     require_feature(caller, FEATURE)
-    sender = await platform.services.require(Channels).reject(code, caller)
+    sender = await platform.services.require(Channels).pairing.reject(code, caller)
     return {"pairing": sender.to_json()}
 
 
