@@ -147,3 +147,35 @@ async def test_a_bad_secret_token_is_401_and_stores_nothing(
     assert await count(ch_platform, ct.ChannelSender) == 0
     assert telegram.sent == []
     assert (await channels(ch_platform).check("tg"))["lastInboundAt"] is None
+
+
+async def test_removal_is_a_disconnect(
+    ch_platform: Platform,
+    http: httpx.AsyncClient,
+    telegram: FakeTelegram,
+    write_script: ScriptWriter,
+) -> None:
+    secret = await webhook_channel(ch_platform, telegram, write_script({"text": "x"}))
+    await pair(ch_platform, http, telegram, secret, "owner")
+    removed = await http.delete("/channels/tg")
+    assert removed.json() == {"name": "tg", "state": "disconnected"}
+    assert telegram.method_calls("deleteWebhook")  # the vendor stops sending
+    gone = await post(http, tg_message(5, "still there?"), secret)
+    assert gone.status_code == 404
+    assert (await http.get("/channels/tg")).status_code == 404
+    assert (await http.delete("/channels/tg")).status_code == 404
+    refused = await ch_platform.call_tool(
+        "connect",
+        {
+            "add": [
+                {
+                    "kind": "channel",
+                    "name": "tg2",
+                    "provider": "telegram",
+                    "secret": "1:x",
+                    "fields": {"mode": "webhook", "public_url": "http://plain.example"},
+                }
+            ]
+        },
+    )
+    assert refused.is_error and "https://" in refused.text

@@ -22,9 +22,9 @@ __all__ = ["ChannelKind"]
 _NAME_MAX = 40
 
 
-def _url(value: str, what: str) -> None:
+def _url(value: str, what: str, *, schemes: tuple[str, ...] = ("http", "https")) -> None:
     parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in schemes or not parts.hostname:
         raise InvalidArguments(f"fields.{what} is {value!r}; give an absolute https:// URL")
 
 
@@ -80,7 +80,7 @@ class ChannelKind:
             if mode == "webhook":
                 if not fields.get("public_url"):
                     raise InvalidArguments("webhook mode needs fields.public_url")
-                _url(fields["public_url"], "public_url")
+                _url(fields["public_url"], "public_url", schemes=("https",))  # Telegram's rule
         if provider == "webhook":
             _url(fields["outbound_url"], "outbound_url")
 

@@ -75,3 +75,14 @@ async def check_channel(name: str, platform: PlatformDep, caller: CallerDep) -> 
     if state["state"] == "absent":
         raise NotFound(f"no channel named {name!r}; GET /channels lists them")
     return {"name": name, **state}
+
+
+@router.delete("/channels/{name}")
+async def disconnect_channel(name: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
+    """Disconnect (the owner or an administrator): webhook and polling stop, secrets and
+    pairings go; the conversations stay."""
+    require_feature(caller, FEATURE)
+    kind = platform.services.require(ChannelKind)
+    if name not in kind.channels.names:
+        raise NotFound(f"no channel named {name!r}; GET /channels lists them")
+    return {"name": name, **await kind.apply("remove", name, {}, caller)}
