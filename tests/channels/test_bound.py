@@ -155,3 +155,35 @@ async def test_a_workflow_bound_to_the_channel_delivers_its_answer_and_its_failu
     await settle(ch_platform)
     assert ended.status == "failed"
     assert telegram.sent[-1]["text"].startswith("Workflow “Broken” failed: ")
+
+
+async def test_forged_or_foreign_presses_decide_nothing(
+    ch_platform: Platform,
+    http: httpx.AsyncClient,
+    telegram: FakeTelegram,
+    write_script: ScriptWriter,
+) -> None:
+    secret = await webhook_channel(ch_platform, telegram, write_script({"text": "x"}))
+    await pair(ch_platform, http, telegram, secret, "owner")
+    # The same user has another conversation, in the web app, parked on an approval.
+    parked = await ch_platform.chat(
+        "write",
+        model=write_script(
+            {"tool_calls": [call("write_note", path="data://web.md", text="x")]}, {"text": "ok"}
+        ),
+    )
+    assert parked.status == "parked"
+    approval = parked.waiting[0].id
+    forged = f"a:{approval}:approve"
+    await post(http, tg_press(30, forged), secret)  # the paired sender, another conversation
+    await post(http, tg_press(31, forged, user=99, chat=99), secret)  # an unpaired sender
+    await settle(ch_platform)
+    texts = [m["text"] for m in telegram.sent[-2:]]
+    assert "Only the person this run belongs to" in texts[0]
+    assert "pairing code" in texts[1]
+    assert (await ch_platform.approvals.get(approval)).status == "pending"
+    await post(http, tg_press(32, "a:ap_nonexistent:approve"), secret)
+    await post(http, tg_press(33, "garbage"), secret)
+    await settle(ch_platform)
+    assert "no longer exists" in telegram.sent[-2]["text"]
+    assert "not one I know" in telegram.sent[-1]["text"]
