@@ -368,6 +368,37 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
             "(a call that needs approval returns a pending result with its approval id)."
         ),
     ),
+    LiveSettingDef(
+        key="channels_pairing_code_ttl_s",
+        type=int,
+        default=600,
+        minimum=30,
+        maximum=7 * 86400,
+        description="How long a pairing code an unknown channel sender receives stays valid.",
+    ),
+    LiveSettingDef(
+        key="channels_flood_per_minute",
+        type=int,
+        default=20,
+        minimum=1,
+        description="Messages one chat may send per minute; more are dropped with one notice.",
+    ),
+    LiveSettingDef(
+        key="channels_send_attempts",
+        type=int,
+        default=4,
+        minimum=1,
+        maximum=10,
+        description="Attempts for one outbound channel message before it counts as failed.",
+    ),
+    LiveSettingDef(
+        key="channels_retry_base_ms",
+        type=int,
+        default=250,
+        minimum=0,
+        maximum=60_000,
+        description="First back-off between outbound attempts; it doubles on each retry.",
+    ),
 )
 
 

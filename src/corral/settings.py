@@ -165,6 +165,16 @@ class Settings(BaseSettings):
         default="https://html.duckduckgo.com/html/",
         description="The keyless engine web_search falls back to (DuckDuckGo's HTML endpoint).",
     )
+    telegram_api_url: str = Field(
+        default="https://api.telegram.org",
+        description="The Telegram Bot API base URL (channels); its host is the only one a "
+        "Telegram connection reaches.",
+    )
+    slack_api_url: str = Field(
+        default="https://slack.com/api",
+        description="The Slack Web API base URL (channels); its host is the only one a Slack "
+        "connection reaches.",
+    )
 
     @field_validator("data_dir")
     @classmethod

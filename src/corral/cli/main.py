@@ -16,6 +16,7 @@ import typer
 from corral.cli import (
     agents,
     approvals,
+    channels,
     chat,
     check_command,
     compactions,
@@ -97,4 +98,5 @@ app.add_typer(compactions.app, name="compactions")
 app.add_typer(credentials.app, name="credentials")
 app.add_typer(skills.app, name="skills")
 app.add_typer(mcp.app, name="mcp")
+app.add_typer(channels.app, name="channels")
 app.command("summarize")(summarize.summarize)

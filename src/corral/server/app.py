@@ -19,6 +19,7 @@ from corral.server.routes import (
     agents,
     approvals,
     connect_oauth,
+    channels,
     context,
     conversations,
     delegates,
@@ -99,4 +100,5 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     )
     app.include_router(agents.router)
+    app.include_router(channels.router)
     return app

@@ -4,6 +4,7 @@ schema tests see all of them. A new table module adds one import line here."""
 from __future__ import annotations
 
 from corral.store import (
+    channel_tables,
     connect_tables,
     context_tables,
     delegation_tables,
@@ -18,6 +19,7 @@ from corral.store.tables import Base
 metadata = Base.metadata
 
 __all__ = [
+    "channel_tables",
     "connect_tables",
     "context_tables",
     "delegation_tables",

@@ -10,6 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from corral.channels import ChannelKind
 from corral.connect import CredentialStore
 from corral.errors import ToolError, UsageError
 from corral.packages.core.connect_plan import Plane, apply, list_kind, plan
@@ -28,6 +29,7 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         mcp=ctx.services.get(McpServers),
         sources=ctx.sources,
         mounts=ctx.services.get(SourceMounts),
+        channels=ctx.services.get(ChannelKind),
     )
     steps = plan(args, plane)
     done: list[dict[str, Any]] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from corral.channels import ChannelKind
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
@@ -36,7 +37,6 @@ ADMIN = "admin.settings"
 MOUNT = "sources.mount"
 _LATER = {
     "git": "git remotes are not connected through this platform yet",
-    "channel": "messaging channels are not connected through this platform yet",
 }
 CREDENTIAL_DESCRIPTORS = (
     {"provider": "tavily", "name": "tavily", "requires": ["secret"], "usedBy": "web_search"},
@@ -79,6 +79,7 @@ class Plane:
     mcp: McpServers | None
     sources: SourcePolicy
     mounts: SourceMounts | None = None
+    channels: ChannelKind | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -134,6 +135,10 @@ def _check(step: Step, plane: Plane, adding: set[tuple[str, str]]) -> None:
         _check_credential(step, plane)
     elif step.kind == "mcp":
         _check_mcp(step, plane)
+    elif step.kind == "channel":
+        if plane.channels is None:
+            raise ToolError("no channels service is installed", code="unavailable")
+        plane.channels.check(step.verb, step.name, step.item, plane.caller)
     else:
         _check_source(step, plane)
     if step.verb == "add":
@@ -278,6 +283,9 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
             return done | {"state": "removed"}
         found = plane.mcp.view(step.name)
         return done | (mcp_projection(found) if found else {"state": "absent"})
+    if step.kind == "channel":
+        assert plane.channels is not None
+        return done | await plane.channels.apply(step.verb, step.name, step.item, plane.caller)
     if step.verb == "add":
         assert plane.mounts is not None
         fields = step.item.get("fields") or {}
@@ -334,6 +342,10 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
         views = [plane.mcp.view(name) for name in plane.mcp.names()]
         rows = [{"name": v.name} | mcp_projection(v) for v in views if v is not None]
         return {"kind": kind, "rows": rows, "descriptors": list(MCP_DESCRIPTORS)}
+    if kind == "channel":
+        if plane.channels is None:
+            return {"kind": kind, "refused": "no channels service", "code": "unavailable"}
+        return {"kind": kind, **await plane.channels.list(plane.caller)}
     rows = []
     for source in sorted(plane.sources.sources.values(), key=lambda s: s.name):
         rights = source.rights_for(plane.caller)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from corral.channels import ChannelKind, Channels
 from corral.connect import CredentialKey, CredentialStore
 from corral.packages.core.connect_sources import SourceMounts
 from corral.errors import NotFound
@@ -74,12 +75,17 @@ async def install(setup: PackageSetup) -> Installed:
 
     mcp_servers = McpServers(kernel, credentials=credentials)
     skills = _skills(setup, credentials)
+    channels = Channels(runtime, credentials, questions=questions, workflows=workflows)
+    runtime.row_observers.append(channels.relay.observe)
+    runtime.run_end_hooks.append(channels.delivery.deliver_workflow_run)
+    runtime.on_host.append(channels.host)
 
     async def start() -> None:
         await credentials.all_values()
         await mcp_servers.restore()
         await _close_orphaned_questions(setup)
         await recover_shells(shells)
+        await channels.start()
 
     return Installed(
         services=Services(
@@ -100,10 +106,12 @@ async def install(setup: PackageSetup) -> Installed:
                 Scheduler: scheduler,
                 McpServers: mcp_servers,
                 SourceMounts: SourceMounts(kernel),
+                Channels: channels,
+                ChannelKind: ChannelKind(channels),
             },
         ),
         start=[start],
-        close=[shells.close, scheduler.close, mcp_servers.close],
+        close=[shells.close, scheduler.close, mcp_servers.close, channels.close],
     )
 
 

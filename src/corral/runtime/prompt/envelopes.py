@@ -17,6 +17,7 @@ __all__ = [
     "UNTRUSTED_TAG",
     "attribute",
     "neutralise",
+    "render_channel_message",
     "render_message",
     "render_report",
     "render_untrusted",
@@ -82,3 +83,17 @@ def render_message(data: Mapping[str, Any]) -> str:
         who += f" on behalf of {sender['user_name']!r}"
     text = str(data.get("text", ""))
     return render_untrusted("agent_message", who, text, what="a message", hop=data.get("hop", 0))
+
+
+def render_channel_message(data: Mapping[str, Any]) -> str:
+    """A ``user_message`` that came through a messaging channel: untrusted data naming the
+    channel and the sender (a paired sender is still someone outside the platform)."""
+    channel = data.get("channel") or {}
+    who = f"{channel.get('sender_name') or 'a sender'} on {channel.get('provider', 'a')} "
+    who += f"channel {channel.get('connection', '')!r}"
+    return render_untrusted(
+        "channel_message",
+        who,
+        str(data.get("text", "")),
+        what="a message sent through a messaging channel",
+    )

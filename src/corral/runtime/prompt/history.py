@@ -36,7 +36,11 @@ from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
 from corral.runtime.collector import collector_paused
 from corral.runtime.models.providers import MediaSupport
-from corral.runtime.prompt.envelopes import render_message, render_report
+from corral.runtime.prompt.envelopes import (
+    render_channel_message,
+    render_message,
+    render_report,
+)
 from corral.runtime.prompt.media import MediaReader, result_content
 from corral.runtime.timeline import TimelineRow
 
@@ -65,6 +69,8 @@ def _request_parts(row: TimelineRow, ctx: RenderContext) -> tuple[list[ModelRequ
     data = row.data
     kind = row.kind
     if kind == "user_message":
+        if data.get("channel"):
+            return [UserPromptPart(render_channel_message(data))], False
         attached = data.get("attachments")
         if not attached:
             return [UserPromptPart(str(data.get("text", "")))], False

@@ -88,8 +88,9 @@ async def workflow_call(
         sections.append(f"{verb} workflow {workflow.id} “{workflow.title}”{what}.")
         if workflow.setup.get("delivery"):
             sections.append(
-                "Delivery to " + ", ".join(workflow.setup["delivery"]) + " is stored; runs are "
-                "delivered there once those channels are connected."
+                "Each run's answer (or failure) goes to the chats of "
+                + ", ".join(workflow.setup["delivery"])
+                + " paired to the workflow's owner, once those channels are connected."
             )
         card["workflow"] = {
             "workflow_id": workflow.id,

@@ -114,7 +114,7 @@ async def versions(workflow_id: str, platform: PlatformDep, caller: CallerDep) -
 async def bind_channels(
     workflow_id: str, body: DeliveryBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
-    """Bind channels (stored now; the channels feature delivers)."""
+    """Bind channels: each run's answer (or failure) is posted to their paired chats."""
     changed = await _service(platform).set(
         {"workflow_id": workflow_id, "delivery": body.channels}, caller
     )

@@ -1,0 +1,191 @@
+"""An approved sender's event: a message to the bound conversation, or an answer to a wait.
+
+A message starts a turn of the conversation bound to the chat (created on the first
+message), as the platform user the owner mapped the sender to, with their rights resolved
+now; the text reaches the model inside the untrusted-content envelope. While that
+conversation's run waits for an approval or a question, a button press — or, on a vendor
+without buttons, a numbered or written reply — answers it, and only when the sender is
+mapped to the user the run belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from corral.channels.relay import Chat, Relay
+from corral.channels.store import ChannelStore, ConnectionRecord, SenderRecord
+from corral.channels.vendors import Inbound
+from corral.errors import CorralError, NotFound
+from corral.kernel import Decision
+from corral.runtime.questions import AnswerInput, Questions
+from corral.runtime.runs import RunRecord
+from corral.runtime.runtime import Runtime
+from corral.runtime.timeline import NewRow
+from corral.runtime.turns import start_turn, turn_spec
+
+__all__ = ["Router"]
+
+_APPROVE = {"1", "approve", "yes", "y", "ok"}
+_DENY = {"2", "deny", "no", "n"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    connection: ConnectionRecord
+    sender: SenderRecord
+    chat: Chat
+
+
+class Router:
+    """Routes a paired sender's events into the platform."""
+
+    def __init__(
+        self, runtime: Runtime, store: ChannelStore, relay: Relay, questions: Questions | None
+    ) -> None:
+        self._rt = runtime
+        self._store = store
+        self._relay = relay
+        self._questions = questions
+
+    async def route(
+        self, connection: ConnectionRecord, sender: SenderRecord, event: Inbound
+    ) -> None:
+        chat = Chat(connection=connection.name, chat_id=sender.chat_id, thread=event.thread)
+        here = _Context(connection=connection, sender=sender, chat=chat)
+        try:
+            if event.choice is not None:
+                await self._choose(here, event.choice)
+            elif event.text.strip():
+                await self._message(here, event.text)
+        except CorralError as exc:
+            self._relay.say(chat, f"That did not work: {exc}")
+
+    # -- messages ---------------------------------------------------------------------------
+
+    async def _conversation_id(self, here: _Context) -> str:
+        sender, fields = here.sender, here.connection.fields
+        if sender.conversation_id is not None:
+            if here.chat.thread != sender.thread:
+                await self._store.bind_thread(sender.id, here.chat.thread)
+            self._relay.bound[sender.conversation_id] = here.chat
+            return sender.conversation_id
+        conversation = await self._rt.start_conversation(
+            agent=fields.get("agent") or None,
+            user=sender.user_id,
+            model=fields.get("model") or None,
+            title=f"{here.connection.provider}: {sender.sender_name or sender.sender_id}",
+        )
+        await self._store.bind(sender.id, conversation.id, here.chat.thread)
+        self._relay.bound[conversation.id] = here.chat
+        return conversation.id
+
+    async def _message(self, here: _Context, text: str) -> None:
+        assert here.sender.user_id is not None
+        conversation_id = await self._conversation_id(here)
+        conversation = await self._rt.conversations.get(conversation_id)
+        if conversation.active_run_id is not None:
+            run = await self._rt.runs.find(conversation.active_run_id)
+            if run is not None and run.status == "parked" and run.waiting:
+                await self._answer_in_words(here, run, text)
+                return
+            self._relay.say(
+                here.chat, "Still working on your last message; I will answer it first."
+            )
+            return
+        caller = await self._rt.kernel.caller(here.sender.user_id)
+        conversation.check_access(caller)
+        spec = await turn_spec(
+            self._rt, conversation, user_id=caller.user_id, trigger="user_message"
+        )
+        row = NewRow(
+            kind="user_message",
+            user_id=caller.user_id,
+            data={
+                "text": text,
+                "channel": {
+                    "connection": here.connection.name,
+                    "provider": here.connection.provider,
+                    "chat_id": here.sender.chat_id,
+                    "sender_id": here.sender.sender_id,
+                    "sender_name": here.sender.sender_name,
+                },
+            },
+        )
+        if await start_turn(self._rt, spec, [row]) is None:
+            self._relay.say(
+                here.chat, "Still working on your last message; I will answer it first."
+            )
+
+    # -- answers ----------------------------------------------------------------------------
+
+    async def _answer_in_words(self, here: _Context, run: RunRecord, text: str) -> None:
+        wait = run.waiting[0]
+        if wait.kind == "approval":
+            word = text.strip().lower()
+            if word in _APPROVE | _DENY:
+                await self._decide(here, wait.id, "approve" if word in _APPROVE else "deny")
+                return
+            self._relay.say(here.chat, "Reply 1 to approve or 2 to deny.")
+            return
+        if wait.kind == "question":
+            lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+            answers: list[AnswerInput] = [int(a) if a.isdigit() else a for a in lines]
+            await self._answer(here, wait.id, answers)
+            return
+        self._relay.say(here.chat, "The agent is waiting for something only the web app answers.")
+
+    async def _choose(self, here: _Context, value: str) -> None:
+        kind, _, rest = value.partition(":")
+        wait_id, _, pick = rest.rpartition(":")
+        if kind == "a" and pick in ("approve", "deny"):
+            await self._decide(here, wait_id, "approve" if pick == "approve" else "deny")
+        elif kind == "q" and pick.isdigit():
+            await self._answer(here, wait_id, [int(pick)])
+        else:
+            self._relay.say(
+                here.chat, "That button is not one I know; it may be from an old message."
+            )
+
+    def _not_yours(self, here: _Context) -> None:
+        self._relay.say(
+            here.chat, "Only the person this run belongs to can answer it; nothing was changed."
+        )
+
+    async def _decide(self, here: _Context, approval_id: str, decision: Decision) -> None:
+        kernel = self._rt.kernel
+        try:
+            record = await kernel.approvals.get(approval_id)
+        except NotFound:
+            self._relay.say(here.chat, "That approval no longer exists.")
+            return
+        run = await self._rt.runs.find(record.run_id or "")
+        if (
+            record.user_id != here.sender.user_id
+            or run is None
+            or run.conversation_id != here.sender.conversation_id
+        ):
+            self._not_yours(here)
+            return
+        if record.status != "pending":
+            self._relay.say(here.chat, f"That approval was already {record.status}.")
+            return
+        decider = await kernel.caller(here.sender.user_id)
+        note = f"from {here.connection.provider} channel {here.connection.name!r}"
+        claimed = await kernel.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
+        await self._rt.decide_approval(claimed, decision, decider, note)
+
+    async def _answer(self, here: _Context, question_id: str, answers: list[AnswerInput]) -> None:
+        if self._questions is None:
+            return
+        try:
+            record = await self._questions.store.get(question_id)
+        except NotFound:
+            self._relay.say(here.chat, "That question no longer exists.")
+            return
+        if (
+            record.user_id != here.sender.user_id
+            or record.conversation_id != here.sender.conversation_id
+        ):
+            self._not_yours(here)
+            return
+        await self._questions.answer(question_id, answers, user=here.sender.user_id)

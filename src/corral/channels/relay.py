@@ -1,0 +1,240 @@
+"""Outbound: what a bound conversation says goes back to its chat, in order, with retries.
+
+The runtime shows every stored row to :meth:`Relay.observe`; rows of bound conversations
+join one queue that a single task drains, so a chat reads them in the order they were
+written. What is sent: the agent's text, a one-line summary per tool result, a line per
+background report, approvals and questions as choices (buttons where the vendor has them,
+numbered replies otherwise), and a failed or stopped run's reason. Cards for people, the
+sender's own message and model-internal rows are not sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from corral.channels.outbound import FetchPoster, send_with_retry
+from corral.channels.store import ChannelStore, ConnectionRecord
+from corral.channels.text import escape_markdown_v2, split_text
+from corral.channels.vendors import Choice, Outbound, SendFailed, Vendor
+from corral.kernel import Kernel
+from corral.runtime.questions import Questions
+from corral.runtime.timeline import TimelineRow
+
+__all__ = ["Chat", "Relay", "approval_choices", "summarise"]
+
+log = logging.getLogger("corral.channels")
+
+SecretsOf = Callable[[ConnectionRecord], Awaitable[dict[str, str]]]
+_SUMMARY_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chat:
+    """Where a message goes: a connection's chat (and thread)."""
+
+    connection: str
+    chat_id: str
+    thread: str = ""
+
+
+def _first_line(text: str) -> str:
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= _SUMMARY_CHARS else line[: _SUMMARY_CHARS - 1] + "…"
+
+
+def approval_choices(approval_id: str) -> tuple[Choice, ...]:
+    return (Choice("Approve", f"a:{approval_id}:approve"), Choice("Deny", f"a:{approval_id}:deny"))
+
+
+def summarise(row: TimelineRow) -> str | None:
+    """The chat line for one row that needs no lookup; None when nothing is sent for it."""
+    data = row.data
+    if row.kind == "model_turn":
+        return str(data.get("text") or "").strip() or None
+    if row.kind == "tool_result":
+        result = data.get("result") or {}
+        status = result.get("status") or ("error" if result.get("is_error") else "ok")
+        if status == "pending":
+            return None  # its approval or question comes as its own message
+        texts = [b.get("text", "") for b in result.get("content") or () if b.get("type") == "text"]
+        first = _first_line("\n".join(texts))
+        return f"[{data.get('tool', 'tool')}: {status}]" + (f" {first}" if first else "")
+    if row.kind == "background_report":
+        return f"[report: {data.get('title') or data.get('source', 'background work')}]"
+    if row.kind == "card" and data.get("card") == "run_ended":
+        if data.get("status") in ("finished", "parked"):
+            return None
+        reason = data.get("detail") or data.get("reason") or "no reason given"
+        return f"The run {data.get('status')}: {reason}"
+    return None
+
+
+class Relay:
+    """The outbound queue of every bound chat, and the messages for waits."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        store: ChannelStore,
+        vendors: Mapping[str, Vendor],
+        secrets_of: SecretsOf,
+        questions: Questions | None,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._kernel = kernel
+        self._store = store
+        self._vendors = vendors
+        self._secrets_of = secrets_of
+        self._questions = questions
+        self._sleep = sleep
+        self.bound: dict[str, Chat] = {}
+        """Conversation id → its chat (kept in step with the senders' bindings)."""
+        self._queue: asyncio.Queue[tuple[Chat, TimelineRow | Outbound]] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+
+    # -- queueing ---------------------------------------------------------------------------
+
+    def observe(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
+        """The runtime's row observer: queue the rows of bound conversations."""
+        chat = self.bound.get(conversation_id)
+        if chat is None:
+            return
+        for row in rows:
+            self._queue.put_nowait((chat, row))
+        self._ensure_worker()
+
+    def say(self, chat: Chat, text: str, choices: tuple[Choice, ...] = ()) -> None:
+        """Queue a platform message (pairing codes, notices) for ``chat``."""
+        message = Outbound(chat_id=chat.chat_id, text=text, thread=chat.thread, choices=choices)
+        self._queue.put_nowait((chat, message))
+        self._ensure_worker()
+
+    async def drained(self) -> None:
+        """Wait until everything queued so far was sent or given up on."""
+        await self._queue.join()
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(self._drain())
+
+    async def close(self, *, grace_s: float = 5.0) -> None:
+        """Send what is queued (for at most ``grace_s``), then stop."""
+        if self._worker is not None and not self._worker.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._queue.join(), grace_s)
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+
+    async def _drain(self) -> None:
+        while True:
+            chat, item = await self._queue.get()
+            try:
+                message = item if isinstance(item, Outbound) else await self._message(chat, item)
+                if message is not None:
+                    await self.deliver(chat.connection, message)
+            except Exception:
+                log.exception("channel %r: an outbound message was dropped", chat.connection)
+            finally:
+                self._queue.task_done()
+
+    # -- formatting -------------------------------------------------------------------------
+
+    async def _message(self, chat: Chat, row: TimelineRow) -> Outbound | None:
+        if row.kind == "card" and row.data.get("card") == "waiting":
+            return await self._wait_message(chat, row.data.get("wait") or {})
+        text = summarise(row)
+        if text is None:
+            return None
+        return Outbound(chat_id=chat.chat_id, text=text, thread=chat.thread)
+
+    async def _wait_message(self, chat: Chat, wait: Mapping[str, Any]) -> Outbound | None:
+        connection = await self._store.connection(chat.connection)
+        if connection is None:
+            return None
+        buttons = self._vendors[connection.provider].has_buttons
+        kind, wait_id = wait.get("kind"), str(wait.get("id", ""))
+        if kind == "approval":
+            record = await self._kernel.approvals.get(wait_id)
+            args = _first_line(str(record.arguments))
+            text = f"Approval needed: the agent wants to call {record.tool!r} with {args}."
+            if not buttons:
+                text += "\nReply 1 to approve or 2 to deny."
+            choices = approval_choices(wait_id) if buttons else ()
+            return Outbound(chat_id=chat.chat_id, text=text, thread=chat.thread, choices=choices)
+        if kind == "question" and self._questions is not None:
+            asked = await self._questions.store.get(wait_id)
+            lines = ["The agent asks:"]
+            for number, question in enumerate(asked.questions, start=1):
+                lines.append(f"{number}. {question.question}")
+                lines += [f"   {i}) {o}" for i, o in enumerate(question.options, start=1)]
+            single = len(asked.questions) == 1 and not asked.questions[0].multi_select
+            if buttons and single and asked.questions[0].options:
+                choices = tuple(
+                    Choice(option, f"q:{wait_id}:{i}")
+                    for i, option in enumerate(asked.questions[0].options, start=1)
+                )
+                return Outbound(
+                    chat_id=chat.chat_id, text="\n".join(lines), thread=chat.thread, choices=choices
+                )
+            lines.append(
+                "Reply with your answer (an option's number or your own words); for several "
+                "questions, one answer per line."
+            )
+            return Outbound(chat_id=chat.chat_id, text="\n".join(lines), thread=chat.thread)
+        return None
+
+    # -- sending ----------------------------------------------------------------------------
+
+    async def deliver(self, connection_name: str, message: Outbound) -> bool:
+        """Send ``message`` now (split to the vendor's limit), counting sends, retries and
+        failures on the connection; False when it could not be delivered."""
+        connection = await self._store.connection(connection_name)
+        if connection is None:
+            return False
+        vendor = self._vendors[connection.provider]
+        secrets = await self._secrets_of(connection)
+        live = await self._kernel.live_settings()
+        web = self._kernel.services.web
+        if web is None:
+            await self._store.count(connection.name, "failures", error="no web access installed")
+            return False
+        poster = FetchPoster.for_url(web.fetcher(live), vendor.api_url(connection.fields, secrets))
+        encode = escape_markdown_v2 if vendor.provider == "telegram" else (lambda s: s)
+        pieces = split_text(message.text, vendor.max_chars, encode=encode)
+
+        async def note_retry(error: str) -> None:
+            await self._store.count(connection.name, "retries", error=error)
+
+        for index, piece in enumerate(pieces):
+            last = index == len(pieces) - 1
+            part = Outbound(
+                chat_id=message.chat_id,
+                text=piece,
+                thread=message.thread,
+                choices=message.choices if last else (),
+            )
+            try:
+                await send_with_retry(
+                    vendor,
+                    poster,
+                    connection.fields,
+                    secrets,
+                    part,
+                    attempts=int(live["channels_send_attempts"]),
+                    base_delay_s=int(live["channels_retry_base_ms"]) / 1000,
+                    note_retry=note_retry,
+                    sleep=self._sleep,
+                )
+            except SendFailed as exc:
+                await self._store.count(connection.name, "failures", error=str(exc))
+                return False
+            await self._store.count(connection.name, "sent")
+        return True

@@ -1,0 +1,96 @@
+"""The generic webhook: HMAC-signed inbound, signed outbound POSTs to the configured URL."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+import httpx
+
+from corral.platform import Platform
+from tests.channels.conftest import as_json, connect, settle
+from tests.channels.vendor_servers import FakeWebhook
+from tests.runtime.conftest import ScriptWriter, call
+
+
+def signed(secret: str, event: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    body = as_json(event)
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return body, {"X-Corral-Signature": f"sha256={digest}"}
+
+
+async def test_webhook_pairs_and_answers_with_signed_posts(
+    ch_platform: Platform,
+    http: httpx.AsyncClient,
+    receiver: FakeWebhook,
+    write_script: ScriptWriter,
+) -> None:
+    await connect(
+        ch_platform,
+        name="hook",
+        provider="webhook",
+        secret=receiver.secret,
+        fields={"outbound_url": f"{receiver.url}/in", "model": write_script({"text": "Got it."})},
+    )
+    event = {"event_id": "e1", "chat_id": "room", "sender_id": "s1", "text": "hi"}
+    body, headers = signed("wrong", event)
+    assert (
+        await http.post("/channels/hook/inbound", content=body, headers=headers)
+    ).status_code == 401
+    body, headers = signed(receiver.secret, event)
+    assert (
+        await http.post("/channels/hook/inbound", content=body, headers=headers)
+    ).status_code == 200
+    await settle(ch_platform)
+    code = receiver.received[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+    await http.post(f"/channels/pairing/{code}/approve", json={})
+    body, headers = signed(receiver.secret, {**event, "event_id": "e2", "text": "hello"})
+    await http.post("/channels/hook/inbound", content=body, headers=headers)
+    pairing = (await http.get("/channels/pairing", params={"status": "approved"})).json()
+    await settle(ch_platform, pairing["pairings"][0]["conversation_id"])
+    assert receiver.received[-1] == {
+        "chat_id": "room",
+        "thread": "",
+        "text": "Got it.",
+        "choices": [],
+    }
+    assert receiver.bad_signatures == 0  # every outbound POST carried a valid signature
+
+
+async def test_without_buttons_an_approval_is_answered_by_a_numbered_reply(
+    ch_platform: Platform,
+    http: httpx.AsyncClient,
+    receiver: FakeWebhook,
+    write_script: ScriptWriter,
+) -> None:
+    model = write_script(
+        {"tool_calls": [call("write_note", path="data://hook.md", text="x")]},
+        {"when_result_contains": "denied", "text": "Not written."},
+    )
+    await connect(
+        ch_platform,
+        name="hook",
+        provider="webhook",
+        secret=receiver.secret,
+        fields={"outbound_url": f"{receiver.url}/in", "model": model},
+    )
+
+    async def say(event_id: str, text: str) -> None:
+        event = {"event_id": event_id, "chat_id": "room", "sender_id": "s1", "text": text}
+        body, headers = signed(receiver.secret, event)
+        await http.post("/channels/hook/inbound", content=body, headers=headers)
+        paired = await http.get("/channels/pairing", params={"status": "approved"})
+        bound = [p["conversation_id"] for p in paired.json()["pairings"]]
+        await settle(ch_platform, bound[0] if bound else None)
+
+    await say("e1", "hi")
+    code = receiver.received[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+    await http.post(f"/channels/pairing/{code}/approve", json={})
+    await say("e2", "write it")
+    asking = receiver.received[-1]
+    assert asking["choices"] == [] and "Reply 1 to approve or 2 to deny" in asking["text"]
+    await say("e3", "maybe")
+    assert receiver.received[-1]["text"] == "Reply 1 to approve or 2 to deny."
+    await say("e4", "2")
+    assert receiver.received[-1]["text"] == "Not written."
