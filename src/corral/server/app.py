@@ -24,6 +24,7 @@ from corral.server.routes import (
     tools,
     workflows,
 )
+from corral.server.ui import install_ui
 
 __all__ = ["create_app"]
 
@@ -86,4 +87,5 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(delegates.router)
     app.include_router(workflows.router)
     app.include_router(hooks.router)
+    install_ui(app, platform)
     return app
