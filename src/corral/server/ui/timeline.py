@@ -115,6 +115,9 @@ class Item:
 
 Entry = CallCard | CompactionCard | Item
 
+_CALL_CARDS = frozenset({"waiting", "decided", "answered"})
+"""Card rows that belong to their tool call's card rather than standing alone."""
+
 
 @dataclass(frozen=True, slots=True)
 class Change:
@@ -158,7 +161,8 @@ class TimelineView:
             )
             self.calls[row.call_id] = card
             return self._new(card)
-        if row.call_id and row.call_id in self.calls:
+        folds = row.kind == "tool_result" or data.get("card") in _CALL_CARDS
+        if folds and row.call_id and row.call_id in self.calls:
             return self._fold_into_call(self.calls[row.call_id], row, data)
         if row.kind == "card":
             return self._card(row, data)
