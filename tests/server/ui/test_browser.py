@@ -245,6 +245,8 @@ def test_kill_a_background_shell_from_the_shell_tab(
     page.screenshot(path=str(tmp_path / "shell-tab.png"), full_page=True)
     shell.locator("button.kill").click()
     expect(shell.locator("p.facts").last).to_contain_text("stopped")
+    expect(shell.locator(".state")).to_have_text("stopped")
+    expect(shell.locator("button.kill")).to_have_count(0)
     background = server.platform.services.require(ShellService).background
     records = server.run(background.store.find(conversation_id=cid))
     assert [r.status for r in records] == ["stopped"]

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
+from markupsafe import escape
 
 from corral.runtime.compaction import Compactions
 from corral.runtime.questions import Questions
@@ -22,7 +23,7 @@ Acting = Annotated[SignedIn, Depends(require_csrf)]
 
 
 def _done(text: str) -> Response:
-    return HTMLResponse(f"<p class='notice'>{text}</p>")
+    return HTMLResponse(f"<p class='notice'>{escape(text)}</p>")
 
 
 @router.post("/approvals/{approval_id}/decide")

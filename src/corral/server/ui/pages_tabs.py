@@ -52,7 +52,13 @@ async def _tail(who: SignedIn, shell_id: str) -> AsyncIterator[dict[str, str]]:
         status = str(got["shell"]["status"])
         if status != "running" and not got["rows"]:
             exit_code = got["shell"].get("exit_code")
-            yield {"event": "ended", "data": f"{escape(status)} · exit code {exit_code}"}
+            ended = (
+                f"{escape(status)} · exit code {exit_code}"
+                f'<span id="shell-state-{escape(shell_id)}" class="state" '
+                f'hx-swap-oob="outerHTML">{escape(status)}</span>'
+                f'<span id="kill-{escape(shell_id)}" hx-swap-oob="outerHTML"></span>'
+            )
+            yield {"event": "ended", "data": ended}
             return
 
 

@@ -60,7 +60,6 @@ async def chat_stream(
                 change = view.add(row)
                 html = entry_html(who, change, conversation_id) if change else ""
                 yield _row_message(html, row.seq)
-        yield {"event": "ready", "data": ""}
         async for event in live:
             kind = event["type"]
             if kind == "row":
