@@ -1,5 +1,6 @@
 """Fixtures of the web UI tests: one real uvicorn server on loopback per module, one
-Chromium (Debian's, driven by Playwright) per session, a fresh browser context per test."""
+Chromium (Debian's, driven by Playwright) for the browser module, a fresh browser context
+per test."""
 
 from __future__ import annotations
 
@@ -91,8 +92,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     thread.join(timeout=30)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium for the browser test module (the only one that drives a browser).
+
+    Module scope, not session: Playwright's sync API keeps its own event loop running in
+    this thread until it stops, and the asyncio tests of later modules need the thread's
+    loop to themselves."""
     with playwright_sync.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield launched

@@ -213,36 +213,35 @@ def test_show_full_switches_a_compaction_off_and_on(
     expect(card.locator("button.toggle-full")).to_have_text("Show full")
 
 
-def test_kill_a_background_shell_from_the_shell_tab(
+def _background(command: str) -> dict[str, Any]:
+    args = {"command": command, "reason": "A long job.", "background": True}
+    return {"tool_calls": [{"name": "execute", "args": args}]}
+
+
+def test_kill_from_the_shell_tab_and_the_report_turn_streams_live(
     session: Session, server: LiveServer, tmp_path: Path
 ) -> None:
     page = session.page
     _sign_in(session, server)
     model = script(
         tmp_path,
-        {
-            "tool_calls": [
-                {
-                    "name": "execute",
-                    "args": {
-                        "command": "echo started; sleep 300",
-                        "reason": "A long job.",
-                        "background": True,
-                    },
-                }
-            ]
-        },
+        _background("echo started; sleep 300"),
         {"text": "It runs in the background."},
-        {"text": "The shell ended."},
+        [
+            {"when_message_contains": "stopped", "text": "The shell was stopped, I see."},
+            {"text": "The report did not say stopped."},
+        ],
     )
     cid = _start(session, model, "auto", "shells")
     _send(page, "start it")
     expect(page.locator("#timeline .answer").first).to_have_text("It runs in the background.")
-    page.click("nav.tabs >> text=Shell")
-    shell = page.locator("article.shell")
+
+    tab = session.context.new_page()
+    tab.goto(f"{server.base_url}/ui/c/{cid}/shells")
+    shell = tab.locator("article.shell")
     expect(shell.locator("pre.tail")).to_contain_text("started")
     expect(shell.locator(".state")).to_have_text("running")
-    page.screenshot(path=str(tmp_path / "shell-tab.png"), full_page=True)
+    tab.screenshot(path=str(tmp_path / "shell-tab.png"), full_page=True)
     shell.locator("button.kill").click()
     expect(shell.locator("p.facts").last).to_contain_text("stopped")
     expect(shell.locator(".state")).to_have_text("stopped")
@@ -250,6 +249,40 @@ def test_kill_a_background_shell_from_the_shell_tab(
     background = server.platform.services.require(ShellService).background
     records = server.run(background.store.find(conversation_id=cid))
     assert [r.status for r in records] == ["stopped"]
+
+    # The chat page stayed open: the platform's report and the turn it starts arrive live.
+    expect(page.locator("#timeline article.report")).to_contain_text("written by the platform")
+    expect(page.locator("#timeline .answer").last).to_have_text("The shell was stopped, I see.")
+    page.screenshot(path=str(tmp_path / "report-live.png"), full_page=True)
+
+
+def test_another_users_shell_is_not_yours_to_stop(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    platform = server.platform
+    sam_id = server.run(platform.identity.create_user("sam", "member"))
+    server.run(
+        platform.admin.grant_source("data", principal_kind="user", principal=sam_id, rights="rx")
+    )
+    model = script(tmp_path, _background("echo mine; sleep 300"), {"text": "Started."})
+    turn = server.run(platform.runtime.chat("start", model=model, profile="auto", user="sam"))
+    background = platform.services.require(ShellService).background
+    (record,) = server.run(background.store.find(conversation_id=turn.conversation_id))
+    try:
+        _sign_in(session, server)
+        page = session.page
+        page.goto(f"{server.base_url}/ui/c/{turn.conversation_id}/shells")
+        shell = page.locator("article.shell")
+        expect(shell).to_contain_text("not yours to stop")
+        expect(shell.locator("button.kill")).to_have_count(0)
+        token = page.evaluate("JSON.parse(document.body.getAttribute('hx-headers'))")
+        refused = session.context.request.post(
+            f"{server.base_url}/ui/shells/{record.id}/kill", headers=token
+        )
+        assert refused.status == 403 and "not yours to stop" in refused.text()
+    finally:
+        sam = server.run(platform.caller("sam"))
+        server.run(background.stop(record.id, sam))
 
 
 def test_a_member_sees_only_what_their_grants_allow(
