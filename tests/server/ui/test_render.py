@@ -118,3 +118,43 @@ def test_a_compaction_card_follows_its_toggles_and_empty_turns_are_left_out() ->
     change = view.add(_row(3, "card", {"card": "compaction_applied", "id": "cp_1"}))
     assert change is not None and not change.new and not compaction.applied
     assert view.add(_row(4, "card", {"card": "compaction_applied", "id": "cp_x"})) is None
+
+
+def _card_html(tool: str, args: dict[str, Any], result: dict[str, Any]) -> str:
+    view = TimelineView.of(
+        [
+            _row(1, "tool_call", {"tool": tool, "args": args}, "c1"),
+            _row(2, "tool_result", {"tool": tool, "result": result}, "c1"),
+        ]
+    )
+    return templates.get_template("_entry.html").render(
+        entry=view.entries[0], who=None, conversation_id="c"
+    )
+
+
+def test_cards_show_their_tools_data() -> None:
+    state = {
+        "goal": {"text": "Ship it", "conditions": [{"text": "tests pass", "met": True}]},
+        "steps": [{"id": 1, "text": "write <code>", "status": "done"}],
+    }
+    todos = _card_html("todos", {}, {"content": [], "data": {"state": state}})
+    assert "Ship it" in todos and "☑ tests pass" in todos and "write &lt;code&gt;" in todos
+    search = {
+        "strategy": "auto",
+        "mode": "standard",
+        "providers": [{"provider": "brave", "status": "dropped", "reason": "no key", "kept": 0}],
+        "fallback": None,
+        "results": [
+            {"title": "Hit", "url": "https://example.org/a", "published": "2026-01-02"},
+            {"title": "Bad", "url": "javascript:alert(1)", "published": "unknown"},
+        ],
+    }
+    html = _card_html("web_search", {"query": "q"}, {"content": [], "data": search})
+    assert "brave: dropped (no key)" in html and "2026-01-02" in html
+    assert 'href="https://example.org/a"' in html
+    assert _dangerous(html) == [] and 'href="#"' in html
+    image = {"type": "image", "media_type": "image/png", "data": "iVBORw0KGgo="}
+    audio = {"type": "audio", "media_type": "audio/wav", "data": "UklGRg=="}
+    media = _card_html("fs_read", {"uri": "data://x.png"}, {"content": [image, audio]})
+    assert '<img class="media"' in media and "data:image/png;base64,iVBORw0KGgo=" in media
+    assert "<audio controls" in media

@@ -53,6 +53,12 @@ def _size(count: int | float | None) -> str:
     return f"{size:.1f} GB"
 
 
+def _web_link(url: str | None) -> str:
+    """``url`` when it is an http(s) address; otherwise an inert ``#`` (no script URLs)."""
+    text = (url or "").strip()
+    return text if text.lower().startswith(("https://", "http://")) else "#"
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
@@ -64,6 +70,7 @@ def _environment() -> Environment:
     env.filters["pretty"] = _pretty
     env.filters["when"] = _when
     env.filters["size"] = _size
+    env.filters["web_link"] = _web_link
     return env
 
 
