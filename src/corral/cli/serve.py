@@ -27,6 +27,7 @@ def serve(
     from corral.platform import open_platform
     from corral.server import create_app
     from corral.settings import load_settings
+    from corral.server.ui import sign_in_link
 
     data_dir = cli_state(ctx).data_dir
 
@@ -49,6 +50,9 @@ def serve(
         if skills is not None:  # ${CORRAL_API} for skill scripts: where this server listens
             skills.serving_at(bind_host, bind_port)
         app = create_app(platform, close_platform=True)
+        owner = await platform.caller()
+        link = sign_in_link(app, owner.user_id, f"http://{bind_host}:{bind_port}")
+        console.print(f"web UI: {link} (one-time sign-in link for {owner.name!r})")
         config = uvicorn.Config(app, host=bind_host, port=bind_port, log_level="info")
         await uvicorn.Server(config).serve()
 

@@ -29,6 +29,7 @@ from corral.server.routes import (
     tools,
     workflows,
 )
+from corral.server.ui import install_ui
 
 __all__ = ["create_app"]
 
@@ -101,4 +102,5 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     )
     app.include_router(agents.router)
     app.include_router(channels.router)
+    install_ui(app, platform)
     return app

@@ -1,0 +1,89 @@
+"""Signing in and out: a one-time link from ``corral serve``, or an API token.
+
+The session cookie is HTTP-only and SameSite=Strict. The token form has no session yet,
+so it carries a double-submit token (a random cookie echoed in the form) instead.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from corral.server.ui.access import SignedIn, UiRoute, require_csrf, ui_state
+from corral.server.ui.render import templates
+from corral.server.ui.sessions import COOKIE_NAME, SESSION_SECONDS
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
+
+_FORM_COOKIE = "corral_sign_in"
+
+
+def _signed_in_response(request: Request, user_id: str) -> Response:
+    response = RedirectResponse("/ui", status_code=303)
+    response.set_cookie(
+        COOKIE_NAME,
+        ui_state(request).keys.issue(user_id),
+        max_age=SESSION_SECONDS,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    response.delete_cookie(_FORM_COOKIE, path="/ui/sign-in")
+    return response
+
+
+def _sign_in_page(message: str | None = None, status_code: int = 200) -> Response:
+    form_token = secrets.token_urlsafe(16)
+    html = templates.get_template("sign_in.html").render(
+        who=None, message=message, form_token=form_token
+    )
+    response = HTMLResponse(html, status_code=status_code)
+    response.set_cookie(
+        _FORM_COOKIE, form_token, httponly=True, samesite="strict", path="/ui/sign-in"
+    )
+    return response
+
+
+@router.get("/sign-in")
+async def sign_in_page() -> Response:
+    return _sign_in_page()
+
+
+@router.post("/sign-in")
+async def sign_in_with_token(
+    request: Request,
+    token: Annotated[str, Form()] = "",
+    csrf_token: Annotated[str, Form()] = "",
+) -> Response:
+    expected = request.cookies.get(_FORM_COOKIE)
+    if not expected or not secrets.compare_digest(expected, csrf_token):
+        return _sign_in_page("The form expired: try again.", status_code=403)
+    user_id = await ui_state(request).platform.identity.user_for_token(token.strip())
+    if user_id is None:
+        return _sign_in_page("Unknown or revoked token.", status_code=401)
+    return _signed_in_response(request, user_id)
+
+
+@router.get("/sign-in/{code}")
+async def sign_in_with_link(request: Request, code: str) -> Response:
+    user_id = ui_state(request).links.spend(code)
+    if user_id is None:
+        return _sign_in_page(
+            "That sign-in link was already used or has expired: restart `corral serve` for a "
+            "new one, or sign in with a token.",
+            status_code=401,
+        )
+    return _signed_in_response(request, user_id)
+
+
+@router.post("/sign-out")
+async def sign_out(who: Annotated[SignedIn, Depends(require_csrf)]) -> Response:
+    response = RedirectResponse("/ui/sign-in", status_code=303)
+    response.delete_cookie(COOKIE_NAME, path="/")
+    return response

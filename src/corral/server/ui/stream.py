@@ -1,0 +1,101 @@
+"""The chat page's live stream: timeline rows, streamed text, tool output and run status as
+HTML fragments for htmx's SSE extension.
+
+Like the API's stream (:mod:`corral.server.sse`) it subscribes before reading the backlog,
+so nothing falls between the two, and every row event carries its sequence number as the
+SSE ``id``: a browser that reconnects sends ``Last-Event-ID`` and gets exactly the rows it
+missed. A row that changes an entry already on the page (a result for a running card, a
+decision on an approval) is sent as an out-of-band swap of that entry's element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from markupsafe import escape
+
+from corral.runtime.timeline import TimelineRow
+from corral.server.ui.access import SignedIn
+from corral.server.ui.render import templates
+from corral.server.ui.timeline import Change, TimelineView
+
+__all__ = ["chat_stream", "entry_html", "run_bar_html"]
+
+
+def entry_html(who: SignedIn, change: Change, conversation_id: str) -> str:
+    """One timeline entry; out-of-band when it replaces one already on the page."""
+    html = templates.get_template("_entry.html").render(
+        entry=change.entry, who=who, conversation_id=conversation_id
+    )
+    if change.new:
+        return html
+    return html.replace(" data-entry", ' hx-swap-oob="outerHTML" data-entry', 1)
+
+
+def run_bar_html(
+    conversation_id: str, who: SignedIn, status: str | None, run_id: str | None, *, oob: bool
+) -> str:
+    """The bar under the chat that says what the turn does, with Stop while it runs."""
+    return templates.get_template("_runbar.html").render(
+        conversation_id=conversation_id, status=status, run_id=run_id, who=who, oob=oob
+    )
+
+
+def _row_message(html: str, seq: int) -> dict[str, str]:
+    return {"event": "row", "data": html, "id": str(seq)}
+
+
+async def chat_stream(
+    who: SignedIn, conversation_id: str, *, after: int
+) -> AsyncIterator[dict[str, Any]]:
+    """SSE messages for the chat page of ``conversation_id`` from sequence ``after`` on."""
+    rt = who.platform.runtime
+    await rt.conversation(conversation_id, user=who.user)
+    async with rt.events.subscribe(conversation_id) as live:
+        rows = await rt.rows(conversation_id, user=who.user)
+        view = TimelineView.of(r for r in rows if r.seq <= after)
+        for row in rows:
+            if row.seq > after:
+                change = view.add(row)
+                html = entry_html(who, change, conversation_id) if change else ""
+                yield _row_message(html, row.seq)
+        async for event in live:
+            kind = event["type"]
+            if kind == "row":
+                row = TimelineRow.stored(**_row_fields(event["row"]))
+                if row.seq <= view.last_seq:
+                    continue
+                change = view.add(row)
+                html = entry_html(who, change, conversation_id) if change else ""
+                if row.kind == "model_turn":
+                    html += '<div id="live" hx-swap-oob="innerHTML"></div>'
+                yield _row_message(html, row.seq)
+            elif kind == "delta":
+                yield {"event": "delta", "data": str(escape(event["text"]))}
+            elif kind == "output":
+                text = escape(event["text"])
+                target = f"out-{event['call_id']}"
+                yield {
+                    "event": "output",
+                    "data": f'<span hx-swap-oob="beforeend:#{target}">{text}</span>',
+                }
+            elif kind == "run":
+                status = str(event["status"])
+                bar = run_bar_html(conversation_id, who, status, event["run_id"], oob=True)
+                yield {"event": "status", "data": bar}
+
+
+def _row_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    from datetime import datetime
+
+    created = raw.get("created_at")
+    return {
+        "seq": int(raw["seq"]),
+        "kind": raw["kind"],
+        "data": raw.get("data") or {},
+        "run_id": raw.get("run_id"),
+        "user_id": raw.get("user_id"),
+        "call_id": raw.get("call_id"),
+        "created_at": datetime.fromisoformat(created) if created else None,
+    }

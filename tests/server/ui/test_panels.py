@@ -1,0 +1,117 @@
+"""Tool Access, Settings and Workflows pages over HTTP: they change what the platform's
+own methods change, check what those check, and refuse members where the API does."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from corral.platform import Platform
+from corral.server import create_app
+from corral.server.ui.access import UiState
+from corral.server.ui.sessions import COOKIE_NAME
+
+
+@pytest.fixture
+async def browse(platform: Platform) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
+    """A signed-in client for the owner and one for a reader (a role with drive.read only)."""
+    app = create_app(platform)
+    state: UiState = app.state.ui
+    await platform.identity.create_role("reader", ["drive.read"])
+    member = await platform.identity.create_user("mo", "reader")
+    owner = (await platform.caller()).user_id
+    clients = {}
+    for name, user_id in (("owner", owner), ("member", member)):
+        clients[name] = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://corral.test",
+            cookies={COOKIE_NAME: state.keys.issue(user_id)},
+        )
+    yield clients
+    for client in clients.values():
+        await client.aclose()
+
+
+async def _csrf(client: httpx.AsyncClient, page: str = "/ui") -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', (await client.get(page)).text)
+    assert found is not None
+    return found.group(1)
+
+
+async def test_tool_access_switches_a_tool_and_freezes_a_list(
+    browse: dict[str, httpx.AsyncClient], platform: Platform
+) -> None:
+    owner = browse["owner"]
+    page = await owner.get("/ui/agents")
+    assert page.status_code == 200 and "all tools" in page.text
+    token = await _csrf(owner)
+    off = await owner.post(
+        "/ui/agents/default/tools/web_fetch", data={"enabled": "false", "csrf_token": token}
+    )
+    assert off.status_code == 303
+    state = (await platform.kernel.config.snapshot()).state
+    assert "web_fetch" in state.agents["default"].tools_off
+    frozen = await owner.post(
+        "/ui/agents/default/mode",
+        data={"mode": "custom", "tools": ["", "execute", "todos"], "csrf_token": token},
+    )
+    assert frozen.status_code == 303
+    selection = (await platform.kernel.config.snapshot()).state.agents["default"]
+    assert selection.mode == "custom" and selection.allowlist == {"execute", "todos"}
+    assert "custom allowlist (frozen)" in (await owner.get("/ui/agents")).text
+    unknown = await owner.post(
+        "/ui/agents/default/tools/no_such_tool", data={"enabled": "true", "csrf_token": token}
+    )
+    assert unknown.status_code in (400, 404) and "no_such_tool" in unknown.text
+
+    member = browse["member"]
+    shown = await member.get("/ui/agents")
+    assert shown.status_code == 200
+    assert "your grants already hide it (needs core.exec)" in shown.text
+    refused = await member.post(
+        "/ui/agents/default/tools/execute",
+        data={"enabled": "false", "csrf_token": await _csrf(member)},
+    )
+    assert refused.status_code == 403 and "admin.settings" in refused.text
+
+
+async def test_settings_are_validated_as_the_api_does(
+    browse: dict[str, httpx.AsyncClient], platform: Platform
+) -> None:
+    owner = browse["owner"]
+    page = await owner.get("/ui/settings")
+    assert page.status_code == 200 and "perf_slow_tool_ms" in page.text
+    assert "A tool call taking at least this long" in page.text
+    token = await _csrf(owner, "/ui/settings")
+    saved = await owner.post(
+        "/ui/settings/perf_slow_tool_ms", data={"value": "5000", "csrf_token": token}
+    )
+    assert saved.status_code == 303
+    assert (await platform.live_settings())["perf_slow_tool_ms"] == 5000
+    bad = await owner.post(
+        "/ui/settings/perf_slow_tool_ms", data={"value": "soon", "csrf_token": token}
+    )
+    assert bad.status_code in (400, 422) and "perf_slow_tool_ms" in bad.text
+    assert "Traceback" not in bad.text
+    missing = await owner.post("/ui/settings/nope", data={"value": "1", "csrf_token": token})
+    assert missing.status_code == 404 and "no live setting named &#39;nope&#39;" in missing.text
+    assert (await browse["member"].get("/ui/settings")).status_code == 403
+
+
+async def test_workflows_list_and_show(
+    browse: dict[str, httpx.AsyncClient], platform: Platform
+) -> None:
+    owner = browse["owner"]
+    assert "No workflows yet" in (await owner.get("/ui/workflows")).text
+    caller = await platform.caller()
+    workflow = await platform.workflows.set(
+        {"title": "Digest", "instruction": "Summarise the day"}, caller
+    )
+    listed = await owner.get("/ui/workflows")
+    assert f"/ui/workflows/{workflow.id}" in listed.text and "Digest" in listed.text
+    shown = await owner.get(f"/ui/workflows/{workflow.id}")
+    assert shown.status_code == 200 and "Summarise the day" in shown.text
+    assert (await owner.get("/ui/workflows/w_missing")).status_code == 404
