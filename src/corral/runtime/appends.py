@@ -2,12 +2,19 @@
 
 A row's number is one past the conversation's highest; the unique ``(conversation_id,
 seq)`` constraint settles races between processes, and a writer that loses one simply
-retries with fresh numbers. The hot path — a run appending its own rows while it holds
-the conversation — knows the last number already and writes one INSERT per append.
+retries with fresh numbers.
+
+The hot path — :class:`Appender`, a run storing its steps — goes through the store's
+writer on SQLite (:mod:`corral.store.writer`): one thread hop and one transaction per
+append, shared with appends that arrive meanwhile. The number is read inside that
+transaction, which holds the database's write lock, so it cannot race. On PostgreSQL the
+appender remembers the last number it wrote and sends one INSERT, retried on conflict.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
@@ -16,15 +23,38 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
+from corral.errors import NotFound
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.store import runtime_tables as rt
 from corral.store.tables import utcnow
+from corral.store.writer import SqliteWriter
 
 __all__ = ["Appender", "append_rows", "next_seq", "write"]
 
 T = TypeVar("T")
 Db = AsyncSession | AsyncConnection
 ATTEMPTS = 8
+
+_LAST_SEQ = "SELECT max(seq) FROM conversation_rows WHERE conversation_id = ?"
+_INSERT = (
+    "INSERT INTO conversation_rows "
+    "(conversation_id, seq, kind, run_id, user_id, call_id, data, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _stored_time(now: datetime) -> str:
+    """``now`` as SQLAlchemy stores a DateTime in SQLite, so either read path parses it back
+    the same (spelt out: ``strftime`` is a tenth of an append's own cost)."""
+    return "%04d-%02d-%02d %02d:%02d:%02d.%06d" % (  # noqa: UP031  # the fastest spelling
+        now.year,
+        now.month,
+        now.day,
+        now.hour,
+        now.minute,
+        now.second,
+        now.microsecond,
+    )
 
 
 def _retryable(error: Exception) -> bool:
@@ -94,11 +124,38 @@ async def append_rows(db: Db, conversation_id: str, rows: Sequence[NewRow]) -> l
     return stored
 
 
-class Appender:
-    """Appends outside other work, remembering each conversation's last number."""
+def _insert_work(
+    conversation_id: str, rows: Sequence[NewRow], now: datetime
+) -> Callable[[sqlite3.Connection], int]:
+    """The writer's work for one append: numbers after the stored last, one INSERT a row.
+    Data is encoded here, in the caller, so an unencodable row fails its own append."""
+    at = _stored_time(now)
+    values = [
+        (row.kind, row.run_id, row.user_id, row.call_id, json.dumps(dict(row.data))) for row in rows
+    ]
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def work(db: sqlite3.Connection) -> int:
+        (last,) = db.execute(_LAST_SEQ, (conversation_id,)).fetchone()
+        first = int(last or 0) + 1
+        db.executemany(
+            _INSERT,
+            [
+                (conversation_id, first + i, kind, run_id, user_id, call_id, data, at)
+                for i, (kind, run_id, user_id, call_id, data) in enumerate(values)
+            ],
+        )
+        return first
+
+    return work
+
+
+class Appender:
+    """Appends outside other work: through the store's writer on SQLite, elsewhere one
+    INSERT remembering each conversation's last number."""
+
+    def __init__(self, engine: AsyncEngine, writer: SqliteWriter | None = None) -> None:
         self._engine = engine
+        self._writer = writer
         self._last: dict[str, int] = {}
 
     def note(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
@@ -107,6 +164,9 @@ class Appender:
             self._last[conversation_id] = max(self._last.get(conversation_id, 0), rows[-1].seq)
 
     async def append(self, conversation_id: str, rows: Sequence[NewRow]) -> list[TimelineRow]:
+        """Store ``rows`` after the conversation's last, committed when this returns."""
+        if self._writer is not None:
+            return await self._through_writer(self._writer, conversation_id, rows)
         for attempt in range(ATTEMPTS):
             try:
                 async with self._engine.begin() as connection:
@@ -125,4 +185,24 @@ class Appender:
                 continue
             self._last[conversation_id] = stored[-1].seq
             return stored
+        raise AssertionError("unreachable")
+
+    async def _through_writer(
+        self, writer: SqliteWriter, conversation_id: str, rows: Sequence[NewRow]
+    ) -> list[TimelineRow]:
+        for attempt in range(ATTEMPTS):
+            now = utcnow()
+            try:
+                first = await writer.run(_insert_work(conversation_id, rows, now))
+            except sqlite3.IntegrityError as error:
+                # The number is read under the write lock, so only the conversation is missing.
+                raise NotFound(
+                    f"no conversation {conversation_id!r} to append to ({error}); start one first"
+                ) from error
+            except sqlite3.OperationalError as error:
+                # Another connection held the write lock past busy_timeout: try again.
+                if attempt == ATTEMPTS - 1 or "locked" not in str(error).lower():
+                    raise
+                continue
+            return _stored(first, rows, now)
         raise AssertionError("unreachable")

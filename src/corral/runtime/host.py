@@ -72,7 +72,7 @@ class RunHost:
         self.kernel = kernel
         sessions = kernel.sessions
         self.conversations = ConversationStore(sessions)
-        self.appender = Appender(kernel.engine)
+        self.appender = Appender(kernel.engine, kernel.writer)
         self.runs = RunStore(sessions)
         self.deliveries = DeliveryStore(sessions)
         self.events = EventBus()
