@@ -26,8 +26,8 @@ def serve(
 
     from corral.platform import open_platform
     from corral.server import create_app
-    from corral.settings import load_settings
     from corral.server.ui import sign_in_link
+    from corral.settings import load_settings
 
     data_dir = cli_state(ctx).data_dir
 

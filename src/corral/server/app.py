@@ -18,8 +18,8 @@ from corral.server.mcp_http import McpEndpoint
 from corral.server.routes import (
     agents,
     approvals,
-    connect_oauth,
     channels,
+    connect_oauth,
     context,
     conversations,
     delegates,

@@ -14,8 +14,8 @@ from sqlalchemy import select, update
 
 from corral.channels import ChannelKind, Channels
 from corral.connect import CredentialKey, CredentialStore
-from corral.packages.core.connect_sources import SourceMounts
 from corral.errors import NotFound
+from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
