@@ -13,9 +13,8 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from corral.errors import NotFound
 from corral.kernel import Kernel, open_kernel
 from corral.platform.core import Platform
 from corral.runtime.package_setup import Installed, PackageSetup, run_install_hook
@@ -25,27 +24,9 @@ from corral.tools.contract import LoadError
 from corral.tools.registry import Package
 from corral.tools.services import Services
 
-if TYPE_CHECKING:
-    from corral.policy.identity import Caller
-
 __all__ = ["open", "open_platform"]
 
 log = logging.getLogger("corral.platform")
-
-
-class ConversationReaders:
-    """Who may read a conversation (and so its background shells' status and output): the
-    runtime's own check, the one every conversation route applies."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self._runtime = runtime
-
-    async def can_read(self, conversation_id: str, caller: Caller) -> bool:
-        try:
-            await self._runtime.conversation(conversation_id, user=caller.user_id)
-        except NotFound:
-            return False
-        return True
 
 
 async def open_platform(
@@ -62,9 +43,7 @@ async def open_platform(
     runtime = Runtime(kernel)
     platform = Platform(kernel, runtime)
     try:
-        kernel.services = Services(
-            reports=runtime.reports, conversation_access=ConversationReaders(runtime)
-        )
+        kernel.services = Services(reports=runtime.reports)
         installed: list[Installed] = []
         for package in _with_hooks(kernel):
             done = await _install(package, kernel, runtime)
