@@ -268,4 +268,6 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--workers", type=int, default=3)
     options = parser.parse_args()
+    # SIGTERM (a `timeout`) unwinds like Ctrl-C, so the workers and the server are stopped.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     asyncio.run(main(options.conversations, options.steps, options.workers))

@@ -27,7 +27,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from procrastinate import App, JobContext, PsycopgConnector
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, UniqueViolation
+from procrastinate.jobs import Status
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -221,7 +222,15 @@ class ProcrastinateJobs:
         )
         for job in stalled:
             log.warning("retrying job %s %s: its worker is gone", job.id, job.task_kwargs)
-            await manager.retry_job(job)
+            try:
+                await manager.retry_job(job)
+            except UniqueViolation:
+                # Another job of the run already waits (a defer raced the relay): that one
+                # takes the run over once this one is out of the way.
+                assert job.id is not None
+                await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
+            except Exception:
+                log.exception("retrying job %s failed; the next sweep tries again", job.id)
         async with self._sessions() as session:
             orphans = list(await session.scalars(_NEEDING_A_JOB))
         for run_id in orphans:
