@@ -59,3 +59,27 @@ async def test_a_run_killed_at_step_10_finishes_on_a_second_worker(cluster: Clus
 
 def _count(rows: list[TimelineRow], kind: str) -> int:
     return sum(1 for r in rows if r.kind == kind)
+
+
+async def test_a_worker_stopped_with_sigterm_hands_its_run_over(cluster: Cluster) -> None:
+    pipe = cluster.fifo("handover")
+    model = cluster.script(
+        {"tool_calls": [call("hold", fifo=str(pipe))]},
+        {"text": "Carried on elsewhere.", "when_result_contains": "interrupted"},
+    )
+    async with corral.open(cluster.data_dir) as platform:
+        rt = platform.runtime
+        cluster.ensure_workers(2)
+        run = await rt.start_chat("hold, then carry on", model=model)
+        await read_started(pipe)
+        leaving = cluster.worker_of((await rt.runs.get(run.id)).worker)
+        cluster.stop_worker(leaving)  # SIGTERM: grace, then the run is handed over
+        settled = await asyncio.wait_for(rt.wait_run(run.id), 60)
+        result = await rt.result(run.id)
+        rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
+    assert leaving.returncode is not None
+    assert settled.status == "finished", cluster.logs()
+    assert settled.worker is not None and str(leaving.pid) not in settled.worker.split(":")
+    hold = next(r.data["result"] for r in rows if r.kind == "tool_result")
+    assert hold["error_code"] == "interrupted"
+    assert "Carried on elsewhere." in result.text

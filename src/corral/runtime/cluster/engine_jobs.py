@@ -77,6 +77,8 @@ class ClusterTiming:
     stalled_seconds: float = 10.0
     sweep_seconds: int = 2
     pool_size: int = 16
+    shutdown_grace_seconds: float = 10.0
+    """How long a stopping worker waits before it hands its runs over."""
     """Connections to the engine's database a process may open."""
 
 
@@ -183,7 +185,10 @@ class ProcrastinateJobs:
     # -- the worker -------------------------------------------------------------------------
 
     async def work(self, concurrency: int, *, name: str = "corral") -> None:
-        """Be a worker until SIGINT / SIGTERM: advance runs, heartbeat, sweep, watch Stop."""
+        """Be a worker until SIGINT / SIGTERM: advance runs, heartbeat, sweep, watch Stop.
+
+        On the signal it takes no more jobs, waits ``shutdown_grace_seconds`` for its runs
+        and then cancels the rest, which hand themselves over (see takeover.hand_over)."""
         watcher = asyncio.create_task(self._watch_loop(), name="corral-stop-watch")
         try:
             await self.app.run_worker_async(
@@ -192,6 +197,7 @@ class ProcrastinateJobs:
                 update_heartbeat_interval=self._timing.heartbeat_seconds,
                 stalled_worker_timeout=self._timing.stalled_seconds,
                 delete_jobs="successful",
+                shutdown_graceful_timeout=self._timing.shutdown_grace_seconds,
                 install_signal_handlers=True,
             )
         finally:
