@@ -35,6 +35,7 @@ from outcome import Figure, finish, skip
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "tests" / "fixtures" / "packages" / "demo"
+STARTING = 10
 
 
 def script(folder: Path, steps: int) -> str:
@@ -96,8 +97,15 @@ async def count(platform: corral.Platform, run_ids: list[str], steps: int) -> Ta
 
 
 async def load(platform: corral.Platform, model: str, conversations: int) -> list[str]:
-    starts = [platform.runtime.start_chat("go", model=model) for _ in range(conversations)]
-    return [run.id for run in await asyncio.gather(*starts)]
+    """Start every conversation; at most ``STARTING`` start at once (the starting process
+    is one client with a small connection pool), all of them run at once."""
+    gate = asyncio.Semaphore(STARTING)
+
+    async def start() -> str:
+        async with gate:
+            return (await platform.runtime.start_chat("go", model=model)).id
+
+    return list(await asyncio.gather(*(start() for _ in range(conversations))))
 
 
 async def embedded(folder: Path, model: str, conversations: int, steps: int) -> tuple[float, Tally]:
@@ -268,4 +276,6 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--workers", type=int, default=3)
     options = parser.parse_args()
+    # SIGTERM (a `timeout`) unwinds like Ctrl-C, so the workers and the server are stopped.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     asyncio.run(main(options.conversations, options.steps, options.workers))

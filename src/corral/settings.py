@@ -136,6 +136,12 @@ class Settings(BaseSettings):
         gt=0,
         description="A worker silent this long is dead: its runs are taken over elsewhere.",
     )
+    worker_shutdown_grace_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="On SIGTERM a worker waits this long for its runs to settle, then hands "
+        "the rest over: another worker continues them from their last persisted step.",
+    )
     cluster_sweep_seconds: int = Field(
         default=2,
         ge=1,

@@ -40,7 +40,11 @@ async def open_platform(
     ``overrides`` are settings. ``services`` replace installed ones before any start-up work
     runs (an embedding program's own web access, a test's report sink)."""
     kernel = await open_kernel(load_settings(data_dir, **overrides))
-    runtime = Runtime(kernel)
+    try:
+        runtime = Runtime(kernel)
+    except BaseException:  # a job runner the settings cannot have (cluster on SQLite)
+        await kernel.close()
+        raise
     platform = Platform(kernel, runtime)
     try:
         kernel.services = Services(reports=runtime.reports)

@@ -27,6 +27,7 @@ from corral.runtime.models import ModelRegistry, ResolvedModel
 from corral.runtime.prompt import PromptBuilder
 from corral.runtime.results import RunResult
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord, RunStore
+from corral.runtime.stored_waits import StoredWaits
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.usage import UsageLog
 from corral.runtime.workers import worker_id
@@ -44,9 +45,6 @@ RowObserver = Callable[[str, Sequence[TimelineRow]], None]
 """Sees the rows of a conversation as this process stores them."""
 
 SETTLED: frozenset[str] = TERMINAL | {"parked"}
-
-STORED_WAIT_MAX_SECONDS = 0.2
-"""The longest pause between two reads of a run another process advances."""
 
 
 class Timers(Protocol):
@@ -81,6 +79,8 @@ class RunHost:
         self.prompt = PromptBuilder(self.conversations)
         self.usage = UsageLog(kernel.logs)
         self.worker = worker_id()
+        self.stored_waits = StoredWaits(sessions, SETTLED)
+        """Waits for runs other processes advance (a cluster's), read from the store."""
         self.live: dict[str, Cancellation] = {}
         """Cancellations of the runs (and approved calls) executing in this process."""
         self.run_end_hooks: list[RunEndHook] = []
@@ -210,10 +210,5 @@ class RunHost:
         return await self.runs.get(run_id)
 
     async def _wait_stored(self, run_id: str) -> RunRecord:
-        pause = 0.01
-        while True:
-            run = await self.runs.get(run_id)
-            if run.status in SETTLED:
-                return run
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, STORED_WAIT_MAX_SECONDS)
+        await self.stored_waits.wait(run_id)
+        return await self.runs.get(run_id)

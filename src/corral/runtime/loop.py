@@ -268,6 +268,8 @@ class _Loop:
         """Give the calls the dead worker left without a result theirs (see takeover)."""
         run = self.run_record
         unfinished = await unfinished_calls(self.rt, run.id)
+        if unfinished.answered:
+            return Outcome(status="finished")
         if unfinished.interrupted:
             await self.rt.append(run.conversation_id, interrupted_rows(run, unfinished.interrupted))
         if unfinished.rerun:

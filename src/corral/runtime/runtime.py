@@ -64,6 +64,7 @@ class Runtime(RunHost):
                 stalled_seconds=settings.worker_stalled_seconds,
                 sweep_seconds=settings.cluster_sweep_seconds,
                 pool_size=settings.worker_concurrency + 8,
+                shutdown_grace_seconds=settings.worker_shutdown_grace_seconds,
             ),
             watch=lambda: watch_live_runs(self),
             tick=self._tick,

@@ -96,23 +96,28 @@ class Unfinished:
     """``(call_id, tool)`` of the calls answered ``interrupted``."""
     waits: tuple[Wait, ...] = ()
     """Calls that had parked on a wait before the worker died."""
+    answered: bool = False
+    """The last stored model turn called no tool: the run had its final answer and only
+    its ending was lost; it ends finished without asking the model again."""
 
 
 async def unfinished_calls(rt: RunHost, run_id: str) -> Unfinished:
     """Sort the run's calls without a stored result by what a takeover does with them."""
     row = rt_tables.ConversationRow
     async with rt.kernel.sessions() as session:
-        rows = list(
+        stored = list(
             await session.execute(
                 select(row.kind, row.call_id, row.data)
                 .where(
                     row.run_id == run_id,
-                    row.call_id.is_not(None),
-                    row.kind.in_(["tool_call", "tool_result", "card"]),
+                    row.kind.in_(["model_turn", "tool_call", "tool_result", "card"]),
                 )
                 .order_by(row.seq)
             )
         )
+    turns = [i for i, (kind, _, _) in enumerate(stored) if kind == "model_turn"]
+    final = bool(turns) and not any(kind == "tool_call" for kind, _, _ in stored[turns[-1] :])
+    rows = [(kind, call, data) for kind, call, data in stored if call is not None]
     answered = {call for kind, call, _ in rows if kind == "tool_result"}
     waiting = {
         call: data["wait"]
@@ -133,7 +138,9 @@ async def unfinished_calls(rt: RunHost, run_id: str) -> Unfinished:
             rerun.append(ToolCallPart(tool, dict(data.get("args") or {}), tool_call_id=call_id))
         else:
             interrupted.append((call_id, tool))
-    return Unfinished(rerun=tuple(rerun), interrupted=tuple(interrupted), waits=tuple(waits))
+    return Unfinished(
+        rerun=tuple(rerun), interrupted=tuple(interrupted), waits=tuple(waits), answered=final
+    )
 
 
 def _idempotent(rt: RunHost, tool: str) -> bool:

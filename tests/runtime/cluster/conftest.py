@@ -41,6 +41,7 @@ class Cluster:
             "worker_heartbeat_seconds": HEARTBEAT_SECONDS,
             "worker_stalled_seconds": STALLED_SECONDS,
             "cluster_sweep_seconds": 1,
+            "worker_shutdown_grace_seconds": 0.5,
         }
         lines = [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
         (self.data_dir / "corral.toml").write_text("\n".join(lines) + "\n")

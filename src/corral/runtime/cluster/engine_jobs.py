@@ -27,7 +27,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from procrastinate import App, JobContext, PsycopgConnector
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, UniqueViolation
+from procrastinate.jobs import Status
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -76,6 +77,8 @@ class ClusterTiming:
     stalled_seconds: float = 10.0
     sweep_seconds: int = 2
     pool_size: int = 16
+    shutdown_grace_seconds: float = 10.0
+    """How long a stopping worker waits before it hands its runs over."""
     """Connections to the engine's database a process may open."""
 
 
@@ -182,7 +185,10 @@ class ProcrastinateJobs:
     # -- the worker -------------------------------------------------------------------------
 
     async def work(self, concurrency: int, *, name: str = "corral") -> None:
-        """Be a worker until SIGINT / SIGTERM: advance runs, heartbeat, sweep, watch Stop."""
+        """Be a worker until SIGINT / SIGTERM: advance runs, heartbeat, sweep, watch Stop.
+
+        On the signal it takes no more jobs, waits ``shutdown_grace_seconds`` for its runs
+        and then cancels the rest, which hand themselves over (see takeover.hand_over)."""
         watcher = asyncio.create_task(self._watch_loop(), name="corral-stop-watch")
         try:
             await self.app.run_worker_async(
@@ -191,6 +197,7 @@ class ProcrastinateJobs:
                 update_heartbeat_interval=self._timing.heartbeat_seconds,
                 stalled_worker_timeout=self._timing.stalled_seconds,
                 delete_jobs="successful",
+                shutdown_graceful_timeout=self._timing.shutdown_grace_seconds,
                 install_signal_handlers=True,
             )
         finally:
@@ -221,7 +228,15 @@ class ProcrastinateJobs:
         )
         for job in stalled:
             log.warning("retrying job %s %s: its worker is gone", job.id, job.task_kwargs)
-            await manager.retry_job(job)
+            try:
+                await manager.retry_job(job)
+            except UniqueViolation:
+                # Another job of the run already waits (a defer raced the relay): that one
+                # takes the run over once this one is out of the way.
+                assert job.id is not None
+                await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
+            except Exception:
+                log.exception("retrying job %s failed; the next sweep tries again", job.id)
         async with self._sessions() as session:
             orphans = list(await session.scalars(_NEEDING_A_JOB))
         for run_id in orphans:

@@ -1,0 +1,66 @@
+"""Waiting for runs that other processes advance: one query for every waiter at once.
+
+On a cluster a run advances on whichever worker took its job, so this process learns that
+it settled only from the store. Waiters register here; a single task reads the statuses of
+every awaited run in one query, more often while runs are young, and wakes the waiters of
+those that settled. A thousand waiting chats cost one query per pause, not a thousand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Set
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.store import runtime_tables as rt_tables
+
+__all__ = ["MAX_PAUSE_SECONDS", "StoredWaits"]
+
+MAX_PAUSE_SECONDS = 0.2
+"""The longest pause between two reads of the awaited runs."""
+
+
+class StoredWaits:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], settled: Set[str]) -> None:
+        self._sessions = sessions
+        self._settled = settled
+        self._waiting: dict[str, asyncio.Future[None]] = {}
+        self._poller: asyncio.Task[None] | None = None
+
+    async def wait(self, run_id: str) -> None:
+        """Return once the store shows ``run_id`` settled (or gone)."""
+        future = self._waiting.get(run_id)
+        if future is None or future.done():
+            future = self._waiting[run_id] = asyncio.get_running_loop().create_future()
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.create_task(self._poll(), name="corral-stored-waits")
+        await asyncio.shield(future)
+
+    async def _poll(self) -> None:
+        try:
+            await self._read_until_all_settled()
+        except Exception as exc:  # the store failed: every waiter hears it, none hangs
+            waiting, self._waiting = self._waiting, {}
+            for future in waiting.values():
+                if not future.done():
+                    future.set_exception(exc)
+
+    async def _read_until_all_settled(self) -> None:
+        pause = 0.01
+        while self._waiting:
+            run_ids = list(self._waiting)
+            r = rt_tables.Run
+            async with self._sessions() as session:
+                found = dict(
+                    (await session.execute(select(r.id, r.status).where(r.id.in_(run_ids)))).all()
+                )
+            for run_id in run_ids:
+                status = found.get(run_id)
+                if status is None or status in self._settled:
+                    future = self._waiting.pop(run_id)
+                    if not future.done():
+                        future.set_result(None)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, MAX_PAUSE_SECONDS)
