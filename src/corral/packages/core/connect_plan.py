@@ -48,6 +48,16 @@ CREDENTIAL_DESCRIPTORS = (
         "usedBy": "web_search",
         "note": "the secret is the instance URL",
     },
+    *(
+        {"provider": name, "name": name, "requires": ["secret"], "usedBy": "models"}
+        for name in ("openai", "anthropic", "google")
+    ),
+    {
+        "provider": "model endpoint",
+        "name": "<the endpoint's name in model_endpoints>",
+        "requires": ["secret"],
+        "usedBy": "models",
+    },
 )
 SOURCE_DESCRIPTOR = {
     "connector": "local",
