@@ -16,6 +16,7 @@ from typing import Any, Literal
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
+from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers, McpServerSpec, McpServerView
 from corral.policy.identity import Caller
@@ -35,7 +36,6 @@ KIND_GRANTS: dict[str, str] = {
 ADMIN = "admin.settings"
 MOUNT = "sources.mount"
 _LATER = {
-    "git": "git remotes are not connected through this platform yet",
     "channel": "messaging channels are not connected through this platform yet",
 }
 CREDENTIAL_DESCRIPTORS = (
@@ -59,6 +59,14 @@ CREDENTIAL_DESCRIPTORS = (
         "usedBy": "models",
     },
 )
+GIT_DESCRIPTOR = {
+    "requires": ["url", "fields.repo"],
+    "fields": {
+        "repo": "the repository's folder in the project drive (data://…)",
+        "credential": "name of a stored credential holding the token (optional)",
+    },
+    "check": "reports local configuration only, never the vendor's health",
+}
 SOURCE_DESCRIPTOR = {
     "connector": "local",
     "requires": ["fields.root"],
@@ -89,6 +97,7 @@ class Plane:
     mcp: McpServers | None
     sources: SourcePolicy
     mounts: SourceMounts | None = None
+    git: GitRemotes | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -144,6 +153,8 @@ def _check(step: Step, plane: Plane, adding: set[tuple[str, str]]) -> None:
         _check_credential(step, plane)
     elif step.kind == "mcp":
         _check_mcp(step, plane)
+    elif step.kind == "git":
+        _check_git(step, plane)
     else:
         _check_source(step, plane)
     if step.verb == "add":
@@ -211,6 +222,17 @@ def _check_mcp(step: Step, plane: Plane) -> None:
         plane.mcp.check_command(list(item.get("command") or []))
 
 
+def _check_git(step: Step, plane: Plane) -> None:
+    if plane.git is None:
+        raise ToolError("git remotes are not installed", code="unavailable")
+    if step.verb == "authorize":
+        raise InvalidArguments(
+            "a git remote needs no authorization; store its token as a credential"
+        )
+    if step.verb == "add":
+        plane.git.check_add(step.item, plane.caller, plane.sources)
+
+
 def _check_source(step: Step, plane: Plane) -> None:
     if step.verb == "add":
         if not plane.caller.grants.has(MOUNT):
@@ -262,6 +284,15 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
         own = await plane.credentials.entry(step.name, user_id=user, scope="user")
         shared = await plane.credentials.entry(step.name, user_id=user, scope="project")
         return done | {"hasValue": own is not None, "projectHasValue": shared is not None}
+    if step.kind == "git":
+        assert plane.git is not None
+        if step.verb == "add":
+            folder = plane.git.check_add(step.item, plane.caller, plane.sources)
+            user = plane.caller.user_id
+            return done | await plane.git.add(step.name, step.item, folder, created_by=user)
+        if step.verb == "remove":
+            return done | await plane.git.remove(step.name, plane.sources)
+        return done | await plane.git.check(step.name, plane.caller, plane.sources)
     if step.kind == "mcp":
         assert plane.mcp is not None
         if step.verb == "add":
@@ -338,6 +369,10 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
             for e in entries
         ]
         return {"kind": kind, "rows": rows, "descriptors": list(CREDENTIAL_DESCRIPTORS)}
+    if kind == "git":
+        if plane.git is None:
+            return {"kind": kind, "refused": "no git service", "code": "unavailable"}
+        return {"kind": kind, "rows": await plane.git.rows(), "descriptors": [GIT_DESCRIPTOR]}
     if kind == "mcp":
         if plane.mcp is None:
             return {"kind": kind, "refused": "no MCP service", "code": "unavailable"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from corral.connect import CredentialKey, CredentialStore
+from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.runtime.compaction import Compactions
@@ -90,6 +91,7 @@ async def install(setup: PackageSetup) -> Installed:
                 Scheduler: scheduler,
                 McpServers: mcp_servers,
                 SourceMounts: SourceMounts(kernel),
+                GitRemotes: GitRemotes(kernel, credentials),
             },
         ),
         start=[start],
