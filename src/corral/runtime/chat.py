@@ -85,7 +85,10 @@ async def _start(
     rt: RunHost, caller: Caller, conversation: ConversationInfo, message: str
 ) -> RunRecord:
     spec = await turn_spec(rt, conversation, user_id=caller.user_id, trigger="user_message")
-    rt.models.resolve(spec.model)  # a model that cannot be used fails before any row is written
+    # A model that cannot be used fails before any row is written.
+    await rt.models.resolve_for(
+        spec.model, user_id=caller.user_id, credentials=rt.kernel.services.credentials
+    )
     data: dict[str, Any] = {"text": message}
     attached = await expand(message, caller, rt.prompt.attachments)
     if attached:

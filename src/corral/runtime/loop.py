@@ -194,7 +194,9 @@ class _Loop:
         except CorralError as exc:
             return Outcome(status="failed", reason="error", detail=str(exc))
         try:
-            model = self.rt.models.resolve(run.model)
+            model = await self.rt.models.resolve_for(
+                run.model, user_id=run.user_id, credentials=self.rt.kernel.services.credentials
+            )
         except CorralError as exc:
             return Outcome(status="failed", reason="model_error", detail=str(exc))
         context = _Context(agent=agent, caller=caller, model=model)

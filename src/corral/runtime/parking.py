@@ -133,7 +133,13 @@ async def _run_approved(rt: RunHost, run: RunRecord, record: ApprovalRecord) -> 
                 narrowing=Narrowing.from_json(record.narrowing),
                 cancellation=cancellation,
                 output=rt.output_sink(run, record.call_id or ""),
-                services=rt.services_for(rt.models.resolve(run.model)),
+                services=rt.services_for(
+                    await rt.models.resolve_for(
+                        run.model,
+                        user_id=run.user_id,
+                        credentials=rt.kernel.services.credentials,
+                    )
+                ),
             ),
             approved=True,
         )

@@ -1,4 +1,5 @@
-"""Tables of connections: encrypted provider credentials and connected MCP servers.
+"""Tables of connections: encrypted provider credentials, connected MCP servers and git
+remotes.
 
 A credential row holds only Fernet ciphertext; the key lives in the data folder's private
 area, never in the database, so a copy of the database alone reveals no value. A
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from corral.store.tables import Base, utcnow
 
-__all__ = ["Credential", "McpServer"]
+__all__ = ["Credential", "GitRemote", "McpServer"]
 
 
 class Credential(Base):
@@ -41,5 +42,20 @@ class McpServer(Base):
     fields: Mapped[dict[str, Any]] = mapped_column(JSON)
     trusted: Mapped[bool] = mapped_column(Boolean, default=False)
     """Whether the server's readOnlyHint / destructiveHint are believed."""
+    created_by: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class GitRemote(Base):
+    """A named git remote the platform configured in a repository of the project drive."""
+
+    __tablename__ = "git_remotes"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """The connection's name, which is also the remote's name in the repository."""
+    repo: Mapped[str] = mapped_column(Text)
+    """The repository's folder as a drive URI (``data://…``)."""
+    url: Mapped[str] = mapped_column(Text)
+    credential: Mapped[str] = mapped_column(String(64), default="")
+    """The name of the stored credential the credential helper hands git, or ``""``."""
     created_by: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

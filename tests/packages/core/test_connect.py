@@ -61,7 +61,7 @@ async def test_every_bad_input_is_named_at_once(platform: Platform) -> None:
     assert "'secret' is required" in text
     assert "unknown fields ['x']" in text
     assert "program 'no-such-program-here'" in text
-    assert "git remotes are not connected through this platform yet" in text
+    assert "add git 'origin': fields.repo must be a folder of the project drive" in text
     assert "remove mcp 'never': no mcp server by that name" in text
     assert "governed source workflow" in text
     assert "needs no authorization" in text

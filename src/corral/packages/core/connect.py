@@ -13,6 +13,7 @@ from typing import Any
 from corral.channels import ChannelKind
 from corral.connect import CredentialStore
 from corral.errors import ToolError, UsageError
+from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_plan import Plane, apply, list_kind, plan
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
@@ -30,6 +31,7 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         sources=ctx.sources,
         mounts=ctx.services.get(SourceMounts),
         channels=ctx.services.get(ChannelKind),
+        git=ctx.services.get(GitRemotes),
     )
     steps = plan(args, plane)
     done: list[dict[str, Any]] = []

@@ -17,6 +17,7 @@ from corral.channels import ChannelKind
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
+from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers, McpServerSpec, McpServerView
 from corral.policy.identity import Caller
@@ -35,9 +36,6 @@ KIND_GRANTS: dict[str, str] = {
 }
 ADMIN = "admin.settings"
 MOUNT = "sources.mount"
-_LATER = {
-    "git": "git remotes are not connected through this platform yet",
-}
 CREDENTIAL_DESCRIPTORS = (
     {"provider": "tavily", "name": "tavily", "requires": ["secret"], "usedBy": "web_search"},
     {"provider": "brave", "name": "brave", "requires": ["secret"], "usedBy": "web_search"},
@@ -48,7 +46,25 @@ CREDENTIAL_DESCRIPTORS = (
         "usedBy": "web_search",
         "note": "the secret is the instance URL",
     },
+    *(
+        {"provider": name, "name": name, "requires": ["secret"], "usedBy": "models"}
+        for name in ("openai", "anthropic", "google")
+    ),
+    {
+        "provider": "model endpoint",
+        "name": "<the endpoint's name in model_endpoints>",
+        "requires": ["secret"],
+        "usedBy": "models",
+    },
 )
+GIT_DESCRIPTOR = {
+    "requires": ["url", "fields.repo"],
+    "fields": {
+        "repo": "the repository's folder in the project drive (data://…)",
+        "credential": "name of a stored credential holding the token (optional)",
+    },
+    "check": "reports local configuration only, never the vendor's health",
+}
 SOURCE_DESCRIPTOR = {
     "connector": "local",
     "requires": ["fields.root"],
@@ -80,6 +96,7 @@ class Plane:
     sources: SourcePolicy
     mounts: SourceMounts | None = None
     channels: ChannelKind | None = None
+    git: GitRemotes | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -126,8 +143,6 @@ def plan(args: dict[str, Any], plane: Plane) -> list[Step]:
 
 
 def _check(step: Step, plane: Plane, adding: set[tuple[str, str]]) -> None:
-    if step.kind in _LATER:
-        raise InvalidArguments(_LATER[step.kind] + "; leave this kind out")
     extra = sorted(set(step.item) - {"kind", "name"})
     if step.verb != "add" and extra:
         raise InvalidArguments(f"unexpected {extra}")
@@ -139,6 +154,8 @@ def _check(step: Step, plane: Plane, adding: set[tuple[str, str]]) -> None:
         if plane.channels is None:
             raise ToolError("no channels service is installed", code="unavailable")
         plane.channels.check(step.verb, step.name, step.item, plane.caller)
+    elif step.kind == "git":
+        _check_git(step, plane)
     else:
         _check_source(step, plane)
     if step.verb == "add":
@@ -206,6 +223,17 @@ def _check_mcp(step: Step, plane: Plane) -> None:
         plane.mcp.check_command(list(item.get("command") or []))
 
 
+def _check_git(step: Step, plane: Plane) -> None:
+    if plane.git is None:
+        raise ToolError("git remotes are not installed", code="unavailable")
+    if step.verb == "authorize":
+        raise InvalidArguments(
+            "a git remote needs no authorization; store its token as a credential"
+        )
+    if step.verb == "add":
+        plane.git.check_add(step.item, plane.caller, plane.sources)
+
+
 def _check_source(step: Step, plane: Plane) -> None:
     if step.verb == "add":
         if not plane.caller.grants.has(MOUNT):
@@ -257,6 +285,15 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
         own = await plane.credentials.entry(step.name, user_id=user, scope="user")
         shared = await plane.credentials.entry(step.name, user_id=user, scope="project")
         return done | {"hasValue": own is not None, "projectHasValue": shared is not None}
+    if step.kind == "git":
+        assert plane.git is not None
+        if step.verb == "add":
+            folder = plane.git.check_add(step.item, plane.caller, plane.sources)
+            user = plane.caller.user_id
+            return done | await plane.git.add(step.name, step.item, folder, created_by=user)
+        if step.verb == "remove":
+            return done | await plane.git.remove(step.name, plane.sources)
+        return done | await plane.git.check(step.name, plane.caller, plane.sources)
     if step.kind == "mcp":
         assert plane.mcp is not None
         if step.verb == "add":
@@ -325,8 +362,6 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
     grant = KIND_GRANTS[kind]
     if not plane.caller.grants.has(grant):
         return {"kind": kind, "refused": f"needs feature {grant!r}", "code": "feature_missing"}
-    if kind in _LATER:
-        return {"kind": kind, "refused": _LATER[kind], "code": "unavailable"}
     if kind == "credential":
         if plane.credentials is None:
             return {"kind": kind, "refused": "no credential store", "code": "unavailable"}
@@ -336,6 +371,10 @@ async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:
             for e in entries
         ]
         return {"kind": kind, "rows": rows, "descriptors": list(CREDENTIAL_DESCRIPTORS)}
+    if kind == "git":
+        if plane.git is None:
+            return {"kind": kind, "refused": "no git service", "code": "unavailable"}
+        return {"kind": kind, "rows": await plane.git.rows(), "descriptors": [GIT_DESCRIPTOR]}
     if kind == "mcp":
         if plane.mcp is None:
             return {"kind": kind, "refused": "no MCP service", "code": "unavailable"}

@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 from corral.channels import ChannelKind, Channels
 from corral.connect import CredentialKey, CredentialStore
 from corral.errors import NotFound
+from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.policy.identity import Caller
@@ -108,6 +109,7 @@ async def install(setup: PackageSetup) -> Installed:
                 SourceMounts: SourceMounts(kernel),
                 Channels: channels,
                 ChannelKind: ChannelKind(channels),
+                GitRemotes: GitRemotes(kernel, credentials),
             },
         ),
         start=[start],
