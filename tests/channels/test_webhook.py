@@ -58,7 +58,7 @@ async def test_webhook_pairs_and_answers_with_signed_posts(
     assert receiver.bad_signatures == 0  # every outbound POST carried a valid signature
 
 
-async def test_without_buttons_an_approval_is_answered_by_a_numbered_reply(
+async def test_without_buttons_approvals_and_questions_take_numbered_replies(
     ch_platform: Platform,
     http: httpx.AsyncClient,
     receiver: FakeWebhook,
@@ -67,6 +67,14 @@ async def test_without_buttons_an_approval_is_answered_by_a_numbered_reply(
     model = write_script(
         {"tool_calls": [call("write_note", path="data://hook.md", text="x")]},
         {"when_result_contains": "denied", "text": "Not written."},
+        {
+            "tool_calls": [
+                call(
+                    "ask_question", questions=[{"question": "Colour?", "options": ["red", "blue"]}]
+                )
+            ]
+        },
+        {"when_result_contains": "blue", "text": "Blue."},
     )
     await connect(
         ch_platform,
@@ -94,3 +102,7 @@ async def test_without_buttons_an_approval_is_answered_by_a_numbered_reply(
     assert receiver.received[-1]["text"] == "Reply 1 to approve or 2 to deny."
     await say("e4", "2")
     assert receiver.received[-1]["text"] == "Not written."
+    await say("e5", "ask me")
+    assert "2) blue" in receiver.received[-1]["text"] and receiver.received[-1]["choices"] == []
+    await say("e6", "2")  # the option's number
+    assert receiver.received[-1]["text"] == "Blue."

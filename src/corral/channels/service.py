@@ -8,7 +8,8 @@ agent, and an approved sender's event is routed (:mod:`corral.channels.inbound`)
 Outbound is the :class:`~corral.channels.relay.Relay`; Telegram connections without a
 public URL are polled (:mod:`corral.channels.polling`). A workflow bound to a channel
 posts each run's answer (or its failure and reason) to the chats that channel paired to
-the workflow's owner.
+the workflow's owner (:mod:`corral.channels.delivery`); codes are decided through
+:mod:`corral.channels.pairing`.
 """
 
 from __future__ import annotations
@@ -116,20 +117,24 @@ class Channels:
                 self.start_polling(connection.name)
 
     async def close(self) -> None:
+        """Stop polling and send what is still queued (briefly)."""
         for name in list(self._polls):
             await self.stop_polling(name)
         await self.relay.close()
 
     @staticmethod
     def polls(connection: ConnectionRecord) -> bool:
+        """Whether the connection is read by long polling rather than a webhook."""
         return connection.provider == "telegram" and connection.fields.get("mode") != "webhook"
 
     def start_polling(self, name: str) -> None:
+        """Start the connection's polling task unless it runs."""
         task = self._polls.get(name)
         if task is None or task.done():
             self._polls[name] = asyncio.get_running_loop().create_task(poll(self, name))
 
     async def stop_polling(self, name: str) -> None:
+        """Cancel the connection's polling task, if any."""
         task = self._polls.pop(name, None)
         if task is not None:
             task.cancel()
@@ -386,4 +391,5 @@ def _iso(moment: Any) -> str | None:
 
 
 def public_fields(vendor: Vendor) -> frozenset[str]:
+    """Every field name a connection of ``vendor`` may be given."""
     return frozenset(s.name for s in vendor.fields) | frozenset(_COMMON_FIELDS)
