@@ -95,6 +95,7 @@ class Channels:
         self._clock = clock
         self._polls: dict[str, asyncio.Task[None]] = {}
         self.hosting = False
+        self._secrets: dict[str, dict[str, str]] = {}
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -142,7 +143,12 @@ class Channels:
                 await task
 
     async def secrets(self, connection: ConnectionRecord) -> dict[str, str]:
-        """The connection's secret fields, read from the credential store."""
+        """The connection's secret fields, read from the credential store once per process
+        (every inbound request and outbound message needs them; connect and disconnect
+        renew the cache, the only ways the platform changes them)."""
+        cached = self._secrets.get(connection.name)
+        if cached is not None:
+            return cached
         found: dict[str, str] = {}
         for spec in self.vendors[connection.provider].fields:
             if not spec.secret:
@@ -152,6 +158,7 @@ class Channels:
             )
             if value is not None:
                 found[spec.name] = value
+        self._secrets[connection.name] = found
         return found
 
     # -- inbound ----------------------------------------------------------------------------
@@ -239,6 +246,7 @@ class Channels:
         """Store the secrets as credentials, the rest as the connection, then register the
         webhook or start polling; a vendor refusing the registration undoes it all."""
         vendor = self.vendors[provider]
+        self._secrets.pop(name, None)
         public = {k: v for k, v in fields.items() if not _is_secret(vendor, k)}
         given = {k: v for k, v in fields.items() if _is_secret(vendor, k)}
         if provider == "telegram" and "webhook_secret" not in given:
@@ -307,6 +315,7 @@ class Channels:
             if chat.connection == name:
                 del self.relay.bound[conversation_id]
         await self.store.remove_connection(name)
+        self._secrets.pop(name, None)
         self.flood.forget(name)
         self.names.discard(name)
 
