@@ -10,10 +10,12 @@ import httpx
 
 from corral.platform import Platform
 from corral.service_protocols import ReportSink
+from corral.shell.service import ShellService
 from tests.channels.conftest import settle, tg_message, tg_press
 from tests.channels.test_telegram import pair, post, webhook_channel
 from tests.channels.vendor_servers import FakeTelegram
 from tests.runtime.conftest import ScriptWriter, call
+from tests.shell.conftest import needs_bwrap
 
 
 async def bound_conversation(http: httpx.AsyncClient) -> str:
@@ -187,3 +189,34 @@ async def test_forged_or_foreign_presses_decide_nothing(
     await settle(ch_platform)
     assert "no longer exists" in telegram.sent[-2]["text"]
     assert "not one I know" in telegram.sent[-1]["text"]
+
+
+@needs_bwrap
+async def test_a_real_background_shell_reports_to_the_chat_through_a_server_turn(
+    ch_platform: Platform,
+    http: httpx.AsyncClient,
+    telegram: FakeTelegram,
+    write_script: ScriptWriter,
+) -> None:
+    model = write_script(
+        {"tool_calls": [call("execute", command="echo built-ok", background=True, reason="build")]},
+        {"text": "Started; it reports back."},
+        {"when_message_contains": "built-ok", "text": "The build printed built-ok."},
+    )
+    secret = await webhook_channel(ch_platform, telegram, model)
+    await pair(ch_platform, http, telegram, secret, "owner")
+    await post(http, tg_message(2, "build it"), secret)
+    conversation_id = await bound_conversation(http)
+    await settle(ch_platform, conversation_id)
+    # Balanced asks before a command runs: the run's user approves it from the chat.
+    press = telegram.sent[-1]["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    await post(http, tg_press(3, press), secret)
+    await settle(ch_platform, conversation_id)
+    rows = await ch_platform.rows(conversation_id)
+    (started,) = [r for r in rows if r.kind == "tool_result" and r.data["tool"] == "execute"]
+    shell_id = started.data["result"]["data"]["shell_id"]
+    await ch_platform.services.require(ShellService).background.wait_ended(shell_id, 30)
+    await settle(ch_platform, conversation_id)  # the report's turn ran on the server
+    texts = [m["text"] for m in telegram.sent]
+    assert texts[-1] == "The build printed built\\-ok\\."
+    assert any(t.startswith("\\[report: ") for t in texts)

@@ -58,7 +58,7 @@ async def test_webhook_pairs_and_answers_with_signed_posts(
     assert receiver.bad_signatures == 0  # every outbound POST carried a valid signature
 
 
-async def test_without_buttons_an_approval_is_answered_by_a_numbered_reply(
+async def test_without_buttons_approvals_and_questions_take_numbered_replies(
     ch_platform: Platform,
     http: httpx.AsyncClient,
     receiver: FakeWebhook,
@@ -67,6 +67,14 @@ async def test_without_buttons_an_approval_is_answered_by_a_numbered_reply(
     model = write_script(
         {"tool_calls": [call("write_note", path="data://hook.md", text="x")]},
         {"when_result_contains": "denied", "text": "Not written."},
+        {
+            "tool_calls": [
+                call(
+                    "ask_question", questions=[{"question": "Colour?", "options": ["red", "blue"]}]
+                )
+            ]
+        },
+        {"when_result_contains": "blue", "text": "Blue."},
     )
     await connect(
         ch_platform,
@@ -94,3 +102,27 @@ async def test_without_buttons_an_approval_is_answered_by_a_numbered_reply(
     assert receiver.received[-1]["text"] == "Reply 1 to approve or 2 to deny."
     await say("e4", "2")
     assert receiver.received[-1]["text"] == "Not written."
+    await say("e5", "ask me")
+    assert "2) blue" in receiver.received[-1]["text"] and receiver.received[-1]["choices"] == []
+    await say("e6", "2")  # the option's number
+    assert receiver.received[-1]["text"] == "Blue."
+
+
+async def test_the_channels_panel_connects_over_http_without_echoing_secrets(
+    ch_platform: Platform, http: httpx.AsyncClient, receiver: FakeWebhook
+) -> None:
+    body = {
+        "name": "panel",
+        "provider": "webhook",
+        "fields": {"signing_secret": "panel-secret-1", "outbound_url": f"{receiver.url}/in"},
+    }
+    created = await http.post("/channels", json=body)
+    assert created.status_code == 201 and "panel-secret-1" not in created.text
+    assert {f["name"]: f["hasValue"] for f in created.json()["fields"]}["signing_secret"]
+    again = await http.post("/channels", json=body)
+    assert again.status_code == 422 and "already connected" in again.json()["detail"]
+    bad = await http.post("/channels", json={**body, "name": "Bad Name"})
+    assert bad.status_code == 422
+    listed = await http.get("/channels")
+    assert [r["name"] for r in listed.json()["rows"]] == ["panel"]
+    assert "panel-secret-1" not in listed.text

@@ -36,6 +36,7 @@ class FloodGate:
         return False, True
 
     def forget(self, connection: str) -> None:
+        """Drop the counts of a disconnected connection."""
         for key in [k for k in self._seen if k[0] == connection]:
             del self._seen[key]
             self._warned.pop(key, None)

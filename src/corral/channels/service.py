@@ -8,7 +8,8 @@ agent, and an approved sender's event is routed (:mod:`corral.channels.inbound`)
 Outbound is the :class:`~corral.channels.relay.Relay`; Telegram connections without a
 public URL are polled (:mod:`corral.channels.polling`). A workflow bound to a channel
 posts each run's answer (or its failure and reason) to the chats that channel paired to
-the workflow's owner.
+the workflow's owner (:mod:`corral.channels.delivery`); codes are decided through
+:mod:`corral.channels.pairing`.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Channels:
         self._clock = clock
         self._polls: dict[str, asyncio.Task[None]] = {}
         self.hosting = False
+        self._secrets: dict[str, dict[str, str]] = {}
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -116,20 +118,24 @@ class Channels:
                 self.start_polling(connection.name)
 
     async def close(self) -> None:
+        """Stop polling and send what is still queued (briefly)."""
         for name in list(self._polls):
             await self.stop_polling(name)
         await self.relay.close()
 
     @staticmethod
     def polls(connection: ConnectionRecord) -> bool:
+        """Whether the connection is read by long polling rather than a webhook."""
         return connection.provider == "telegram" and connection.fields.get("mode") != "webhook"
 
     def start_polling(self, name: str) -> None:
+        """Start the connection's polling task unless it runs."""
         task = self._polls.get(name)
         if task is None or task.done():
             self._polls[name] = asyncio.get_running_loop().create_task(poll(self, name))
 
     async def stop_polling(self, name: str) -> None:
+        """Cancel the connection's polling task, if any."""
         task = self._polls.pop(name, None)
         if task is not None:
             task.cancel()
@@ -137,7 +143,12 @@ class Channels:
                 await task
 
     async def secrets(self, connection: ConnectionRecord) -> dict[str, str]:
-        """The connection's secret fields, read from the credential store."""
+        """The connection's secret fields, read from the credential store once per process
+        (every inbound request and outbound message needs them; connect and disconnect
+        renew the cache, the only ways the platform changes them)."""
+        cached = self._secrets.get(connection.name)
+        if cached is not None:
+            return cached
         found: dict[str, str] = {}
         for spec in self.vendors[connection.provider].fields:
             if not spec.secret:
@@ -147,6 +158,7 @@ class Channels:
             )
             if value is not None:
                 found[spec.name] = value
+        self._secrets[connection.name] = found
         return found
 
     # -- inbound ----------------------------------------------------------------------------
@@ -234,6 +246,7 @@ class Channels:
         """Store the secrets as credentials, the rest as the connection, then register the
         webhook or start polling; a vendor refusing the registration undoes it all."""
         vendor = self.vendors[provider]
+        self._secrets.pop(name, None)
         public = {k: v for k, v in fields.items() if not _is_secret(vendor, k)}
         given = {k: v for k, v in fields.items() if _is_secret(vendor, k)}
         if provider == "telegram" and "webhook_secret" not in given:
@@ -302,6 +315,7 @@ class Channels:
             if chat.connection == name:
                 del self.relay.bound[conversation_id]
         await self.store.remove_connection(name)
+        self._secrets.pop(name, None)
         self.flood.forget(name)
         self.names.discard(name)
 
@@ -386,4 +400,5 @@ def _iso(moment: Any) -> str | None:
 
 
 def public_fields(vendor: Vendor) -> frozenset[str]:
+    """Every field name a connection of ``vendor`` may be given."""
     return frozenset(s.name for s in vendor.fields) | frozenset(_COMMON_FIELDS)

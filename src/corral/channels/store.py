@@ -21,6 +21,8 @@ _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionRecord:
+    """A connection as stored: public fields and counters, never a secret."""
+
     name: str
     provider: str
     owner_id: str
@@ -54,6 +56,9 @@ class ConnectionRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SenderRecord:
+    """One sender on one chat: pending with a code, approved (mapped, maybe bound) or
+    rejected."""
+
     id: str
     connection: str
     sender_id: str
@@ -98,6 +103,7 @@ class SenderRecord:
 
 
 def new_code() -> str:
+    """An 8-character pairing code without look-alike characters (0/O, 1/I)."""
     return "".join(secrets.choice(_CODE_ALPHABET) for _ in range(8))
 
 

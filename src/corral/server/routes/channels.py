@@ -16,12 +16,23 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from corral.channels import ChannelKind, Channels
-from corral.errors import NotFound
+from corral.connect.credentials import NAME_PATTERN
+from corral.errors import InvalidArguments, NotFound
 from corral.server.deps import CallerDep, PlatformDep, require_feature
 
 router = APIRouter(tags=["channels"])
 
 FEATURE = "channels.connect"
+
+
+class ConnectBody(BaseModel):
+    name: str = Field(description="The channel's name (lowercase letters, digits, '_', '-').")
+    provider: str = Field(description="telegram, slack or webhook.")
+    fields: dict[str, str] = Field(
+        default_factory=dict,
+        description="Secret and public fields by the names GET /channels lists; secrets are "
+        "stored encrypted and never returned.",
+    )
 
 
 class ApproveBody(BaseModel):
@@ -66,6 +77,22 @@ async def pairing_reject(code: str, platform: PlatformDep, caller: CallerDep) ->
 async def list_channels(platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     require_feature(caller, FEATURE)
     return await platform.services.require(ChannelKind).list(caller)
+
+
+@router.post("/channels", status_code=201)
+async def connect_channel(
+    body: ConnectBody, platform: PlatformDep, caller: CallerDep
+) -> dict[str, Any]:
+    """Connect a channel, as the connect tool's ``add`` does (same checks, same answer)."""
+    require_feature(caller, FEATURE)
+    if not NAME_PATTERN.match(body.name):
+        raise InvalidArguments(
+            f"channel name {body.name!r} is not lowercase letters, digits, '_', '-'"
+        )
+    kind = platform.services.require(ChannelKind)
+    item = {"kind": "channel", "name": body.name, "provider": body.provider, "fields": body.fields}
+    kind.check("add", body.name, item, caller)
+    return {"name": body.name, **await kind.apply("add", body.name, item, caller)}
 
 
 @router.get("/channels/{name}")
