@@ -51,8 +51,14 @@ def serve(
             skills.serving_at(bind_host, bind_port)
         app = create_app(platform, close_platform=True)
         owner = await platform.caller()
-        link = sign_in_link(app, owner.user_id, f"http://{bind_host}:{bind_port}")
-        console.print(f"web UI: {link} (one-time sign-in link for {owner.name!r})")
+        # With port 0 the port is chosen at bind time: print the path for uvicorn's address.
+        base = f"http://{bind_host}:{bind_port}" if bind_port else ""
+        link = sign_in_link(app, owner.user_id, base)
+        console.print(
+            f"web UI: {link} (one-time sign-in link for {owner.name!r})",
+            highlight=False,
+            soft_wrap=True,
+        )
         config = uvicorn.Config(app, host=bind_host, port=bind_port, log_level="info")
         await uvicorn.Server(config).serve()
 

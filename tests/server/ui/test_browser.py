@@ -151,6 +151,24 @@ def test_an_approval_survives_a_reload_and_resumes_live(
     assert (server.data_dir / "drive" / "approved.txt").read_text() == "approved\n"
 
 
+def test_stop_ends_the_turn_and_its_command(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    page = session.page
+    _sign_in(session, server)
+    command = {"command": "echo waiting; sleep 300", "reason": "Wait a long time."}
+    model = script(tmp_path, {"tool_calls": [{"name": "execute", "args": command}]})
+    _start(session, model, "auto", "stop")
+    _send(page, "wait")
+    card = page.locator("article.tool-execute")
+    expect(card.locator("pre.output.live")).to_contain_text("waiting")
+    page.locator("#runbar button.danger").click()
+    expect(page.locator("#timeline .ended")).to_contain_text("stopped")
+    expect(card).to_have_attribute("data-state", "error")
+    expect(card.locator("pre.output")).to_contain_text("process group was ended")
+    expect(page.locator("#runbar button")).to_have_count(0)
+
+
 def test_a_question_is_answered_in_place(
     session: Session, server: LiveServer, tmp_path: Path
 ) -> None:
