@@ -4,7 +4,9 @@ is killed, and reports every acknowledged sequence number on stdout as it comes.
 It appends through the runtime's :class:`~corral.runtime.appends.Appender` on the store's
 writer, as a run does, without loading packages (a platform takes seconds to open).
 
-    python -m tests.runtime.appending_child DATA_DIR CONVERSATION_ID WRITER_NAME
+    python -m tests.runtime.appending_child DATABASE_URL CONVERSATION_ID WRITER_NAME
+
+:mod:`tests.runtime.appending` starts it and reads what it says.
 
 Each burst is ``BURST`` appends at once (so the writer shares commits between them); a
 number is printed only after its append returned. Each row carries ``{"writer", "n"}`` so the
@@ -15,19 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 
 from corral.runtime.appends import Appender
 from corral.runtime.timeline import NewRow
-from corral.settings import Settings
 from corral.store import make_engine
 from corral.store.writer import open_writer
 
 BURST = 8
 
 
-async def main(data_dir: Path, conversation_id: str, writer: str) -> None:
-    engine = make_engine(Settings(data_dir=data_dir).effective_database_url)
+async def main(database_url: str, conversation_id: str, writer: str) -> None:
+    engine = make_engine(database_url)
     appender = Appender(engine, open_writer(engine))
     out = sys.stdout
     n = 0
@@ -46,4 +46,4 @@ async def main(data_dir: Path, conversation_id: str, writer: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -5,10 +5,6 @@ lost when the appending process is killed (SIGKILL, real child processes)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +13,8 @@ from corral.runtime.appends import append_rows, write
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.store.tables import as_utc
+from tests.runtime.appending import acknowledged, check, start_child
 
-ROOT = Path(__file__).resolve().parents[2]
 ACKS_BEFORE_KILL = 300
 
 
@@ -65,72 +61,27 @@ async def test_appending_to_a_missing_conversation_says_which(rt: Runtime) -> No
         await rt.append("c_missing", [NewRow(kind="card", data={})])
 
 
-async def _start_child(
-    data_dir: Path, conversation_id: str, name: str
-) -> asyncio.subprocess.Process:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.runtime.appending_child",
-        str(data_dir),
-        conversation_id,
-        name,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert child.stdout is not None
-    assert await child.stdout.readline() == b"ready\n"
-    return child
-
-
-async def _acknowledged(child: asyncio.subprocess.Process, until: int) -> dict[int, int]:
-    """Read acknowledgements until ``until`` came, kill the child with SIGKILL mid-burst,
-    then read what it acknowledged before it died."""
-    assert child.stdout is not None
-    told: dict[int, int] = {}
-    while len(told) < until:
-        line = await child.stdout.readline()
-        assert line, f"the child ended early with {await child.wait()}"
-        seq, n = line.split()
-        told[int(seq)] = int(n)
-    child.send_signal(signal.SIGKILL)
-    for line in (await child.stdout.read()).splitlines():
-        seq, n = line.split()
-        told[int(seq)] = int(n)
-    assert await child.wait() == -signal.SIGKILL
-    return told
-
-
-def _check(stored: list[TimelineRow], told: dict[str, dict[int, int]]) -> None:
-    assert [r.seq for r in stored] == list(range(1, len(stored) + 1)), "a gap or a duplicate"
-    by_seq = {r.seq: r.data for r in stored}
-    for writer, acknowledged in told.items():
-        for seq, n in acknowledged.items():
-            assert by_seq.get(seq) == {"writer": writer, "n": n}, (writer, seq, n)
-
-
-async def test_sigkill_during_a_burst_of_appends_loses_no_acknowledged_row(
-    rt: Runtime, data_dir: Path
-) -> None:
+async def test_sigkill_during_a_burst_of_appends_loses_no_acknowledged_row(rt: Runtime) -> None:
+    database_url = rt.kernel.settings.effective_database_url
     conversation = await rt.start_conversation()
-    child = await _start_child(data_dir, conversation.id, "only")
-    told = await _acknowledged(child, ACKS_BEFORE_KILL)
+    child = await start_child(database_url, conversation.id, "only")
+    told = await acknowledged(child, ACKS_BEFORE_KILL)
     stored = await rt.conversations.rows(conversation.id)
     assert len(stored) >= len(told) >= ACKS_BEFORE_KILL
-    _check(stored, {"only": told})
+    check(stored, {"only": told})
     # The conversation goes on after the crash from where the store stands.
     (after,) = await rt.append(conversation.id, [NewRow(kind="card", data={})])
     assert after.seq == len(stored) + 1
 
 
 async def test_two_processes_appending_at_once_and_killed_keep_every_number_once(
-    rt: Runtime, data_dir: Path
+    rt: Runtime,
 ) -> None:
+    database_url = rt.kernel.settings.effective_database_url
     conversation = await rt.start_conversation()
     first, second = await asyncio.gather(
-        _start_child(data_dir, conversation.id, "first"),
-        _start_child(data_dir, conversation.id, "second"),
+        start_child(database_url, conversation.id, "first"),
+        start_child(database_url, conversation.id, "second"),
     )
     # This process appends too, through its own writer, while both children do.
     ours = await asyncio.gather(
@@ -143,14 +94,14 @@ async def test_two_processes_appending_at_once_and_killed_keep_every_number_once
         zip(
             ("first", "second"),
             await asyncio.gather(
-                _acknowledged(first, ACKS_BEFORE_KILL // 2),
-                _acknowledged(second, ACKS_BEFORE_KILL // 2),
+                acknowledged(first, ACKS_BEFORE_KILL // 2),
+                acknowledged(second, ACKS_BEFORE_KILL // 2),
             ),
             strict=True,
         )
     )
     told["parent"] = {row.seq: row.data["n"] for (row,) in ours}
     stored = await rt.conversations.rows(conversation.id)
-    _check(stored, told)
-    seqs = [set(acknowledged) for acknowledged in told.values()]
+    check(stored, told)
+    seqs = [set(given) for given in told.values()]
     assert not (seqs[0] & seqs[1] or seqs[0] & seqs[2] or seqs[1] & seqs[2])

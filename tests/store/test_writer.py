@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from corral.store import make_engine
-from corral.store.writer import SqliteWriter, open_writer
+from corral.store.pg_writer import PgWriter
+from corral.store.writer import CHECKPOINT_EVERY, SqliteWriter, open_writer
 
 
 def _database(tmp_path: Path) -> Path:
@@ -30,6 +31,10 @@ def _items(path: Path) -> list[tuple[int, str]]:
         return db.execute("SELECT n, text FROM items ORDER BY n").fetchall()
     finally:
         db.close()
+
+
+def _wal_size(path: Path) -> int:
+    return Path(f"{path}-wal").stat().st_size
 
 
 def _insert(n: int, text: str | None = "x") -> Callable[[sqlite3.Connection], int]:
@@ -137,7 +142,7 @@ async def test_close_commits_what_is_queued_and_then_refuses_clearly(tmp_path: P
     writer.close()  # closing twice is harmless
 
 
-async def test_only_a_sqlite_file_gets_a_writer(tmp_path: Path) -> None:
+async def test_a_sqlite_file_gets_a_thread_postgresql_a_kept_connection(tmp_path: Path) -> None:
     on_file = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'f.db'}")
     in_memory = make_engine("sqlite+aiosqlite://")
     on_postgres = make_engine("postgresql+asyncpg://corral@localhost/corral")
@@ -145,7 +150,75 @@ async def test_only_a_sqlite_file_gets_a_writer(tmp_path: Path) -> None:
         writer = open_writer(on_file)
         assert writer is not None and writer.path == str(tmp_path / "f.db")
         assert open_writer(in_memory) is None
-        assert open_writer(on_postgres) is None
+        assert isinstance(open_writer(on_postgres), PgWriter)
     finally:
         for engine in (on_file, in_memory, on_postgres):
             await engine.dispose()
+
+
+async def test_with_the_lock_free_a_write_commits_inline_without_the_thread(
+    tmp_path: Path,
+) -> None:
+    path = _database(tmp_path)
+    writer = SqliteWriter(str(path))
+    seen: list[str] = []
+
+    def where(db: sqlite3.Connection) -> int:
+        seen.append(threading.current_thread().name)
+        return 1
+
+    try:
+        assert await writer.run(where) == 1
+        assert seen == [threading.current_thread().name]
+        assert await writer.run(_insert(5)) == 5
+        assert _items(path) == [(5, "x")]
+    finally:
+        writer.close()
+
+
+async def test_with_the_lock_held_elsewhere_run_waits_in_the_thread_not_the_loop(
+    tmp_path: Path,
+) -> None:
+    path = _database(tmp_path)
+    writer = SqliteWriter(str(path))
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    seen: list[str] = []
+
+    def where(db: sqlite3.Connection) -> int:
+        seen.append(threading.current_thread().name)
+        db.execute("INSERT INTO items (n, text) VALUES (2, 'writer')")
+        return 2
+
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO items (n, text) VALUES (1, 'other')")
+        pending = asyncio.ensure_future(writer.run(where))
+        # The event loop is free while the writer waits: this thread commits the other side.
+        await asyncio.to_thread(other.execute, "COMMIT")
+        assert await pending == 2
+        assert seen == [f"corral-writer:{path}"]
+        assert _items(path) == [(1, "other"), (2, "writer")]
+    finally:
+        other.close()
+        writer.close()
+
+
+async def test_the_thread_checkpoints_what_the_inline_commits_leave(tmp_path: Path) -> None:
+    path = _database(tmp_path)
+    writer = SqliteWriter(str(path))
+    filler = "y" * 3000
+
+    async def cycle(start: int) -> int:
+        for n in range(start, start + CHECKPOINT_EVERY):
+            await writer.run(_insert(n, filler))
+        await writer.submit(lambda db: None)  # queued after the checkpoint: it has run
+        return _wal_size(path)
+
+    try:
+        first = await cycle(0)
+        second = await cycle(CHECKPOINT_EVERY)
+        # Checkpointed, the log starts over instead of growing by another cycle's pages.
+        assert second < first * 1.5
+        assert len(_items(path)) == 2 * CHECKPOINT_EVERY
+    finally:
+        writer.close()

@@ -8,7 +8,6 @@ composition root above it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -24,6 +23,7 @@ from corral.kernel.logs import LogStore
 from corral.policy.identity import Caller
 from corral.settings import Settings
 from corral.store import make_engine, make_sessionmaker, upgrade
+from corral.store.pg_writer import PgWriter
 from corral.store.writer import SqliteWriter, open_writer
 from corral.tools.dispatch import Dispatcher
 from corral.tools.registry import Registry, discover
@@ -43,8 +43,8 @@ class Kernel:
         self.settings = settings
         self.engine = engine
         self.sessions = sessions
-        self.writer: SqliteWriter | None = open_writer(engine)
-        """The store's writer thread for the hot appends (None: not a SQLite file)."""
+        self.writer: SqliteWriter | PgWriter | None = open_writer(engine)
+        """The store's writer for the hot appends (None: SQLite in memory)."""
         self.registry = registry
         self.config = ConfigCache(sessions, settings)
         self.logs = LogStore(sessions)
@@ -91,7 +91,7 @@ class Kernel:
     async def close(self) -> None:
         await self.identity.tokens.settle()
         if self.writer is not None:
-            await asyncio.to_thread(self.writer.close)
+            await self.writer.aclose()
         await self.engine.dispose()
 
 

@@ -5,10 +5,12 @@ seq)`` constraint settles races between processes, and a writer that loses one s
 retries with fresh numbers.
 
 The hot path — :class:`Appender`, a run storing its steps — goes through the store's
-writer on SQLite (:mod:`corral.store.writer`): one thread hop and one transaction per
-append, shared with appends that arrive meanwhile. The number is read inside that
-transaction, which holds the database's write lock, so it cannot race. On PostgreSQL the
-appender remembers the last number it wrote and sends one INSERT, retried on conflict.
+writer. On SQLite (:mod:`corral.store.writer`): one transaction per append, inline when
+the write lock is free, else in the writer's thread shared with appends that arrive
+meanwhile; the number is read inside that transaction, which holds the write lock, so it
+cannot race. On PostgreSQL (:mod:`corral.store.pg_writer`): one ``INSERT … SELECT``
+statement, one round trip, that reads the number and writes the rows; a unique violation
+(another process took the number) is retried.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 from corral.errors import NotFound
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.store import runtime_tables as rt
+from corral.store.pg_writer import KeyTaken, MissingReference, PgWriter
 from corral.store.tables import utcnow
 from corral.store.writer import SqliteWriter
 
@@ -40,6 +43,15 @@ _INSERT = (
     "INSERT INTO conversation_rows "
     "(conversation_id, seq, kind, run_id, user_id, call_id, data, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_PG_INSERT = (
+    "INSERT INTO conversation_rows "
+    "(conversation_id, seq, kind, run_id, user_id, call_id, data, created_at) "
+    "SELECT $1::varchar, coalesce((SELECT max(seq) FROM conversation_rows "
+    "WHERE conversation_id = $1::varchar), 0) + r.n::integer, "
+    "r.kind, r.run_id, r.user_id, r.call_id, r.data::json, $7::timestamptz "
+    "FROM unnest($2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], $6::text[]) "
+    "WITH ORDINALITY AS r(kind, run_id, user_id, call_id, data, n) RETURNING seq"
 )
 
 
@@ -150,10 +162,10 @@ def _insert_work(
 
 
 class Appender:
-    """Appends outside other work: through the store's writer on SQLite, elsewhere one
-    INSERT remembering each conversation's last number."""
+    """Appends outside other work: through the store's writer (see the module docstring);
+    without one, one INSERT through SQLAlchemy remembering each conversation's last number."""
 
-    def __init__(self, engine: AsyncEngine, writer: SqliteWriter | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, writer: SqliteWriter | PgWriter | None = None) -> None:
         self._engine = engine
         self._writer = writer
         self._last: dict[str, int] = {}
@@ -165,8 +177,10 @@ class Appender:
 
     async def append(self, conversation_id: str, rows: Sequence[NewRow]) -> list[TimelineRow]:
         """Store ``rows`` after the conversation's last, committed when this returns."""
-        if self._writer is not None:
+        if isinstance(self._writer, SqliteWriter):
             return await self._through_writer(self._writer, conversation_id, rows)
+        if isinstance(self._writer, PgWriter):
+            return await self._through_pg(self._writer, conversation_id, rows)
         for attempt in range(ATTEMPTS):
             try:
                 async with self._engine.begin() as connection:
@@ -205,4 +219,31 @@ class Appender:
                     raise
                 continue
             return _stored(first, rows, now)
+        raise AssertionError("unreachable")
+
+    async def _through_pg(
+        self, writer: PgWriter, conversation_id: str, rows: Sequence[NewRow]
+    ) -> list[TimelineRow]:
+        if not rows:
+            return []
+        now = utcnow()
+        columns = (
+            [row.kind for row in rows],
+            [row.run_id for row in rows],
+            [row.user_id for row in rows],
+            [row.call_id for row in rows],
+            [json.dumps(dict(row.data)) for row in rows],
+        )
+        for attempt in range(ATTEMPTS):
+            try:
+                returned = await writer.fetch(_PG_INSERT, conversation_id, *columns, now)
+            except KeyTaken:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                continue  # another process took the number: read it again
+            except MissingReference as error:
+                raise NotFound(
+                    f"no conversation {conversation_id!r} to append to ({error}); start one first"
+                ) from error
+            return _stored(min(seq for (seq,) in returned), rows, now)
         raise AssertionError("unreachable")
