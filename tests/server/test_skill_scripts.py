@@ -291,6 +291,10 @@ async def test_a_ticket_cannot_make_a_persons_decisions(live: Live) -> None:
         f"-X POST {json_body} $CORRAL_API/tools/execute/call",
         f"-X PUT {json_body} $CORRAL_API/settings/live/shell_network",
         f"-X POST {json_body} $CORRAL_API/workflows/w_x/hooks/h_x/keys",
+        f"-X POST {json_body} $CORRAL_API/channels",
+        "-X POST $CORRAL_API/channels/pairing/c_x/approve",
+        "-X POST $CORRAL_API/channels/pairing/c_x/reject",
+        "-X DELETE $CORRAL_API/channels/tg",
     ]
     command = "; ".join(f"{curl} {route}" for route in routes)
     turn = await live.platform.chat(
@@ -301,4 +305,4 @@ async def test_a_ticket_cannot_make_a_persons_decisions(live: Live) -> None:
     rows = await live.platform.rows(turn.conversation_id)
     [result] = [r.data["result"] for r in rows if r.kind == "tool_result"]
     codes = result["content"][0]["text"].split("\n")[0].split()
-    assert codes == ["200", *["403"] * 6], result
+    assert codes == ["200", *["403"] * 10], result

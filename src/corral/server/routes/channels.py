@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from corral.channels import ChannelKind, Channels
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import InvalidArguments, NotFound
-from corral.server.deps import CallerDep, PlatformDep, require_feature
+from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep, require_feature
 
 router = APIRouter(tags=["channels"])
 
@@ -57,7 +57,7 @@ async def pairing_list(
     return {"pairings": [s.to_json() for s in found]}
 
 
-@router.post("/channels/pairing/{code}/approve")
+@router.post("/channels/pairing/{code}/approve", dependencies=[PERSON_ONLY])
 async def pairing_approve(
     code: str, body: ApproveBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
@@ -66,7 +66,7 @@ async def pairing_approve(
     return {"pairing": sender.to_json()}
 
 
-@router.post("/channels/pairing/{code}/reject")
+@router.post("/channels/pairing/{code}/reject", dependencies=[PERSON_ONLY])
 async def pairing_reject(code: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     require_feature(caller, FEATURE)
     sender = await platform.services.require(Channels).pairing.reject(code, caller)
@@ -79,7 +79,7 @@ async def list_channels(platform: PlatformDep, caller: CallerDep) -> dict[str, A
     return await platform.services.require(ChannelKind).list(caller)
 
 
-@router.post("/channels", status_code=201)
+@router.post("/channels", status_code=201, dependencies=[PERSON_ONLY])
 async def connect_channel(
     body: ConnectBody, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
@@ -104,7 +104,7 @@ async def check_channel(name: str, platform: PlatformDep, caller: CallerDep) -> 
     return {"name": name, **state}
 
 
-@router.delete("/channels/{name}")
+@router.delete("/channels/{name}", dependencies=[PERSON_ONLY])
 async def disconnect_channel(name: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     """Disconnect (the owner or an administrator): webhook and polling stop, secrets and
     pairings go; the conversations stay."""
