@@ -127,7 +127,8 @@ async def test_channels_panel_needs_the_grant_a_csrf_token_and_the_services_rule
     await store.add_connection("lins", "webhook", lin, {"url": "https://example.invalid/"})
     owner_id = (await platform.caller()).user_id
     await store.add_connection("owners", "webhook", owner_id, {"url": "https://example.invalid/"})
-    mine, _ = await store.pending("lins", "s1", "c1", "Sam", 600)
+    sam = "Sam <img src=x onerror=alert(1)>"  # a vendor's display name is the sender's text
+    mine, _ = await store.pending("lins", "s1", "c1", sam, 600)
     theirs, _ = await store.pending("owners", "s2", "c2", "Tess", 600)
     app = create_app(platform)
     state: UiState = app.state.ui
@@ -156,6 +157,7 @@ async def test_channels_panel_needs_the_grant_a_csrf_token_and_the_services_rule
         assert 'id="nav-channels"' in page.text
         assert mine.code in page.text and "lins" in page.text
         assert theirs.code not in page.text and "owners" not in page.text  # not theirs
+        assert "<img" not in page.text and "Sam &lt;img src=x" in page.text
         token = await _csrf(linker, "/ui/channels")
         other = await linker.post(
             f"/ui/channels/pairing/{mine.code}/approve", data={"csrf_token": token, "user": "owner"}
@@ -170,6 +172,8 @@ async def test_channels_panel_needs_the_grant_a_csrf_token_and_the_services_rule
         rejected = await linker.post(
             f"/ui/channels/pairing/{mine.code}/reject", data={"csrf_token": token}
         )
-        assert rejected.status_code == 303 and "rejected" in rejected.headers["location"]
+        assert rejected.status_code == 303
+        shown = await linker.get(rejected.headers["location"])
+        assert "rejected Sam &lt;img" in shown.text and "<img" not in shown.text
         decided = {s.sender_name: s.status for s in await store.senders(status=None)}
-        assert decided == {"Sam": "rejected", "Tess": "pending"}
+        assert decided == {sam: "rejected", "Tess": "pending"}
