@@ -127,6 +127,7 @@ async def test_channels_panel_needs_the_grant_a_csrf_token_and_the_services_rule
     await store.add_connection("lins", "webhook", lin, {"url": "https://example.invalid/"})
     owner_id = (await platform.caller()).user_id
     await store.add_connection("owners", "webhook", owner_id, {"url": "https://example.invalid/"})
+    await store.count("lins", "failures", error="HTTP 401 from the receiver")
     sam = "Sam <img src=x onerror=alert(1)>"  # a vendor's display name is the sender's text
     mine, _ = await store.pending("lins", "s1", "c1", sam, 600)
     theirs, _ = await store.pending("owners", "s2", "c2", "Tess", 600)
@@ -156,6 +157,7 @@ async def test_channels_panel_needs_the_grant_a_csrf_token_and_the_services_rule
         page = await linker.get("/ui/channels")
         assert 'id="nav-channels"' in page.text
         assert mine.code in page.text and "lins" in page.text
+        assert "HTTP 401 from the receiver" in page.text  # the connection's last error
         assert theirs.code not in page.text and "owners" not in page.text  # not theirs
         assert "<img" not in page.text and "Sam &lt;img src=x" in page.text
         token = await _csrf(linker, "/ui/channels")
