@@ -11,6 +11,7 @@ import threading
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from ipaddress import ip_network
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -23,6 +24,10 @@ import corral
 from corral.platform import Platform
 from corral.server import create_app
 from corral.server.ui import sign_in_link
+from corral.tools.services import Services
+from corral.web.access import WebAccess
+from corral.web.fetch import AddressRules
+from tests.channels.vendor_servers import FakeTelegram
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
@@ -49,6 +54,8 @@ class LiveServer:
     platform: Platform
     app: FastAPI
     loop: asyncio.AbstractEventLoop
+    telegram: FakeTelegram
+    """A fake Telegram on loopback that the platform's channels may reach."""
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run ``coroutine`` on the server's loop and return its result."""
@@ -65,6 +72,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     data_dir = tmp_path_factory.mktemp("ui") / "data"
     ready: Future[LiveServer] = Future()
     stop = threading.Event()
+    telegram = FakeTelegram().start()
 
     async def serve() -> None:
         # A socket bound before uvicorn starts: the port is known at once, and a browser
@@ -73,12 +81,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         listener.bind(("127.0.0.1", 0))
         listener.listen(64)
         port = listener.getsockname()[1]
-        async with corral.open(data_dir) as platform:
+        # Loopback only for the fake vendor: the explicit test allowance of the channel tests.
+        web = WebAccess(addresses=AddressRules.unsafe_allowing(ip_network("127.0.0.0/8")))
+        async with corral.open(
+            data_dir, services=Services(web=web), telegram_api_url=telegram.url
+        ) as platform:
+            await platform.admin.set_live("web_allowed_ports", str(telegram.port))
             app = create_app(platform)
             uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
             task = asyncio.create_task(uv.serve(sockets=[listener]))
             loop = asyncio.get_running_loop()
-            ready.set_result(LiveServer(f"http://127.0.0.1:{port}", data_dir, platform, app, loop))
+            ready.set_result(
+                LiveServer(f"http://127.0.0.1:{port}", data_dir, platform, app, loop, telegram)
+            )
             await asyncio.to_thread(stop.wait)
             uv.should_exit = True
             await task
@@ -90,6 +105,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield live
     stop.set()
     thread.join(timeout=30)
+    telegram.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,16 +1,21 @@
 """The web UI in real Chromium against a real server: sign-in, a streamed chat with an
 execute card, an approval that survives a reload, a question answered in place, Show full,
-Kill from the Shell tab, a member's limits and CSRF. Each test leaves screenshots in its
-tmp path, and no page may reach a host but the server (checked by the session fixture)."""
+Kill from the Shell tab, a member's limits and CSRF, a pairing approved in the Channels
+panel. Each test leaves screenshots in its tmp path, and no page may reach a host but the
+server (checked by the session fixture)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from corral.runtime.compaction import Compactions
 from corral.shell.service import ShellService
+from tests.channels.conftest import tg_message
 from tests.server.ui.conftest import LiveServer, Session, script
 
 playwright_sync = __import__("playwright.sync_api", fromlist=["expect"])
@@ -354,3 +359,57 @@ def test_a_post_without_the_csrf_token_is_refused(
         max_redirects=0,
     )
     assert accepted.status == 303
+
+
+def test_the_channels_panel_approves_a_pairing_and_the_sender_then_reaches_the_agent(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    telegram = server.telegram
+    model = script(tmp_path, {"text": "Hello from the agent"})
+    item = {
+        "kind": "channel",
+        "name": "tg",
+        "provider": "telegram",
+        "secret": telegram.token,
+        "fields": {"mode": "webhook", "public_url": "https://corral.example", "model": model},
+    }
+    added = server.run(server.platform.call_tool("connect", {"add": [item]}))
+    assert not added.is_error, added.text
+    secret = telegram.method_calls("setWebhook")[-1]["secret_token"]
+
+    def write(update_id: int, text: str) -> None:
+        # The vendor's side: a signed webhook call to the server, not the browser's.
+        answer = httpx.post(
+            f"{server.base_url}/channels/tg/inbound",
+            content=json.dumps(tg_message(update_id, text)),
+            headers={"X-Telegram-Bot-Api-Secret-Token": secret},
+        )
+        assert answer.status_code == 200, answer.text
+
+    write(1, "hello?")
+    assert telegram.wait_for(lambda: any("pairing code is" in m["text"] for m in telegram.sent))
+    code = telegram.sent[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+
+    page = session.page
+    _sign_in(session, server)
+    page.click("#nav-channels")
+    expect(page).to_have_url(re.compile(r"/ui/channels$"))
+    row = page.locator("#connections tr[data-channel=tg]")
+    expect(row).to_contain_text("telegram")
+    expect(row.locator(".state")).to_have_text("connected")
+    expect(row).not_to_contain_text("never")  # the inbound message was seen
+    assert telegram.token not in page.content() and secret not in page.content()
+    pending = page.locator(f"#pairings li[data-code='{code}']")
+    expect(pending).to_contain_text("@u42")
+    page.screenshot(path=str(tmp_path / "channels-pending.png"), full_page=True)
+
+    pending.locator("form.approve button[type=submit]").click()
+    expect(page.locator("p.notice")).to_have_text("approved @u42")
+    expect(page.locator(f"#pairings li[data-code='{code}']")).to_have_count(0)
+    assert telegram.wait_for(lambda: "Paired" in telegram.sent[-1]["text"])
+
+    write(2, "what's up?")
+    assert telegram.wait_for(
+        lambda: any(m["text"] == "Hello from the agent" for m in telegram.sent)
+    ), telegram.sent
+    page.screenshot(path=str(tmp_path / "channels-approved.png"), full_page=True)

@@ -1,4 +1,4 @@
-"""Tool Access, Settings and Workflows pages over HTTP: they change what the platform's
+"""Tool Access, Settings, Workflows and Channels pages over HTTP: they change what the platform's
 own methods change, check what those check, and refuse members where the API does."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from corral.channels import Channels
 from corral.platform import Platform
 from corral.server import create_app
 from corral.server.ui.access import UiState
@@ -115,3 +116,66 @@ async def test_workflows_list_and_show(
     shown = await owner.get(f"/ui/workflows/{workflow.id}")
     assert shown.status_code == 200 and "Summarise the day" in shown.text
     assert (await owner.get("/ui/workflows/w_missing")).status_code == 404
+
+
+async def test_channels_panel_needs_the_grant_a_csrf_token_and_the_services_rules(
+    browse: dict[str, httpx.AsyncClient], platform: Platform
+) -> None:
+    store = platform.services.require(Channels).store
+    await platform.identity.create_role("linker", ["channels.connect"])
+    lin = await platform.identity.create_user("lin", "linker")
+    await store.add_connection("lins", "webhook", lin, {"url": "https://example.invalid/"})
+    owner_id = (await platform.caller()).user_id
+    await store.add_connection("owners", "webhook", owner_id, {"url": "https://example.invalid/"})
+    await store.count("lins", "failures", error="HTTP 401 from the receiver")
+    sam = "Sam <img src=x onerror=alert(1)>"  # a vendor's display name is the sender's text
+    mine, _ = await store.pending("lins", "s1", "c1", sam, 600)
+    theirs, _ = await store.pending("owners", "s2", "c2", "Tess", 600)
+    app = create_app(platform)
+    state: UiState = app.state.ui
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://corral.test",
+        cookies={COOKIE_NAME: state.keys.issue(lin)},
+    ) as linker:
+        member, owner = browse["member"], browse["owner"]
+        assert 'id="nav-channels"' not in (await member.get("/ui")).text
+        denied = await member.get("/ui/channels")
+        assert denied.status_code == 403 and "channels.connect" in denied.text
+        token = await _csrf(member)
+        post = await member.post(
+            f"/ui/channels/pairing/{theirs.code}/reject", data={"csrf_token": token}
+        )
+        assert post.status_code == 403 and "channels.connect" in post.text
+
+        unsigned = await owner.post(f"/ui/channels/pairing/{theirs.code}/approve", data={})
+        forged = await owner.post(
+            f"/ui/channels/pairing/{theirs.code}/reject", data={"csrf_token": "0" * 64}
+        )
+        assert unsigned.status_code == forged.status_code == 403 and "CSRF" in forged.text
+
+        page = await linker.get("/ui/channels")
+        assert 'id="nav-channels"' in page.text
+        assert mine.code in page.text and "lins" in page.text
+        assert "HTTP 401 from the receiver" in page.text  # the connection's last error
+        assert theirs.code not in page.text and "owners" not in page.text  # not theirs
+        assert "<img" not in page.text and "Sam &lt;img src=x" in page.text
+        token = await _csrf(linker, "/ui/channels")
+        other = await linker.post(
+            f"/ui/channels/pairing/{mine.code}/approve", data={"csrf_token": token, "user": "owner"}
+        )
+        assert other.status_code == 403 and "admin.settings" in other.text
+        foreign = await linker.post(
+            f"/ui/channels/pairing/{theirs.code}/reject", data={"csrf_token": token}
+        )
+        assert foreign.status_code == 404
+        assert [s.status for s in await store.senders()] == ["pending", "pending"]
+
+        rejected = await linker.post(
+            f"/ui/channels/pairing/{mine.code}/reject", data={"csrf_token": token}
+        )
+        assert rejected.status_code == 303
+        shown = await linker.get(rejected.headers["location"])
+        assert "rejected Sam &lt;img" in shown.text and "<img" not in shown.text
+        decided = {s.sender_name: s.status for s in await store.senders(status=None)}
+        assert decided == {sam: "rejected", "Tess": "pending"}

@@ -10,7 +10,14 @@ from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from corral.platform import Platform
-from corral.server.ui import pages_actions, pages_auth, pages_chat, pages_panels, pages_tabs
+from corral.server.ui import (
+    pages_actions,
+    pages_auth,
+    pages_channels,
+    pages_chat,
+    pages_panels,
+    pages_tabs,
+)
 from corral.server.ui.access import UiState
 from corral.server.ui.sessions import SessionKeys
 
@@ -24,7 +31,14 @@ def install_ui(app: FastAPI, platform: Platform) -> None:
     app.state.ui = UiState(
         platform=platform, keys=SessionKeys.in_private_dir(platform.settings.private_dir)
     )
-    for module in (pages_auth, pages_chat, pages_actions, pages_tabs, pages_panels):
+    for module in (
+        pages_auth,
+        pages_chat,
+        pages_actions,
+        pages_tabs,
+        pages_panels,
+        pages_channels,
+    ):
         app.include_router(module.router)
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")
 
