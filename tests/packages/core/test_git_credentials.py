@@ -163,6 +163,10 @@ async def test_push_and_fetch_use_the_stored_token_which_nobody_sees(
         folder = await connected(platform, server)
         config = (folder / ".git" / "config").read_text()
         assert token_variable("origin") in config and TOKEN not in config
+        checked = await platform.call_tool(
+            "connect", {"check": [{"kind": "git", "name": "origin"}]}
+        )
+        assert checked.data is not None and checked.data["applied"][0]["credentialHelper"] is True
         variable = token_variable("origin")
         pushed, echoed = await results(
             platform,
@@ -196,20 +200,38 @@ def server_url(server: GitServer) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}/up.git"
 
 
-async def test_only_git_commands_in_the_repository_get_the_token(
+async def test_only_git_commands_in_the_repository_get_a_safe_token(
     data_dir: Path, tmp_path: Path, server: GitServer
 ) -> None:
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:
-        await connected(platform, server)
+        folder = await connected(platform, server)
+        owner = await platform.caller()
         (platform.kernel.settings.drive_dir / "elsewhere").mkdir()
-        variable = token_variable("origin")
-        outside = execute(f"git --version >/dev/null; echo [${variable}]")
+        # Plain http off loopback would carry the token in the clear: no helper is written.
+        # A value with a line break could add lines to git's credential answer: not staged.
+        await platform.credentials.set("cleartext", "tok-cleartext-1", user_id=owner.user_id)
+        await platform.credentials.set("broken", "x\nurl=https://evil", user_id=owner.user_id)
+        for name, url, credential in [
+            ("plain", "http://forge.example/p.git", "cleartext"),
+            ("mirror", "https://forge.example/m.git", "broken"),
+        ]:
+            fields = {"repo": "data://proj", "credential": credential}
+            item = {"kind": "git", "name": name, "url": url, "fields": fields}
+            added = await platform.call_tool("connect", {"add": [item]})
+            assert not added.is_error, added.text
+        config = (folder / ".git" / "config").read_text()
+        assert token_variable("plain") not in config and token_variable("mirror") in config
+        variables = [token_variable(n) for n in ("origin", "plain", "mirror")]
+        shown = "[" + "][".join(f"${v}" for v in variables) + "]"
+        outside = execute(f"git --version >/dev/null; echo {shown}")
         outside["args"] = {**outside["args"], "cwd": "data://elsewhere"}  # type: ignore[dict-item]
+        inside = execute(f"git --version >/dev/null; echo {shown}")
+        inside["args"] = {**inside["args"], "cwd": "data://proj"}  # type: ignore[dict-item]
         turn = await platform.chat(
             "go",
             model=script(
                 tmp_path,
-                {"tool_calls": [execute(f"echo [${variable}]"), outside]},
+                {"tool_calls": [execute(f"echo {shown}"), outside, inside]},
                 {"text": "ok"},
             ),
             profile="auto",
@@ -218,4 +240,21 @@ async def test_only_git_commands_in_the_repository_get_the_token(
         assert final.status == "finished", final
         rows = (await platform.runtime.result(turn.run_id)).rows
         texts = [json.dumps(r.data["result"]) for r in rows if r.kind == "tool_result"]
-        assert len(texts) == 2 and all("[]" in t for t in texts), texts
+        assert len(texts) == 3, texts
+        # Without `git` and outside the repository nothing is staged; inside, only origin's
+        # token (redacted in the result): the cleartext remote's and the broken one are not.
+        assert sum("[][][]" in t for t in texts) == 2, texts
+        assert sum("[[redacted]][][]" in t for t in texts) == 1, texts
+
+        # Under the sandbox a command may rewrite the repository's config (the sandbox holds
+        # what git then runs); check tells a helper that is no longer the platform's.
+        url = server_url(server)
+        tampered = await platform.call_tool(
+            "execute",
+            {"command": f"git config credential.{url}.helper '!true'", "cwd": "data://proj"},
+        )
+        assert not tampered.is_error, tampered.text
+        checked = await platform.call_tool(
+            "connect", {"check": [{"kind": "git", "name": "origin"}]}
+        )
+        assert checked.data is not None and checked.data["applied"][0]["credentialHelper"] is False

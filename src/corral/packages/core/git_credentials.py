@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from corral.connect import CredentialStore
 from corral.errors import CorralError
@@ -29,6 +30,7 @@ from corral.policy.sources import SourcePolicy
 __all__ = [
     "HELPER_USERNAME",
     "helper_command",
+    "helper_url",
     "mentions_git",
     "staged_tokens",
     "token_variable",
@@ -37,6 +39,7 @@ __all__ = [
 HELPER_USERNAME = "x-access-token"
 """The user name the helper answers: forges that take a token as the password ignore it."""
 
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _GIT_WORD = re.compile(r"(?<![\w./-])git(?![\w.-])")
 
 
@@ -58,6 +61,13 @@ def helper_command(remote: str) -> str:
         f'!f() {{ if test "$1" = get && test -n "${variable}"; then '
         f"printf 'username={HELPER_USERNAME}\\npassword=%s\\n' \"${variable}\"; fi; }}; f"
     )
+
+
+def helper_url(url: str) -> bool:
+    """Whether a remote at ``url`` may be handed a token: https, or http on loopback only
+    (plain http elsewhere would send it in the clear)."""
+    parts = urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK)
 
 
 def _related(cwd: Path, repo: Path) -> bool:
@@ -87,7 +97,7 @@ async def staged_tokens(
         return {}  # the shell service's own check names what is wrong with the cwd
     staged: dict[str, str] = {}
     for row in remotes:
-        if not row["credential"]:
+        if not row["credential"] or not helper_url(str(row["url"])):
             continue
         try:
             repo = policy.resolve(str(row["repo"])).path
@@ -96,6 +106,7 @@ async def staged_tokens(
         if not _related(Path(where), Path(repo)):
             continue
         value = await credentials.lookup(str(row["credential"]), user_id=caller.user_id)
-        if value:
+        # A line break would let the value add lines to git's credential answer.
+        if value and "\n" not in value and "\r" not in value:
             staged[token_variable(str(row["name"]))] = value
     return staged
