@@ -119,13 +119,18 @@ def execute(command: str) -> dict[str, object]:
 
 
 async def results(platform: Platform, tmp_path: Path, *commands: str) -> list[str]:
-    turn = await platform.chat(
-        "go",
-        model=script(tmp_path, {"tool_calls": [execute(c) for c in commands]}, {"text": "ok"}),
-        profile="auto",
-    )
+    rt = platform.runtime
+    model = script(tmp_path, {"tool_calls": [execute(c) for c in commands]}, {"text": "ok"})
+    conversation = await rt.start_conversation(model=model)
+    async with rt.events.subscribe(conversation.id) as events:
+        turn = await platform.chat("go", conversation_id=conversation.id, profile="auto")
+        frames = []
+        while (event := events.get_nowait()) is not None:
+            frames.append(event)
     final = await platform.runtime.wait_run(turn.run_id)
     assert final.status == "finished", final
+    output = [f for f in frames if f["type"] == "output"]
+    assert output and TOKEN not in json.dumps(output)  # live frames, as they streamed
     rows = (await platform.runtime.result(turn.run_id)).rows
     dumped = json.dumps([r.data for r in rows], default=str)
     assert TOKEN not in dumped
