@@ -6,6 +6,8 @@ the stored credential meant for it; ``remove`` takes both out again; ``check`` r
 local configuration — the remote's URL as configured, whether the named credential holds a
 value for the caller, and when the repository last fetched — and never claims the vendor is
 healthy. A URL carrying a user or password is refused: secrets belong in a credential.
+An https remote (http on loopback only) with a credential also gets the platform's credential helper
+(:mod:`corral.packages.core.git_credentials`), which ``execute`` feeds for one call at a time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from corral.connect import CredentialStore
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import InvalidArguments, ToolError
 from corral.kernel import Kernel
+from corral.packages.core.git_credentials import helper_command, helper_url
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
 from corral.store import connect_tables as ct
@@ -89,6 +92,10 @@ class GitRemotes:
         await _git("config", "--file", config, f"remote.{name}.url", url, strict=True)
         refspec = f"+refs/heads/*:refs/remotes/{name}/*"
         await _git("config", "--file", config, f"remote.{name}.fetch", refspec, strict=True)
+        if fields.get("credential") and helper_url(url):
+            # The token itself reaches git only through execute's staged variable.
+            helper = helper_command(name)
+            await _git("config", "--file", config, f"credential.{url}.helper", helper, strict=True)
         async with self._kernel.sessions.begin() as session:
             session.add(
                 ct.GitRemote(
@@ -107,6 +114,7 @@ class GitRemotes:
         config = folder / ".git" / "config"
         if config.is_file():
             await _git("config", "--file", str(config), "--remove-section", f"remote.{name}")
+            await _git("config", "--file", str(config), "--remove-section", f"credential.{row.url}")
         async with self._kernel.sessions.begin() as session:
             await session.execute(delete(ct.GitRemote).where(ct.GitRemote.name == name))
         return {"state": "removed"}
@@ -127,6 +135,11 @@ class GitRemotes:
             if fetched.is_file()
             else None
         )
+        helper = (
+            await _git("config", "--file", str(config), "--get", f"credential.{row.url}.helper")
+            if config.is_file()
+            else None
+        )
         has_value = False
         if row.credential and self._credentials is not None:
             found = await self._credentials.lookup(row.credential, user_id=caller.user_id)
@@ -137,6 +150,7 @@ class GitRemotes:
             "url": configured or row.url,
             "credential": row.credential or None,
             "credentialHasValue": has_value,
+            "credentialHelper": helper == helper_command(name),
             "lastFetch": last,
             "note": "local configuration only; the remote itself was not contacted",
         }

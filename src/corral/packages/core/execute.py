@@ -7,7 +7,9 @@ foreground or starts a background shell. Action ``skill`` activates a skill bund
 (:class:`~corral.tools.skill_binding.SkillActivator`); every shell call then takes its
 :class:`~corral.tools.skill_binding.ShellBinding`: ``${SKILL_DIR}``-family variables (also
 substituted in ``cwd``), the skill's folder as a read-and-exec source, and the secrets staged
-for the child only (the skill's declared credentials, the run's ticket).
+for the child only (the skill's declared credentials, the run's ticket). A git command in a
+drive repository with connected remotes also gets their stored tokens, for its credential
+helper only (:mod:`corral.packages.core.git_credentials`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from corral.connect import CredentialStore
 from corral.errors import InvalidArguments, ToolError
+from corral.packages.core.connect_git import GitRemotes
+from corral.packages.core.git_credentials import mentions_git, staged_tokens
 from corral.shell.records import ShellRecord
 from corral.shell.service import ShellOutcome, ShellRequest
 from corral.tools.context import CallContext
@@ -94,9 +99,10 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         raise InvalidArguments("action 'shell' needs a non-empty 'command'; add it and call again")
     service = _shells(ctx)
     binding = await _binding(args, ctx)
+    cwd = _cwd(args, binding)
     request = ShellRequest(
         command=command,
-        cwd=_cwd(args, binding),
+        cwd=cwd,
         caller=ctx.caller,
         env=dict(args.get("env") or {}),
         timeout=args.get("timeout"),
@@ -104,7 +110,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         agent=ctx.agent,
         conversation_id=ctx.conversation_id,
         run_id=ctx.run_id,
-        declared=dict(binding.secrets),
+        declared={**await _git_tokens(command, cwd, ctx), **binding.secrets},
         sources=binding.sources,
         variables=binding.env,
     )
@@ -113,6 +119,20 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         return _background_result(record, dropped)
     outcome = await service.run(request, on_cancel=ctx.cancellation.on_cancel, live_sink=ctx.output)
     return _foreground_result(outcome, request)
+
+
+async def _git_tokens(command: str, cwd: str | None, ctx: CallContext) -> dict[str, str]:
+    remotes = ctx.services.get(GitRemotes)
+    if remotes is None or not mentions_git(command):
+        return {}
+    return await staged_tokens(
+        remotes=await remotes.rows(),
+        credentials=ctx.services.get(CredentialStore),
+        caller=ctx.caller,
+        policy=ctx.sources,
+        cwd=cwd,
+        command=command,
+    )
 
 
 def _footer(outcome: ShellOutcome, request: ShellRequest) -> str:
