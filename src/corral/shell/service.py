@@ -318,6 +318,8 @@ class ShellService:
                 cwd=str(checked.cwd),
                 limit=seconds,
                 env=call_env,
+                variables=request.variables,
+                secrets=request.declared,
                 capture_limit=limit,
                 sinks=[pacer.feed],
                 stop=stop,
