@@ -232,11 +232,13 @@ def build_environment(
         else:
             dropped.append(Dropped(name, reason, "call"))
     for name, value in (variables or {}).items():
-        if _judge(name, value, secrets_allowed=True) is None:
+        if staged_problem(name, value) is None:
             values[name] = value
     secrets: list[str] = []
     for name, value in (declared or {}).items():
         reason = _judge(name, value, secrets_allowed=True)
+        if reason is None and staged_problem(name, value) is not None:
+            reason = "hijack"  # PATH, HOME, a git hook variable: what runs, or as whom
         if reason is None:
             values[name] = value
             secrets.append(value)
