@@ -63,7 +63,7 @@ class ShellRequest:
     agent: str = "default"
     conversation_id: str | None = None
     run_id: str | None = None
-    declared: Mapping[str, str] = field(default_factory=dict)
+    declared: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Secrets staged for the child only: the active skill's declared credentials and the
     run's ticket. They pass the environment's secret filter and are redacted from output."""
     sources: tuple[SourceDef, ...] = ()
