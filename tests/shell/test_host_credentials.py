@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from corral.platform import Platform
 from corral.runtime.skills import Skills, import_bundle
 from corral.shell.host.broker import BrokerConfig, HostBroker
 from corral.shell.host.protocol import VERSION, encode, read_message
+from corral.shell.service import ShellService
 from tests.runtime.conftest import call
 from tests.runtime.skills.conftest import write_bundle
 
@@ -193,3 +195,44 @@ async def test_the_broker_refuses_what_may_not_be_staged(
     assert [a["type"] for a in answers] == ["refused"], answers
     assert (answers[0]["rule"], answers[0]["word"]) == (rule, word)
     assert SECRET not in json.dumps(answers) and SECRET not in caplog.text
+
+
+async def test_a_broker_that_predates_staging_is_named_and_cannot_leak(
+    hosted: Platform, broker: HostBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def old_broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answers as the broker did before staging: no ``staged`` in ``started``; and it
+        echoes every value it was sent, so only the platform's own redaction stands."""
+        request = await read_message(reader)
+        assert request is not None
+        echoed = " ".join(request.get("secrets", {}).values())
+        roots = list(broker.config.roots)
+        for message in (
+            {"type": "started", "confinement": "host-broker:unconfined", "roots": roots,
+             "timeout": 5},
+            {"type": "output", "stream": "stdout", "text": f"got {echoed}\n"},
+            {"type": "exit", "status": "exited", "exit_code": 0, "duration": 0.0, "trimmed": 0},
+        ):  # fmt: skip
+            writer.write(encode(message))
+        await writer.drain()
+        writer.close()
+
+    old = tmp_path / "old.sock"
+    server = await asyncio.start_unix_server(old_broker, path=str(old))
+    client = hosted.services.require(ShellService).broker
+    assert client is not None
+    monkeypatch.setattr(client, "socket_path", old)
+    model = script(
+        hosted,
+        {"tool_calls": [call("execute", action="skill", skill="wiki-notes")]},
+        {"tool_calls": [call("execute", command="echo probe", cwd="machine://")]},
+        {"text": "Done."},
+    )
+    async with server:
+        conversation = await hosted.runtime.start_conversation(model=model)
+        turn = await hosted.chat("go", conversation_id=conversation.id, profile="auto")
+    assert turn.status == "finished", turn
+    rows = await hosted.rows(turn.conversation_id)
+    _, probed = [r.data["result"] for r in rows if r.kind == "tool_result"]
+    assert "got [redacted]" in text(probed) and SECRET not in json.dumps(probed)
+    assert "did not confirm the staged variables (CORRAL_TICKET, WIKI_TOKEN)" in text(probed)

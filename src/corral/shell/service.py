@@ -343,6 +343,12 @@ class ShellService:
                 f"keeps running on the host until it ends or reaches the broker's timeout of "
                 f"{ceiling}. Check its effects before running it again."
             )
+        if request.declared and outcome.status != "stopped" and outcome.staged is None:
+            notes.append(
+                f"The host broker did not confirm the staged variables "
+                f"({', '.join(sorted(request.declared))}), so the command ran without them: "
+                "the broker predates them; the operator restarts it with this version."
+            )
         if outcome.broker_trimmed:
             notes.append(
                 f"The broker dropped {outcome.broker_trimmed:,} characters of output that "

@@ -341,6 +341,7 @@ class HostBroker:
                     "confinement": self.config.confinement,
                     "roots": list(self._roots),
                     "timeout": run.timeout,
+                    "staged": sorted(run.secrets),
                 }
             )
         )

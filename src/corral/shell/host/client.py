@@ -48,6 +48,8 @@ class HostOutcome:
     capture: TailBuffer
     chars: dict[str, int] = field(default_factory=dict)
     broker_trimmed: int = 0
+    staged: list[str] | None = None
+    """The secret names the broker says it added; None from a broker that predates them."""
 
 
 class HostBrokerClient:
@@ -161,6 +163,7 @@ class HostBrokerClient:
                             capture=capture,
                             chars=chars,
                             broker_trimmed=int(message.get("trimmed") or 0),
+                            staged=_names(info.get("staged")),
                         )
             finally:
                 stopper.cancel()
@@ -169,3 +172,9 @@ class HostBrokerClient:
         finally:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 writer.close()
+
+
+def _names(value: Any) -> list[str] | None:
+    if not isinstance(value, list):
+        return None
+    return [str(name) for name in value]

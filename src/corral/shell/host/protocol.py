@@ -18,7 +18,8 @@ Broker to client::
 
     {"type": "pong", "allow": [...], "roots": [...], "max_timeout": 300, "confinement": "..."}
     {"type": "refused", "rule": "allowlist", "word": "curl", "detail": "..."}
-    {"type": "started", "confinement": "...", "roots": [...], "timeout": 120}
+    {"type": "started", "confinement": "...", "roots": [...], "timeout": 120,
+     "staged": ["CORRAL_TICKET", "WIKI_TOKEN"]}                     (names, never values)
     {"type": "output", "stream": "stdout", "text": "..."}          (any number)
     {"type": "exit", "status": "exited"|"timed_out", "exit_code": 0, "duration": 1.5,
      "trimmed": 0}
