@@ -79,6 +79,13 @@ def test_declared_credentials_pass_and_are_remembered_for_redaction() -> None:
     assert env.secrets == (GITHUB_TOKEN_VALUE,)
 
 
+@pytest.mark.parametrize("name", ["PATH", "HOME", "USER", "SHELL", "GIT_DIR", "GIT_SSH_COMMAND"])
+def test_a_declared_credential_cannot_take_a_platform_name(name: str) -> None:
+    env = build_environment(platform_env={}, home="/h", declared={name: GITHUB_TOKEN_VALUE})
+    assert GITHUB_TOKEN_VALUE not in env.values.values() and env.secrets == ()
+    assert [(d.name, d.origin) for d in env.call_drops()] == [(name, "skill")]
+
+
 @pytest.mark.parametrize("mode", ["bubblewrap", "unconfined"])
 async def test_a_platform_secret_never_reaches_env_output(
     mode: str, data_dir: object, monkeypatch: pytest.MonkeyPatch

@@ -27,6 +27,7 @@ __all__ = [
     "build_environment",
     "call_env_problem",
     "is_hijack_name",
+    "staged_problem",
 ]
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -173,6 +174,21 @@ def call_env_problem(
     return None
 
 
+def staged_problem(name: str, value: str) -> str | None:
+    """Why the platform may not stage ``name`` (a skill's credential, the run's ticket, a
+    plain skill variable) for a command; ``None`` when it may. Judges the name and the
+    value's shape only, never its content, so the answer never depends on a secret."""
+    if not _NAME.match(name):
+        return "is not a valid variable name"
+    if "\x00" in value or len(value) > _VALUE_MAX:
+        return _WHY["invalid_value"]
+    if name in _PLATFORM_OWNED or name == "PATH":
+        return "belongs to the platform (the command's identity and shell)"
+    if is_hijack_name(name) or (name.startswith("GIT_") and name not in _GIT_SAFE):
+        return _WHY["hijack"]
+    return None
+
+
 def build_environment(
     *,
     platform_env: Mapping[str, str],
@@ -216,11 +232,13 @@ def build_environment(
         else:
             dropped.append(Dropped(name, reason, "call"))
     for name, value in (variables or {}).items():
-        if _judge(name, value, secrets_allowed=True) is None:
+        if staged_problem(name, value) is None:
             values[name] = value
     secrets: list[str] = []
     for name, value in (declared or {}).items():
         reason = _judge(name, value, secrets_allowed=True)
+        if reason is None and staged_problem(name, value) is not None:
+            reason = "hijack"  # PATH, HOME, a git hook variable: what runs, or as whom
         if reason is None:
             values[name] = value
             secrets.append(value)

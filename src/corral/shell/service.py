@@ -63,7 +63,7 @@ class ShellRequest:
     agent: str = "default"
     conversation_id: str | None = None
     run_id: str | None = None
-    declared: Mapping[str, str] = field(default_factory=dict)
+    declared: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Secrets staged for the child only: the active skill's declared credentials and the
     run's ticket. They pass the environment's secret filter and are redacted from output."""
     sources: tuple[SourceDef, ...] = ()
@@ -318,6 +318,8 @@ class ShellService:
                 cwd=str(checked.cwd),
                 limit=seconds,
                 env=call_env,
+                variables=request.variables,
+                secrets=request.declared,
                 capture_limit=limit,
                 sinks=[pacer.feed],
                 stop=stop,
@@ -340,6 +342,12 @@ class ShellService:
                 "Stopped waiting only: the host broker cannot cancel a command in flight, so it "
                 f"keeps running on the host until it ends or reaches the broker's timeout of "
                 f"{ceiling}. Check its effects before running it again."
+            )
+        if request.declared and outcome.status != "stopped" and outcome.staged is None:
+            notes.append(
+                f"The host broker did not confirm the staged variables "
+                f"({', '.join(sorted(request.declared))}), so the command ran without them: "
+                "the broker predates them; the operator restarts it with this version."
             )
         if outcome.broker_trimmed:
             notes.append(

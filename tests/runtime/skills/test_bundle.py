@@ -57,6 +57,25 @@ def test_a_bundle_declares_credentials_tools_and_a_body(bundles: Path) -> None:
             "declared twice",
         ),
         ("---\nname: s\ndescription: x\nallowed-tools: {a: 1}\n---\n", "allowed-tools", "list"),
+        # A credential may not stand in for what decides which program runs or who runs it,
+        # nor for a variable the platform sets itself.
+        *(
+            (
+                f"---\nname: s\ndescription: x\ncredentials: [{{name: w, env: {env}}}]\n---\n",
+                "credentials[0]",
+                says,
+            )
+            for env, says in [
+                ("PATH", "belongs to the platform"),
+                ("HOME", "belongs to the platform"),
+                ("TMPDIR", "belongs to the platform"),
+                ("LD_PRELOAD", "which code a program runs"),
+                ("BASH_ENV", "which code a program runs"),
+                ("GIT_DIR", "which code a program runs"),
+                ("CORRAL_TICKET", "set by the platform"),
+                ("SKILL_DIR", "set by the platform"),
+            ]
+        ),
     ],
 )
 def test_bad_front_matter_names_the_file_and_field(

@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 import yaml
 
+from corral.shell.environment import staged_problem
+
 __all__ = [
     "SKILL_FILE",
     "DeclaredCredential",
@@ -40,6 +42,10 @@ SKILL_FILE = "SKILL.md"
 SkillOrigin = Literal["package", "drive", "folder"]
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+_RESERVED = frozenset(
+    {"CORRAL_TICKET", "CORRAL_API", "SESSION_ID", "SKILL_DIR", "SKILL_URI", "SKILL_NAME"}
+)
+"""Variables the platform sets for every skill call; a credential may not replace them."""
 _CREDENTIAL = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _DESCRIPTION_MAX = 1024
 _BODY_MAX = 100_000
@@ -113,6 +119,11 @@ def _credentials(value: Any, fail: Any) -> tuple[DeclaredCredential, ...]:
             raise fail(where, f"credential name {name!r} must match {_CREDENTIAL.pattern}")
         if not isinstance(env, str) or not _ENV.match(env):
             raise fail(where, f"variable {env!r} must be an upper-case name like API_TOKEN")
+        if env in _RESERVED:
+            raise fail(where, f"variable {env!r} is set by the platform; choose another name")
+        why = staged_problem(env, "")
+        if why is not None:
+            raise fail(where, f"variable {env!r} {why}; choose another name")
         if env in {c.env for c in found}:
             raise fail(where, f"variable {env!r} is declared twice")
         found.append(DeclaredCredential(name=name, env=env))

@@ -7,7 +7,9 @@ Started by the operator (``corral host-broker --socket PATH --allow make --allow
   harmless shell builtin, and the analysis itself must pass;
 - the cwd must lie inside a ``--root``;
 - the timeout is clamped to ``--max-timeout``;
-- the environment is rebuilt from the same allowlist as in the application;
+- the environment is rebuilt from the same allowlist as in the application; the secrets
+  the platform staged (a skill's declared credentials, the run's ticket) are added after
+  that, only under names the request declares, and redacted from the output;
 - with ``--sandbox`` commands run under bubblewrap seeing only the roots (read-write)
   and the system toolchain, without network unless ``--network``;
 - with ``--peer-uid`` only that user id may connect (checked with ``SO_PEERCRED``), and
@@ -32,8 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corral.secrets import Redactor
 from corral.shell.analysis import analyze
-from corral.shell.environment import SYSTEM_PATH, build_environment
+from corral.shell.environment import (
+    SYSTEM_PATH,
+    Environment,
+    build_environment,
+    call_env_problem,
+    staged_problem,
+)
 from corral.shell.host.protocol import MAX_LINE, VERSION, ProtocolError, encode, read_message
 from corral.shell.runner import Execution, ProcessSpec, Spawner, spawn_process
 from corral.shell.sandbox import (
@@ -75,10 +84,38 @@ class BrokerConfig:
         return "host-broker:" + ("bubblewrap" if self.sandbox else "unconfined")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Command:
+    """A request that passed every rule, ready to run."""
+
+    command: str
+    cwd: str
+    timeout: int
+    env: dict[str, str]
+    variables: dict[str, str]
+    secrets: dict[str, str]
+
+
 class _Refusal(Exception):
     def __init__(self, rule: str, word: str | None, detail: str) -> None:
         super().__init__(detail)
         self.message = {"type": "refused", "rule": rule, "word": word, "detail": detail}
+
+
+def _strings(request: dict[str, Any], key: str) -> dict[str, str]:
+    value = request.get(key) or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise _Refusal("bad_request", None, f"{key} must be an object of string values")
+    return value
+
+
+def _declared(request: dict[str, Any]) -> frozenset[str]:
+    value = request.get("declared") or []
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise _Refusal("bad_request", None, "declared must be a list of variable names")
+    return frozenset(value)
 
 
 class _Sender:
@@ -205,15 +242,31 @@ class HostBroker:
         _, uid, _ = struct.unpack("3i", raw)
         return bool(uid == self.config.peer_uid)
 
-    def _judge(self, request: dict[str, Any]) -> tuple[str, str, int, dict[str, str]]:
+    def _judge(self, request: dict[str, Any]) -> _Command:
         command, cwd = request.get("command"), request.get("cwd")
-        timeout, env = request.get("timeout", self.config.max_timeout), request.get("env") or {}
+        timeout = request.get("timeout", self.config.max_timeout)
         if not isinstance(command, str) or not isinstance(cwd, str):
             raise _Refusal("bad_request", None, "command and cwd must be strings")
-        if not isinstance(timeout, int) or not isinstance(env, dict):
-            raise _Refusal("bad_request", None, "timeout must be an integer and env an object")
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            raise _Refusal("bad_request", None, "env values must be strings")
+        if not isinstance(timeout, int):
+            raise _Refusal("bad_request", None, "timeout must be an integer")
+        env = _strings(request, "env")
+        problem = call_env_problem(env)
+        if problem is not None:
+            raise _Refusal("env", problem[0], f"env sets {problem[0]!r}, which {problem[1]}")
+        variables, secrets = _strings(request, "variables"), _strings(request, "secrets")
+        declared = _declared(request)
+        for name, value in (*variables.items(), *secrets.items()):
+            why = staged_problem(name, value)
+            if why is not None:
+                raise _Refusal("staged", name, f"the staged variable {name!r} {why}")
+        undeclared = sorted(set(secrets) - declared)
+        if undeclared:
+            raise _Refusal(
+                "staged",
+                undeclared[0],
+                f"secret {undeclared[0]!r} is not among the request's declared names "
+                f"{sorted(declared)}; declare every staged secret's name",
+            )
         real = os.path.realpath(cwd)
         if not any(real == r or real.startswith(r.rstrip("/") + "/") for r in self._roots):
             raise _Refusal(
@@ -232,18 +285,28 @@ class HostBroker:
                         f"({', '.join(sorted(self.config.allow)) or 'empty'})",
                     )
         effective = max(1, min(timeout, self.config.max_timeout))
-        return command, real, effective, env
+        return _Command(
+            command=command,
+            cwd=real,
+            timeout=effective,
+            env=env,
+            variables=variables,
+            secrets=secrets,
+        )
 
-    def _spec(self, command: str, cwd: str, env: dict[str, str]) -> ProcessSpec:
+    def _spec(self, run: _Command) -> tuple[ProcessSpec, Environment]:
         sandboxed = self._files is not None
+        cwd = run.cwd
         environment = build_environment(
             platform_env=os.environ,
             home=SANDBOX_HOME if sandboxed else os.environ.get("HOME", cwd),
             user=getpass.getuser(),
             path=SYSTEM_PATH if sandboxed else os.environ.get("PATH", SYSTEM_PATH),
-            call_env=env,
+            call_env=run.env,
+            variables=run.variables,
+            declared=run.secrets,
         )
-        argv: Sequence[str] = (*_BASH, command)
+        argv: Sequence[str] = (*_BASH, run.command)
         if self._files is not None:
             mounts = plan_mounts(
                 self._files,
@@ -255,18 +318,20 @@ class HostBroker:
             argv = bwrap_argv(
                 self.config.bwrap, mounts, network=self.config.network, cwd=cwd, argv=argv
             )
-        return ProcessSpec(argv=argv, env=environment.values, cwd=cwd, sandboxed=sandboxed)
+        spec = ProcessSpec(argv=argv, env=environment.values, cwd=cwd, sandboxed=sandboxed)
+        return spec, environment
 
     async def _run(self, request: dict[str, Any], writer: asyncio.StreamWriter) -> None:
-        command, cwd, timeout, env = self._judge(request)
+        run = self._judge(request)
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         sender = _Sender(writer, self.config.max_pending)
-        spec = self._spec(command, cwd, env)
+        spec, environment = self._spec(run)
+        redact = Redactor(environment.secrets) if environment.secrets else None
         execution = await Execution.start(
-            spec, spawner=self._spawner, capture_limit=0, sinks=[sender.feed]
+            spec, spawner=self._spawner, capture_limit=0, sinks=[sender.feed], redact=redact
         )
         self._running.add(execution)
         writer.write(
@@ -275,12 +340,13 @@ class HostBroker:
                     "type": "started",
                     "confinement": self.config.confinement,
                     "roots": list(self._roots),
-                    "timeout": timeout,
+                    "timeout": run.timeout,
+                    "staged": sorted(run.secrets),
                 }
             )
         )
         try:
-            outcome = await execution.finish(limit=timeout, grace=2.0)
+            outcome = await execution.finish(limit=run.timeout, grace=2.0)
         finally:
             self._running.discard(execution)
         await sender.finish(

@@ -1,5 +1,9 @@
 """The platform's side of the host plane: ask the broker, stream its output, stop waiting.
 
+The secrets staged for a command (a skill's declared credentials, the run's ticket) travel
+in their own field, declared by name; output is redacted here too, so a value never reaches
+a sink even from a broker that echoed it.
+
 Stop cannot cancel a host command: the broker runs it to its end or its own timeout. The
 client closes the connection and the outcome says it only stopped waiting.
 """
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from corral.secrets import Redactor
 from corral.shell.capture import TailBuffer
 from corral.shell.host.protocol import MAX_LINE, VERSION, ProtocolError, encode, read_message
 
@@ -43,6 +48,8 @@ class HostOutcome:
     capture: TailBuffer
     chars: dict[str, int] = field(default_factory=dict)
     broker_trimmed: int = 0
+    staged: list[str] | None = None
+    """The secret names the broker says it added; None from a broker that predates them."""
 
 
 class HostBrokerClient:
@@ -78,11 +85,14 @@ class HostBrokerClient:
         limit: int,
         env: Mapping[str, str],
         capture_limit: int,
+        variables: Mapping[str, str] | None = None,
+        secrets: Mapping[str, str] | None = None,
         sinks: Sequence[Callable[[str, str], None]] = (),
         stop: asyncio.Event,
     ) -> HostOutcome:
         """Run on the host within ``limit`` seconds (the broker may clamp it); when ``stop``
-        is set, stop waiting and return what arrived."""
+        is set, stop waiting and return what arrived. ``secrets`` reach the command under
+        their names (declared in the request) and are redacted from what arrives."""
         started = time.monotonic()
         reader, writer = await self._connect()
         capture = TailBuffer(capture_limit)
@@ -96,7 +106,11 @@ class HostBrokerClient:
                 "cwd": cwd,
                 "timeout": limit,
                 "env": dict(env),
+                "variables": dict(variables or {}),
+                "declared": sorted(secrets or {}),
+                "secrets": dict(secrets or {}),
             }
+            redact = Redactor((secrets or {}).values())
             writer.write(encode(request))
             await writer.drain()
             stopper = asyncio.ensure_future(stop.wait())
@@ -131,7 +145,8 @@ class HostBrokerClient:
                     if kind == "started":
                         info = message
                     elif kind == "output":
-                        stream, text = str(message.get("stream")), str(message.get("text"))
+                        stream = str(message.get("stream"))
+                        text = redact(str(message.get("text")))
                         chars[stream] = chars.get(stream, 0) + len(text)
                         capture.append(text)
                         for sink in sinks:
@@ -148,6 +163,7 @@ class HostBrokerClient:
                             capture=capture,
                             chars=chars,
                             broker_trimmed=int(message.get("trimmed") or 0),
+                            staged=_names(info.get("staged")),
                         )
             finally:
                 stopper.cancel()
@@ -156,3 +172,9 @@ class HostBrokerClient:
         finally:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 writer.close()
+
+
+def _names(value: Any) -> list[str] | None:
+    if not isinstance(value, list):
+        return None
+    return [str(name) for name in value]

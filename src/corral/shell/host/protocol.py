@@ -4,13 +4,22 @@ Client to broker, one request per connection::
 
     {"v": 1, "op": "ping"}
     {"v": 1, "op": "run", "command": "make test", "cwd": "/srv/app", "timeout": 120,
-     "env": {"CI": "1"}}
+     "env": {"CI": "1"}, "variables": {"SKILL_DIR": "..."},
+     "declared": ["WIKI_TOKEN", "CORRAL_TICKET"], "secrets": {"WIKI_TOKEN": "..."}}
+
+``env`` is the call's own, filtered like any call env. ``variables`` are plain values the
+platform sets (an active skill's ``SKILL_DIR``, ``SESSION_ID``, ``CORRAL_API``).
+``secrets`` are the values the platform staged for this command (a skill's declared
+credentials, the run's ticket): each name must be listed in ``declared``; the broker adds
+them after rebuilding the environment, redacts their values from the output it sends and
+never logs them.
 
 Broker to client::
 
     {"type": "pong", "allow": [...], "roots": [...], "max_timeout": 300, "confinement": "..."}
     {"type": "refused", "rule": "allowlist", "word": "curl", "detail": "..."}
-    {"type": "started", "confinement": "...", "roots": [...], "timeout": 120}
+    {"type": "started", "confinement": "...", "roots": [...], "timeout": 120,
+     "staged": ["CORRAL_TICKET", "WIKI_TOKEN"]}                     (names, never values)
     {"type": "output", "stream": "stdout", "text": "..."}          (any number)
     {"type": "exit", "status": "exited"|"timed_out", "exit_code": 0, "duration": 1.5,
      "trimmed": 0}
