@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
@@ -99,3 +100,15 @@ async def test_rows_of_another_process_reach_the_bus_once_despite_junk_on_the_ch
             assert live.get_nowait() is None
     assert got == list(range(1, 17))
     assert fence["row"]["seq"] == 17
+
+
+async def test_the_embedded_default_keeps_its_bus_to_itself(tmp_path: Path) -> None:
+    async with corral.open(tmp_path) as platform:
+        rt = platform.runtime
+        assert rt.relay is None  # SQLite: no listener, no connection, no notifications
+        conversation = await rt.start_conversation()
+        async with rt.events.subscribe(conversation.id) as live:
+            await rt.append(conversation.id, [NewRow(kind="message", data={"text": "hi"})])
+            event = live.get_nowait()
+            assert live.get_nowait() is None
+    assert event is not None and event["row"]["seq"] == 1
