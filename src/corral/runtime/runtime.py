@@ -84,7 +84,10 @@ class Runtime(RunHost):
             from corral.runtime.cluster.live_events import EventRelay
 
             relay = EventRelay(
-                self.kernel.settings.effective_database_url, self.events, self.conversations
+                self.kernel.settings.effective_database_url,
+                self.events,
+                self.conversations,
+                on_run=lambda run_id, status: self.stored_waits.nudge(run_id),
             )
             await relay.start()
             self.relay = relay

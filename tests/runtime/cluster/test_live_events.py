@@ -112,3 +112,16 @@ async def test_the_embedded_default_keeps_its_bus_to_itself(tmp_path: Path) -> N
             event = live.get_nowait()
             assert live.get_nowait() is None
     assert event is not None and event["row"]["seq"] == 1
+
+
+async def test_a_workers_notification_wakes_a_wait_on_its_run_here(cluster: Cluster) -> None:
+    """The store is read once, then only when told: without the worker's notification
+    this wait would sleep for an hour."""
+    model = cluster.script({"tool_calls": [call("echo", text="hi")]}, {"text": "woken"})
+    async with corral.open(cluster.data_dir) as platform:
+        rt = platform.runtime
+        rt.stored_waits.first_pause = rt.stored_waits.max_pause = 3600.0
+        cluster.ensure_workers(2)
+        result = await asyncio.wait_for(rt.chat("wake me", model=model), 30)
+    assert result.status == "finished", cluster.logs()
+    assert "woken" in result.text

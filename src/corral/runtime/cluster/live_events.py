@@ -23,7 +23,7 @@ import json
 import logging
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +62,16 @@ class _Lane:
 class EventRelay:
     """Carries row and run events between the processes sharing one PostgreSQL database."""
 
-    def __init__(self, database_url: str, bus: EventBus, conversations: ConversationStore) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        bus: EventBus,
+        conversations: ConversationStore,
+        on_run: Callable[[str, str], None] | None = None,
+    ) -> None:
         self._dsn = asyncpg_dsn(database_url)
+        self._on_run = on_run
+        """Told of every run status another process announces (run id, status)."""
         self._bus = bus
         self._conversations = conversations
         self._origin = uuid.uuid4().hex
@@ -155,6 +163,8 @@ class EventRelay:
             if note["o"] == self._origin:
                 return
             conversation_id = str(note["c"])
+            if "r" in note and self._on_run is not None:
+                self._on_run(str(note["r"]), str(note["st"]))
             if not self._bus.has_subscribers(conversation_id):
                 self._published.pop(conversation_id, None)
                 return
