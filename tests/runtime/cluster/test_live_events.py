@@ -125,3 +125,38 @@ async def test_a_workers_notification_wakes_a_wait_on_its_run_here(cluster: Clus
         result = await asyncio.wait_for(rt.chat("wake me", model=model), 30)
     assert result.status == "finished", cluster.logs()
     assert "woken" in result.text
+
+
+async def test_a_lost_listener_reconnects_and_reads_what_it_missed(cluster: Cluster) -> None:
+    async with (
+        corral.open(cluster.data_dir) as writer,
+        corral.open(cluster.data_dir) as reader,
+    ):
+        cid = (await writer.runtime.start_conversation()).id
+        async with reader.runtime.events.subscribe(cid) as live:
+            await writer.runtime.append(cid, [NewRow(kind="message", data={"text": "before"})])
+            async with asyncio.timeout(30):
+                assert (await live.get())["row"]["seq"] == 1
+            # Every relay connection of this database is cut, as a server restart would.
+            admin = await asyncpg.connect(asyncpg_dsn(cluster.database_url))
+            try:
+                cut = await admin.fetchval(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    " AND (query = $1 OR query LIKE '%pg_notify($1::text, p)%')",
+                    f'LISTEN "{CHANNEL}"',  # not the engine's own LISTEN connections
+                )
+            finally:
+                await admin.close()
+            assert cut >= 2
+            for text in ("after 1", "after 2"):
+                await writer.runtime.append(cid, [NewRow(kind="message", data={"text": text})])
+            got = []
+            async with asyncio.timeout(30):
+                while len(got) < 2:
+                    got.append((await live.get())["row"]["data"]["text"])
+                await writer.runtime.append(cid, [NewRow(kind="message", data={"text": "end"})])
+                fence = await live.get()
+            assert live.get_nowait() is None
+    assert got == ["after 1", "after 2"]
+    assert fence["row"]["seq"] == 4

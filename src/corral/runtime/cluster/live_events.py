@@ -42,6 +42,10 @@ CHANNEL = "corral_events"
 DETAIL_CHARS = 1500
 """A NOTIFY payload holds under 8000 bytes: a run's detail is cut to this many characters."""
 
+RECONNECT_FIRST_PAUSE = 0.1
+RECONNECT_MAX_PAUSE = 5.0
+"""Pauses between attempts to reconnect a lost listener, doubling up to this."""
+
 _SEND = "SELECT pg_notify($1::text, p) FROM unnest($2::text[]) AS p"
 
 
@@ -87,26 +91,57 @@ class EventRelay:
 
     async def start(self) -> None:
         """Connect, LISTEN, and start sending this process's notifications."""
-        self._connection = await asyncpg.connect(self._dsn)
-        await self._connection.add_listener(CHANNEL, self._heard)
+        await self._connect()
         self._sender = asyncio.create_task(self._send_loop(), name="corral-event-relay")
+
+    async def _connect(self) -> None:
+        connection = await asyncpg.connect(self._dsn)
+        connection.add_termination_listener(self._lost)
+        await connection.add_listener(CHANNEL, self._heard)
+        self._connection = connection
+
+    def _lost(self, connection: object) -> None:
+        if connection is self._connection and not self._closing:
+            self._connection = None
+            self._wake.set()  # the sender reconnects
+
+    async def _reconnect(self) -> None:
+        """Connect again; then read what was missed for every conversation followed here
+        (LISTEN comes first, so nothing committed after the read goes unheard)."""
+        pause = RECONNECT_FIRST_PAUSE
+        while not self._closing:
+            try:
+                await self._connect()
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("live events: reconnecting to PostgreSQL failed (%s)", exc)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RECONNECT_MAX_PAUSE)
+                continue
+            for conversation_id, last in list(self._published.items()):
+                self._enqueue(conversation_id, (last + 1, last + 1))
+            return
 
     async def close(self) -> None:
         """Send what is queued, stop listening, and disconnect."""
         if self._sender is not None:
             self._closing = True
             self._wake.set()
+            if self._connection is None:  # reconnecting: nothing could be sent anyway
+                self._sender.cancel()
             await asyncio.gather(self._sender, return_exceptions=True)
             self._sender = None
         for lane in list(self._lanes.values()):
             if lane.task is not None:
                 lane.task.cancel()
-        if self._connection is not None:
+        connection = self._connection
+        if connection is not None:
             try:
                 await self._flush()  # what was queued after the last send
+            except Exception as exc:
+                log.warning("live events queued at shutdown were not sent (%s)", exc)
             finally:
-                await self._connection.close()
-            self._connection = None
+                self._connection = None
+                await connection.close()
 
     # -- what this process wrote ------------------------------------------------------------
 
@@ -145,15 +180,28 @@ class EventRelay:
         while not self._closing:
             await self._wake.wait()
             self._wake.clear()
+            if self._connection is None:
+                await self._reconnect()
             try:
                 await self._flush()
             except Exception:
-                log.exception("notifying other processes of live events failed")
+                connection = self._connection
+                if connection is not None and connection.is_closed():
+                    self._lost(connection)  # the batch went back to the outbox
+                else:
+                    log.exception("notifying other processes of live events failed")
 
     async def _flush(self) -> None:
         batch, self._outbox = self._outbox, []
-        if batch and self._connection is not None:
+        if not batch or self._connection is None:
+            self._outbox[:0] = batch
+            return
+        try:
             await self._connection.execute(_SEND, CHANNEL, batch)
+        except Exception:
+            if self._connection is None or self._connection.is_closed():
+                self._outbox[:0] = batch  # sent again once connected
+            raise
 
     # -- what other processes wrote ---------------------------------------------------------
 
