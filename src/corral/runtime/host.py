@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from corral.errors import UsageError
 from corral.kernel import DEFAULT_AGENT, Kernel
@@ -35,6 +35,9 @@ from corral.tools.context import Cancellation, OutputSink
 from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
 from corral.tools.services import Services
+
+if TYPE_CHECKING:
+    from corral.runtime.cluster.live_events import EventRelay
 
 __all__ = ["SETTLED", "LoopTimers", "RowObserver", "RunEndHook", "RunHost", "Timers"]
 
@@ -75,6 +78,8 @@ class RunHost:
         self.deliveries = DeliveryStore(sessions)
         self.events = EventBus()
         self.board = StatusBoard()
+        self.relay: EventRelay | None = None
+        """On PostgreSQL: carries row and run events to and from the other processes."""
         self.models = ModelRegistry(kernel.settings)
         self.prompt = PromptBuilder(self.conversations)
         self.usage = UsageLog(kernel.logs)
@@ -100,17 +105,26 @@ class RunHost:
         self.prompt.observe(conversation_id, rows)
         for observe in self.row_observers:
             observe(conversation_id, rows)
-        if self.events.has_subscribers(conversation_id):
+        if self.relay is not None:
+            self.relay.local_rows(conversation_id, rows)
+        elif self.events.has_subscribers(conversation_id):
             for row in rows:
                 self.events.publish(conversation_id, {"type": "row", "row": row.to_json()})
 
     def publish_run(
         self, conversation_id: str, run_id: str, status: str, reason: str | None, detail: str
     ) -> None:
-        self.events.publish(
-            conversation_id,
-            {"type": "run", "run_id": run_id, "status": status, "reason": reason, "detail": detail},
-        )
+        event = {
+            "type": "run",
+            "run_id": run_id,
+            "status": status,
+            "reason": reason,
+            "detail": detail,
+        }
+        if self.relay is not None:
+            self.relay.local_event(conversation_id, event)
+        else:
+            self.events.publish(conversation_id, event)
 
     def output_sink(self, run: RunRecord, call_id: str) -> OutputSink:
         def sink(stream: str, text: str) -> None:

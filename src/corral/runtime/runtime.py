@@ -78,7 +78,19 @@ class Runtime(RunHost):
                 log.exception("a periodic tick of the cluster failed")
 
     async def open_jobs(self) -> None:
-        """Connect the job runner to its engine (nothing to do in the embedded default)."""
+        """Connect the job runner to its engine and, on PostgreSQL, the live events to the
+        other processes (nothing to do in the embedded default)."""
+        if self.kernel.engine.dialect.name == "postgresql":
+            from corral.runtime.cluster.live_events import EventRelay
+
+            relay = EventRelay(
+                self.kernel.settings.effective_database_url,
+                self.events,
+                self.conversations,
+                on_run=lambda run_id, status: self.stored_waits.nudge(run_id),
+            )
+            await relay.start()
+            self.relay = relay
         if self.jobs.distributed:
             from corral.runtime.cluster import ProcrastinateJobs
 
@@ -260,3 +272,6 @@ class Runtime(RunHost):
         for cancellation in list(self.live.values()):
             cancellation.cancel("shutdown")
         await self.jobs.close()
+        if self.relay is not None:  # after the jobs: their last events go out too
+            await self.relay.close()
+            self.relay = None

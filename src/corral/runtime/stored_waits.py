@@ -3,7 +3,9 @@
 On a cluster a run advances on whichever worker took its job, so this process learns that
 it settled only from the store. Waiters register here; a single task reads the statuses of
 every awaited run in one query, more often while runs are young, and wakes the waiters of
-those that settled. A thousand waiting chats cost one query per pause, not a thousand.
+those that settled. A thousand waiting chats cost one query per pause, not a thousand. On
+PostgreSQL a worker's notification of a run's status (:mod:`corral.runtime.cluster.live_events`)
+has the reader look at once (:meth:`StoredWaits.nudge`); the pauses stay as the safety net.
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ class StoredWaits:
         self._settled = settled
         self._waiting: dict[str, asyncio.Future[None]] = {}
         self._poller: asyncio.Task[None] | None = None
+        self._nudged = asyncio.Event()
+        self.first_pause = 0.01
+        self.max_pause = MAX_PAUSE_SECONDS
+        """The pauses between reads start at ``first_pause`` and double up to this."""
+
+    def nudge(self, run_id: str) -> None:
+        """Another process says ``run_id`` changed status: read the store now."""
+        if run_id in self._waiting:
+            self._nudged.set()
 
     async def wait(self, run_id: str) -> None:
         """Return once the store shows ``run_id`` settled (or gone)."""
@@ -48,7 +59,7 @@ class StoredWaits:
                     future.set_exception(exc)
 
     async def _read_until_all_settled(self) -> None:
-        pause = 0.01
+        pause = self.first_pause
         while self._waiting:
             run_ids = list(self._waiting)
             r = rt_tables.Run
@@ -62,5 +73,12 @@ class StoredWaits:
                     future = self._waiting.pop(run_id)
                     if not future.done():
                         future.set_result(None)
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, MAX_PAUSE_SECONDS)
+            await self._pause(pause)
+            pause = min(pause * 2, self.max_pause)
+
+    async def _pause(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._nudged.wait(), seconds)
+        except TimeoutError:
+            pass
+        self._nudged.clear()
