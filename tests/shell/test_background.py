@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import sys
 import textwrap
@@ -185,7 +186,7 @@ CRASHING_CHILD = textwrap.dedent(
         async with corral.open(sys.argv[1]) as platform:
             result = await platform.call_tool(
                 "execute",
-                {"command": "sleep 4903 & echo up; wait", "background": True},
+                {"command": f"sleep {sys.argv[2]} & echo up; wait", "background": True},
                 conversation_id="conv-crash",
             )
             shell_id = result.data["shell_id"]
@@ -212,17 +213,20 @@ async def test_a_shell_is_reported_lost_after_the_platform_dies(
 ) -> None:
     script = tmp_path / "child.py"
     script.write_text(CRASHING_CHILD)
+    # A length no other run uses: a stray from an earlier, killed test run is not counted.
+    seconds = str(random.randrange(100_000, 999_999))
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         str(script),
         str(data_dir),
+        seconds,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.getcwd()},
     )
     assert child.stdout is not None
     shell_id = (await asyncio.wait_for(child.stdout.readline(), 120)).decode().strip()
     assert shell_id.startswith("sh_"), shell_id
-    pids = host_pids("sleep 4903")
+    pids = host_pids(f"sleep {seconds}")
     assert pids
     # A CLI opening the store meanwhile must not steal the live shell.
     async with corral.open(data_dir) as bystander:
