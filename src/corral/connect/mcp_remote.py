@@ -230,27 +230,30 @@ class OAuthHandoff:
     def complete(self, *, state: str, code: str, iss: str | None = None) -> bool:
         """Hand in the code the authorization server redirected with; False when ``state``
         matches no authorization in progress here."""
-        pending = self._pending
-        if (
-            pending is None
-            or pending.answer.done()
-            or not secrets.compare_digest(pending.state.encode(), state.encode())
-        ):
+        pending = self._waiting_for(state)
+        if pending is None:
             return False
         pending.answer.set_result(AuthorizationCodeResult(code=code, state=state, iss=iss))
         return True
 
     def refuse(self, *, state: str, reason: str) -> bool:
         """The authorization server answered the person with an error: end the wait."""
+        pending = self._waiting_for(state)
+        if pending is None:
+            return False
+        pending.answer.set_exception(OAuthFlowError(f"authorization refused: {reason}"))
+        return True
+
+    def _waiting_for(self, state: str) -> _Pending | None:
+        """The authorization still waiting whose ``state`` is this one, if any."""
         pending = self._pending
         if (
             pending is None
             or pending.answer.done()
             or not secrets.compare_digest(pending.state.encode(), state.encode())
         ):
-            return False
-        pending.answer.set_exception(OAuthFlowError(f"authorization refused: {reason}"))
-        return True
+            return None
+        return pending
 
     async def _redirect(self, url: str) -> None:
         state = parse_qs(urlsplit(url).query).get("state", [""])[0]

@@ -29,6 +29,7 @@ from corral.service_protocols import (
 from corral.tools.cancellation import Cancellation
 from corral.tools.narrowing import Narrowing
 from corral.tools.results import ToolResult
+from corral.tools.skill_binding import SkillActivator, SkillScope
 
 if TYPE_CHECKING:
     # Type-only: handlers that never run a command should not load the command analyser.
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from corral.shell.records import ShellRecord, ShellStore
     from corral.shell.service import ShellOutcome, ShellRequest
     from corral.shell.verdict import Verdict
-    from corral.tools.skill_binding import SkillActivator
     from corral.web.fetch import Fetcher
 
 __all__ = [
@@ -59,18 +59,12 @@ T = TypeVar("T")
 OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
 
 
-class CallScope(Protocol):
+class CallScope(SkillScope, Protocol):
     """The part of a :class:`~corral.tools.context.CallContext` a service needs to know
-    whose call it serves."""
+    whose call it serves: who calls, in which run and conversation, and the call's id."""
 
     @property
     def call_id(self) -> str: ...
-    @property
-    def caller(self) -> Caller: ...
-    @property
-    def run_id(self) -> str | None: ...
-    @property
-    def conversation_id(self) -> str | None: ...
 
 
 class DelegateScope(CallScope, Protocol):
