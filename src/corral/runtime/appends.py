@@ -9,8 +9,11 @@ writer. On SQLite (:mod:`corral.store.writer`): one transaction per append, inli
 the write lock is free, else in the writer's thread shared with appends that arrive
 meanwhile; the number is read inside that transaction, which holds the write lock, so it
 cannot race. On PostgreSQL (:mod:`corral.store.pg_writer`): one ``INSERT … SELECT``
-statement, one round trip, that reads the number and writes the rows; a unique violation
-(another process took the number) is retried.
+statement, one round trip, that first waits for the conversation's append lock and then
+reads the number, so appends from every process take turns instead of racing (retrying
+alone let one writer lose to the others eight times running under load). Appends inside
+other transactions (a run starting, parking, ending) do not take that lock; when one of
+them and a hot append take the same number, the loser retries.
 """
 
 from __future__ import annotations
@@ -44,14 +47,16 @@ _INSERT = (
     "(conversation_id, seq, kind, run_id, user_id, call_id, data, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# corral_last_seq (migration 0012) waits for the conversation's append lock, then reads the
+# number afresh; a CTE calls it once for all the rows.
 _PG_INSERT = (
+    "WITH last AS MATERIALIZED (SELECT corral_last_seq($1::varchar) AS seq) "
     "INSERT INTO conversation_rows "
     "(conversation_id, seq, kind, run_id, user_id, call_id, data, created_at) "
-    "SELECT $1::varchar, coalesce((SELECT max(seq) FROM conversation_rows "
-    "WHERE conversation_id = $1::varchar), 0) + r.n::integer, "
+    "SELECT $1::varchar, last.seq + r.n::integer, "
     "r.kind, r.run_id, r.user_id, r.call_id, r.data::json, $7::timestamptz "
-    "FROM unnest($2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], $6::text[]) "
-    "WITH ORDINALITY AS r(kind, run_id, user_id, call_id, data, n) RETURNING seq"
+    "FROM last, unnest($2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], "
+    "$6::text[]) WITH ORDINALITY AS r(kind, run_id, user_id, call_id, data, n) RETURNING seq"
 )
 
 
