@@ -399,6 +399,15 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         maximum=60_000,
         description="First back-off between outbound attempts; it doubles on each retry.",
     ),
+    LiveSettingDef(
+        key="channels_relay_sweep_ms",
+        type=int,
+        default=2000,
+        minimum=50,
+        maximum=600_000,
+        description="How often the serving process looks for bound conversations with rows "
+        "not yet sent to their chat (rows another process stored, e.g. a cluster worker).",
+    ),
 )
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from corral.kernel.tokens import TokenLookup
 from corral.platform import Platform
@@ -67,3 +67,26 @@ async def test_last_used_is_stamped_at_most_once_a_minute_off_the_request(
     later = await stamped()
     assert later is not None and later != first
     assert await lookup.user_for("corral_not-a-token") is None
+
+
+async def test_a_lookup_reads_the_version_without_sqlalchemy_until_it_moves(
+    platform: Platform,
+) -> None:
+    made = await platform.identity.create_token("owner")
+    statements: list[str] = []
+
+    def seen(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    owner = await platform.identity.user_for_token(made.token)  # loads the active tokens
+    event.listen(platform.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        for _ in range(5):
+            assert await platform.identity.user_for_token(made.token) == owner
+        assert statements == []  # the version came from the store's own quick read
+        other = await platform.identity.create_token("owner")  # moves the version
+        statements.clear()
+        assert await platform.identity.user_for_token(other.token) == owner
+        assert any("api_tokens" in s for s in statements)  # read again, once
+    finally:
+        event.remove(platform.engine.sync_engine, "before_cursor_execute", seen)

@@ -1,11 +1,14 @@
 """Outbound: what a bound conversation says goes back to its chat, in order, with retries.
 
-The runtime shows every stored row to :meth:`Relay.observe`; rows of bound conversations
-join one queue that a single task drains, so a chat reads them in the order they were
-written. What is sent: the agent's text, a one-line summary per tool result, a line per
-background report, approvals and questions as choices (buttons where the vendor has them,
-numbered replies otherwise), and a failed or stopped run's reason. Cards for people, the
-sender's own message and model-internal rows are not sent.
+The runtime shows every stored row to :meth:`Relay.observe`; a bound conversation's rows
+are caught up on by one queue that a single task drains, so a chat reads them in the order
+they were written. Catching up reads the rows after the chat's cursor and claims them
+(:mod:`corral.channels.relay_cursor`), so rows stored by another process — a cluster worker
+— are sent by whichever process catches up first, and by no other. What is sent: the
+agent's text, a one-line summary per tool result, a line per background report, approvals
+and questions as choices (buttons where the vendor has them, numbered replies otherwise),
+and a failed or stopped run's reason. Cards for people, the sender's own message and
+model-internal rows are not sent.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.channels.outbound import FetchPoster, send_with_retry
+from corral.channels.relay_cursor import RelayCursors
 from corral.channels.store import ChannelStore, ConnectionRecord
 from corral.channels.text import escape_markdown_v2, split_text
 from corral.channels.vendors import Choice, Outbound, SendFailed, Vendor
@@ -30,6 +34,8 @@ __all__ = ["Chat", "Relay", "approval_choices", "summarise"]
 log = logging.getLogger("corral.channels")
 
 SecretsOf = Callable[[ConnectionRecord], Awaitable[dict[str, str]]]
+RowsAfter = Callable[[str, int], Awaitable[Sequence[TimelineRow]]]
+"""A conversation's rows after a row number, in order."""
 _SUMMARY_CHARS = 160
 
 
@@ -84,30 +90,50 @@ class Relay:
         vendors: Mapping[str, Vendor],
         secrets_of: SecretsOf,
         questions: Questions | None,
+        rows_after: RowsAfter,
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._kernel = kernel
         self._store = store
+        self._cursors = RelayCursors(kernel.sessions)
+        self._rows_after = rows_after
         self._vendors = vendors
         self._secrets_of = secrets_of
         self._questions = questions
         self._sleep = sleep
         self.bound: dict[str, Chat] = {}
         """Conversation id → its chat (kept in step with the senders' bindings)."""
-        self._queue: asyncio.Queue[tuple[Chat, TimelineRow | Outbound]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[Chat, str | Outbound]] = asyncio.Queue()
+        """Platform messages, and conversation ids whose rows to catch up on."""
+        self._waiting: set[str] = set()
+        """Conversations whose catch-up is queued and not begun (one is enough)."""
         self._worker: asyncio.Task[None] | None = None
 
     # -- queueing ---------------------------------------------------------------------------
 
     def observe(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
-        """The runtime's row observer: queue the rows of bound conversations."""
+        """The runtime's row observer: catch up on bound conversations."""
+        self.poke(conversation_id)
+
+    def poke(self, conversation_id: str) -> None:
+        """Catch up on the conversation's rows if a chat is bound to it."""
         chat = self.bound.get(conversation_id)
-        if chat is None:
+        if chat is None or conversation_id in self._waiting:
             return
-        for row in rows:
-            self._queue.put_nowait((chat, row))
+        self._waiting.add(conversation_id)
+        self._queue.put_nowait((chat, conversation_id))
         self._ensure_worker()
+
+    async def sweep(self) -> None:
+        """Catch up on every bound conversation with rows its chat was not sent (stored by
+        another process, or while no process relayed); learns bindings made elsewhere."""
+        for sender in await self._cursors.behind():
+            assert sender.conversation_id is not None
+            self.bound[sender.conversation_id] = Chat(
+                connection=sender.connection, chat_id=sender.chat_id, thread=sender.thread
+            )
+            self.poke(sender.conversation_id)
 
     def say(self, chat: Chat, text: str, choices: tuple[Choice, ...] = ()) -> None:
         """Queue a platform message (pairing codes, notices) for ``chat``."""
@@ -137,13 +163,28 @@ class Relay:
         while True:
             chat, item = await self._queue.get()
             try:
-                message = item if isinstance(item, Outbound) else await self._message(chat, item)
-                if message is not None:
-                    await self.deliver(chat.connection, message)
+                if isinstance(item, Outbound):
+                    await self.deliver(chat.connection, item)
+                else:
+                    self._waiting.discard(item)
+                    await self._catch_up(chat, item)
             except Exception:
                 log.exception("channel %r: an outbound message was dropped", chat.connection)
             finally:
                 self._queue.task_done()
+
+    async def _catch_up(self, chat: Chat, conversation_id: str) -> None:
+        after = await self._cursors.position(conversation_id)
+        if after is None:
+            self.bound.pop(conversation_id, None)  # unbound by another process
+            return
+        rows = await self._rows_after(conversation_id, after)
+        if not rows or not await self._cursors.claim(conversation_id, after, rows[-1].seq):
+            return
+        for row in rows:
+            message = await self._message(chat, row)
+            if message is not None:
+                await self.deliver(chat.connection, message)
 
     # -- formatting -------------------------------------------------------------------------
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,10 +45,13 @@ from corral.errors import UsageError
 from corral.policy.identity import Caller
 from corral.runtime.questions import Questions
 from corral.runtime.runtime import Runtime
+from corral.runtime.timeline import TimelineRow
 from corral.runtime.workflows import Workflows
 from corral.store.tables import utcnow
 
 __all__ = ["ADMIN", "Channels", "Received"]
+
+log = logging.getLogger("corral.channels")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +89,14 @@ class Channels:
             "slack": Slack(settings.slack_api_url),
             "webhook": GenericWebhook(),
         }
-        self.relay = Relay(self.kernel, self.store, self.vendors, self.secrets, questions)
+        self.relay = Relay(
+            self.kernel,
+            self.store,
+            self.vendors,
+            self.secrets,
+            questions,
+            lambda conversation_id, after: runtime.conversations.rows(conversation_id, after=after),
+        )
         self.router = Router(runtime, self.store, self.relay, questions)
         self.pairing = Pairing(self.kernel, self.store, self.relay)
         self.delivery = WorkflowDelivery(runtime, self.store, self.relay, workflows)
@@ -94,6 +105,7 @@ class Channels:
         """Connected channel names (``connect`` checks against these before writing)."""
         self._clock = clock
         self._polls: dict[str, asyncio.Task[None]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
         self.hosting = False
         self._secrets: dict[str, dict[str, str]] = {}
 
@@ -111,16 +123,38 @@ class Channels:
 
     async def host(self) -> None:
         """This process serves: poll every polling connection (a short CLI command does not,
-        so two processes never compete for one bot's updates)."""
+        so two processes never compete for one bot's updates), and sweep for rows no process
+        has sent to their chat yet."""
         self.hosting = True
         for connection in await self.store.connections():
             if self.polls(connection):
                 self.start_polling(connection.name)
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="corral-channel-sweep")
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.relay.sweep()
+            except Exception:  # the next sweep tries again
+                log.exception("looking for rows to send to bound chats failed")
+            live = await self.kernel.live_settings()
+            await asyncio.sleep(int(live["channels_relay_sweep_ms"]) / 1000)
+
+    def observe_rows(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
+        """The runtime's row observer. A cluster worker leaves chats to the serving process:
+        it need not know every binding, and the rows reach the server through the database
+        (its notifications and its sweep)."""
+        if not self.rt.cluster_worker:
+            self.relay.observe(conversation_id, rows)
 
     async def close(self) -> None:
         """Stop polling and send what is still queued (briefly)."""
         for name in list(self._polls):
             await self.stop_polling(name)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         await self.relay.close()
 
     @staticmethod

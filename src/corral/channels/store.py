@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.store import channel_tables as ct
+from corral.store import runtime_tables as rt
 from corral.store.tables import as_utc, utcnow
 
 __all__ = ["ChannelStore", "ConnectionRecord", "SenderRecord"]
@@ -266,11 +267,20 @@ class ChannelStore:
             return [SenderRecord.of(r) for r in await session.scalars(query)]
 
     async def bind(self, sender: str, conversation_id: str, thread: str) -> None:
+        """Bind the sender's chat to ``conversation_id``; the chat is sent what is written
+        from now on."""
+        last = select(func.coalesce(func.max(rt.ConversationRow.seq), 0)).where(
+            rt.ConversationRow.conversation_id == conversation_id
+        )
         async with self._sessions.begin() as session:
             await session.execute(
                 update(ct.ChannelSender)
                 .where(ct.ChannelSender.id == sender)
-                .values(conversation_id=conversation_id, thread=thread)
+                .values(
+                    conversation_id=conversation_id,
+                    thread=thread,
+                    relayed_seq=last.scalar_subquery(),
+                )
             )
 
     async def bind_thread(self, sender: str, thread: str) -> None:

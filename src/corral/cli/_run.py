@@ -6,6 +6,7 @@ a command runs: ``corral --help`` never loads the database layer or the model li
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -19,11 +20,19 @@ from corral.errors import CorralError
 if TYPE_CHECKING:
     from corral.platform import Platform
 
-__all__ = ["console", "err_console", "fail", "print_json", "run_with_platform"]
+__all__ = ["console", "err_console", "fail", "print_json", "run_with_platform", "settle_heap"]
 
 T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
+
+
+def settle_heap() -> None:
+    """Set what start-up built aside from the garbage collector, for a process that runs
+    for long (serve, worker): a full collection walked all of it (~280,000 objects, 0.2-1 s
+    on this machine), stalling every request in flight."""
+    gc.collect()
+    gc.freeze()
 
 
 def fail(message: str) -> NoReturn:

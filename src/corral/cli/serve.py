@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from corral.cli._global_options import cli_state
-from corral.cli._run import console
+from corral.cli._run import console, settle_heap
 
 __all__ = ["serve"]
 
@@ -59,6 +59,7 @@ def serve(
             highlight=False,
             soft_wrap=True,
         )
+        settle_heap()
         config = uvicorn.Config(app, host=bind_host, port=bind_port, log_level="info")
         await uvicorn.Server(config).serve()
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from corral.cli._global_options import cli_state
-from corral.cli._run import console, fail
+from corral.cli._run import console, fail, settle_heap
 
 __all__ = ["worker"]
 
@@ -45,6 +45,7 @@ def worker(
         platform = await open_platform(data_dir, run_jobs="cluster")
         try:
             count = concurrency or platform.settings.worker_concurrency
+            settle_heap()
             console.print(
                 f"corral worker {platform.runtime.worker} advancing up to {count} runs "
                 f"from {platform.settings.data_dir}",

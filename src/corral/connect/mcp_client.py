@@ -20,14 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, Tool
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.errors import ToolError
+
+if TYPE_CHECKING:  # the SDK is imported where a server is used: it costs ~0.7 s at start-up
+    from mcp import ClientSession
+    from mcp.types import CallToolResult, Tool
 
 __all__ = ["Backoff", "McpConnection", "McpState", "Opener", "stdio_opener"]
 
@@ -55,6 +54,8 @@ def stdio_opener(
     command: Sequence[str], *, env: Mapping[str, str], cwd: Path, errlog: Path
 ) -> Opener:
     """Start ``command`` as a stdio MCP server; its stderr is appended to ``errlog``."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(
         command=command[0], args=list(command[1:]), env=dict(env), cwd=cwd
     )
@@ -141,6 +142,8 @@ class McpConnection:
                 "it is restarted automatically: try again shortly, or check it with connect",
                 code="mcp_unavailable",
             )
+        from mcp.shared.exceptions import MCPError
+
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=self._call_timeout)
         except MCPError as exc:
@@ -220,6 +223,8 @@ class McpConnection:
             self._set_state("connecting")
 
     async def _connect_once(self) -> None:
+        from mcp import ClientSession
+
         async with self._opener() as (read, write), ClientSession(read, write) as session:
             async with asyncio.timeout(self._connect_timeout) as deadline:
                 self._deadline = deadline

@@ -16,6 +16,7 @@ from corral.kernel.tickets import TICKET_PREFIX, Tickets
 from corral.kernel.tokens import TokenLookup, hash_token
 from corral.policy.grants import BUILTIN_ROLES, validate_feature_pattern
 from corral.store import tables as t
+from corral.store.meta_reads import MetaRead
 
 __all__ = ["Identity", "NewToken"]
 
@@ -30,10 +31,15 @@ class NewToken:
 
 
 class Identity:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], config: ConfigCache) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        config: ConfigCache,
+        read_meta: MetaRead | None = None,
+    ) -> None:
         self._sessions = sessions
         self._config = config
-        self.tokens = TokenLookup(sessions)
+        self.tokens = TokenLookup(sessions, read_meta=read_meta)
         self.tickets = Tickets(sessions)
 
     async def create_role(self, name: str, features: list[str], description: str = "") -> None:

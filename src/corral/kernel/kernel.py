@@ -23,6 +23,7 @@ from corral.kernel.logs import LogStore
 from corral.policy.identity import Caller
 from corral.settings import Settings
 from corral.store import make_engine, make_sessionmaker, upgrade
+from corral.store.meta_reads import meta_reader
 from corral.store.pg_writer import PgWriter
 from corral.store.writer import SqliteWriter, open_writer
 from corral.tools.dispatch import Dispatcher
@@ -45,11 +46,12 @@ class Kernel:
         self.sessions = sessions
         self.writer: SqliteWriter | PgWriter | None = open_writer(engine)
         """The store's writer for the hot appends (None: SQLite in memory)."""
+        read_meta, self._meta_reader = meta_reader(self.writer)
         self.registry = registry
         self.config = ConfigCache(sessions, settings)
         self.logs = LogStore(sessions)
         self.approvals = ApprovalStore(sessions, CredentialKey.in_private_dir(settings.private_dir))
-        self.identity = Identity(sessions, self.config)
+        self.identity = Identity(sessions, self.config, read_meta)
         self.admin = Admin(
             sessions,
             self.config,
@@ -90,6 +92,8 @@ class Kernel:
 
     async def close(self) -> None:
         await self.identity.tokens.settle()
+        if self._meta_reader is not None:
+            self._meta_reader.close()
         if self.writer is not None:
             await self.writer.aclose()
         await self.engine.dispose()

@@ -1,7 +1,8 @@
 """API token lookup without a write on the request path.
 
 Active tokens live in memory as hash → (token id, user id). Every lookup reads the
-configuration version (one read-only row); creating or revoking a token bumps it, so a
+configuration version (one read-only row, through the store's cheapest read when it has one:
+:mod:`corral.store.meta_reads`); creating or revoking a token bumps it, so a
 revoked token is refused at once in every process, and a token made by the CLI works at
 once on a running server. ``last_used_at`` is written at most once per ``touch_seconds`` per
 token, in a task of its own, never while the request waits.
@@ -13,7 +14,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
@@ -46,8 +47,10 @@ class TokenLookup:
         *,
         touch_seconds: float = TOUCH_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        read_meta: Callable[[str], Awaitable[int | None]] | None = None,
     ) -> None:
         self._sessions = sessions
+        self._read_meta = read_meta
         self._touch_seconds = touch_seconds
         self._clock = clock
         self._version: int | None = None
@@ -57,16 +60,22 @@ class TokenLookup:
 
     async def user_for(self, token: str) -> str | None:
         """The user id an API token belongs to, or None for an unknown or revoked token."""
-        async with self._sessions() as session:
-            version = await session.scalar(select(t.Meta.value).where(t.Meta.key == CONFIG_VERSION))
-            if version != self._version:
+        if self._read_meta is not None:
+            version = await self._read_meta(CONFIG_VERSION)
+        else:
+            async with self._sessions() as session:
+                version = await session.scalar(
+                    select(t.Meta.value).where(t.Meta.key == CONFIG_VERSION)
+                )
+        if version != self._version:
+            async with self._sessions() as session:
                 rows = await session.execute(
                     select(t.ApiToken.token_hash, t.ApiToken.id, t.ApiToken.user_id).where(
                         t.ApiToken.revoked_at.is_(None)
                     )
                 )
                 self._active = {h: _Active(i, u) for h, i, u in rows}
-                self._version = version
+            self._version = version
         found = self._active.get(hash_token(token))
         if found is None:
             return None

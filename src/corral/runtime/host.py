@@ -84,6 +84,9 @@ class RunHost:
         self.prompt = PromptBuilder(self.conversations)
         self.usage = UsageLog(kernel.logs)
         self.worker = worker_id()
+        self.cluster_worker = False
+        """True in a ``corral worker`` process, which advances runs and leaves talking to
+        people (channel chats) to the serving processes."""
         self.stored_waits = StoredWaits(sessions, SETTLED)
         """Waits for runs other processes advance (a cluster's), read from the store."""
         self.live: dict[str, Cancellation] = {}
@@ -91,6 +94,8 @@ class RunHost:
         self.run_end_hooks: list[RunEndHook] = []
         self.row_observers: list[RowObserver] = []
         """Called with every batch of rows this process stores (keep them quick)."""
+        self.remote_row_observers: list[Callable[[str], None]] = []
+        """Called with a conversation another process stored rows in (PostgreSQL only)."""
         self.background_work: list[BackgroundWorkSource] = []
         """Sources of running background work, listed in the agent's prompt every step."""
         self.closing = False

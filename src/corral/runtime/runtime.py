@@ -77,6 +77,10 @@ class Runtime(RunHost):
             except Exception:  # one failing tick must not hold back the others
                 log.exception("a periodic tick of the cluster failed")
 
+    def _rows_elsewhere(self, conversation_id: str) -> None:
+        for observe in self.remote_row_observers:
+            observe(conversation_id)
+
     async def open_jobs(self) -> None:
         """Connect the job runner to its engine and, on PostgreSQL, the live events to the
         other processes (nothing to do in the embedded default)."""
@@ -88,6 +92,7 @@ class Runtime(RunHost):
                 self.events,
                 self.conversations,
                 on_run=lambda run_id, status: self.stored_waits.nudge(run_id),
+                on_rows=self._rows_elsewhere,
             )
             await relay.start()
             self.relay = relay
@@ -106,6 +111,7 @@ class Runtime(RunHost):
                 "a worker needs run_jobs = 'cluster' and a PostgreSQL database_url "
                 "(postgresql+asyncpg://…); the embedded default advances runs in-process"
             )
+        self.cluster_worker = True
         await self.jobs.work(concurrency or self.kernel.settings.worker_concurrency)
 
     def add_background_work(self, source: BackgroundWorkSource) -> None:

@@ -55,6 +55,8 @@ class ChannelSender(Base):
     user_id: Mapped[str | None] = mapped_column(String(64))
     conversation_id: Mapped[str | None] = mapped_column(String(64), index=True)
     thread: Mapped[str] = mapped_column(String(128), default="")
+    relayed_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The last row of the bound conversation sent to this chat (or skipped as not for it)."""
     decided_by: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

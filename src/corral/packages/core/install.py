@@ -77,7 +77,8 @@ async def install(setup: PackageSetup) -> Installed:
     mcp_servers = McpServers(kernel, credentials=credentials)
     skills = _skills(setup, credentials)
     channels = Channels(runtime, credentials, questions=questions, workflows=workflows)
-    runtime.row_observers.append(channels.relay.observe)
+    runtime.row_observers.append(channels.observe_rows)
+    runtime.remote_row_observers.append(channels.relay.poke)
     runtime.run_end_hooks.append(channels.delivery.deliver_workflow_run)
     runtime.on_host.append(channels.host)
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
-
-from mcp.types import CallToolResult, TextContent, Tool
+from typing import TYPE_CHECKING, Any
 
 from corral.connect.mcp_client import McpConnection
 from corral.errors import ToolError
@@ -21,6 +19,9 @@ from corral.tools.context import CallContext
 from corral.tools.contract import LoadError, parse_tool
 from corral.tools.registry import Handler, LoadedTool, Package
 from corral.tools.results import ToolResult
+
+if TYPE_CHECKING:  # the SDK loads only once a server is in use (see connect.mcp_client)
+    from mcp.types import CallToolResult, Tool
 
 __all__ = ["build_package", "package_name", "tool_name"]
 
@@ -103,6 +104,8 @@ def _handler(connection: McpConnection, remote: str) -> Handler:
 
 def to_result(answer: CallToolResult, server: str, remote: str) -> ToolResult:
     """Text blocks as the result; other block kinds are named, not passed through."""
+    from mcp.types import TextContent
+
     texts = [block.text for block in answer.content if isinstance(block, TextContent)]
     others = sorted({block.type for block in answer.content if not isinstance(block, TextContent)})
     if others:

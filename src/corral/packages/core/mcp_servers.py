@@ -19,26 +19,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from mcp.types import Tool
 from sqlalchemy import delete, select
 
 from corral.connect import CredentialStore
 from corral.connect.mcp_client import Backoff, McpConnection, McpState, Opener, stdio_opener
-from corral.connect.mcp_remote import (
-    CredentialTokens,
-    GuardedBackend,
-    OAuthHandoff,
-    http_streams,
-    oauth_credential_name,
-)
 from corral.errors import InvalidArguments, ToolError
 from corral.kernel import Kernel
 from corral.packages.core.mcp_package import build_package, package_name
 from corral.shell.environment import build_environment
 from corral.store import connect_tables as ct
 from corral.web.access import WebAccess
+
+if TYPE_CHECKING:  # the SDK and its HTTP client load only once a server over HTTP is in use
+    from mcp.types import Tool
+
+    from corral.connect.mcp_remote import OAuthHandoff
 
 __all__ = ["CALLBACK_PATH", "McpServerSpec", "McpServerView", "McpServers"]
 
@@ -232,6 +230,8 @@ class McpServers:
         async with self._kernel.sessions.begin() as session:
             await session.execute(delete(ct.McpServer).where(ct.McpServer.name == name))
         if spec is not None and spec.url and self._credentials is not None:
+            from corral.connect.mcp_remote import oauth_credential_name
+
             found = await self._credentials.entry(
                 oauth_credential_name(name), user_id=spec.created_by, scope="project"
             )
@@ -306,6 +306,13 @@ class McpServers:
             if why is not None and spec.private_host and host == own_host:
                 return None  # the administrator's allowance: this server's own host only
             return why
+
+        from corral.connect.mcp_remote import (
+            CredentialTokens,
+            GuardedBackend,
+            OAuthHandoff,
+            http_streams,
+        )
 
         auth = None
         if self._credentials is not None:

@@ -72,10 +72,13 @@ class EventRelay:
         bus: EventBus,
         conversations: ConversationStore,
         on_run: Callable[[str, str], None] | None = None,
+        on_rows: Callable[[str], None] | None = None,
     ) -> None:
         self._dsn = asyncpg_dsn(database_url)
         self._on_run = on_run
         """Told of every run status another process announces (run id, status)."""
+        self._on_rows = on_rows
+        """Told of every conversation another process stored rows in."""
         self._bus = bus
         self._conversations = conversations
         self._origin = uuid.uuid4().hex
@@ -213,6 +216,8 @@ class EventRelay:
             conversation_id = str(note["c"])
             if "r" in note and self._on_run is not None:
                 self._on_run(str(note["r"]), str(note["st"]))
+            elif "r" not in note and self._on_rows is not None:
+                self._on_rows(conversation_id)
             if not self._bus.has_subscribers(conversation_id):
                 self._published.pop(conversation_id, None)
                 return
