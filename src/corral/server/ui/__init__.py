@@ -19,6 +19,7 @@ from corral.server.ui import (
     pages_tabs,
 )
 from corral.server.ui.access import UiState
+from corral.server.ui.claims import install_claims
 from corral.server.ui.sessions import SessionKeys
 
 __all__ = ["install_ui", "sign_in_link"]
@@ -29,7 +30,9 @@ STATIC = Path(__file__).parent / "static"
 def install_ui(app: FastAPI, platform: Platform) -> None:
     """Serve the UI from ``app``: pages under ``/ui``, vendored files under ``/ui/static``."""
     app.state.ui = UiState(
-        platform=platform, keys=SessionKeys.in_private_dir(platform.settings.private_dir)
+        platform=platform,
+        keys=SessionKeys.in_private_dir(platform.settings.private_dir),
+        claims=install_claims(platform),
     )
     for module in (
         pages_auth,

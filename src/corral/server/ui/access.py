@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from corral.errors import CorralError, InvalidArguments, NotFound, ToolError, UsageError
 from corral.platform import Platform
 from corral.policy.identity import Caller
+from corral.server.ui.claims import WakeClaims
 from corral.server.ui.render import templates
 from corral.server.ui.sessions import (
     COOKIE_NAME,
@@ -33,10 +34,12 @@ __all__ = ["PageCaller", "SignedIn", "UiRoute", "UiState", "require_csrf", "ui_s
 
 @dataclass(slots=True)
 class UiState:
-    """What the UI keeps on the app: the platform, session keys and sign-in links."""
+    """What the UI keeps on the app: the platform, session keys, sign-in links and the
+    continuations offered to open pages."""
 
     platform: Platform
     keys: SessionKeys
+    claims: WakeClaims
     links: SignInLinks = field(default_factory=SignInLinks)
 
 
