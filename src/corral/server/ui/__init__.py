@@ -15,6 +15,7 @@ from corral.server.ui import (
     pages_auth,
     pages_channels,
     pages_chat,
+    pages_delegates,
     pages_panels,
     pages_tabs,
 )
@@ -39,6 +40,7 @@ def install_ui(app: FastAPI, platform: Platform) -> None:
         pages_chat,
         pages_actions,
         pages_tabs,
+        pages_delegates,
         pages_panels,
         pages_channels,
     ):
