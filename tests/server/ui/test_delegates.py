@@ -61,6 +61,12 @@ def test_a_background_subagent_is_followed_and_approved_in_its_transcript(
     )
     cid = turn.conversation_id
 
+    # The Delegates tab, open in a second page before there is any run, follows them live.
+    tab = session.context.new_page()
+    tab.goto(f"{server.base_url}/ui/c/{cid}/delegates")
+    expect(tab.locator("body[data-live=open]")).to_have_count(1)
+    expect(tab.locator("#delegate-list")).to_contain_text("No delegate runs")
+
     # Under balanced the delegate call itself asks first; approved in the chat, the child starts.
     page.goto(f"{server.base_url}/ui/c/{cid}")
     _approve(page.locator("article.tool-delegate"))
@@ -68,10 +74,16 @@ def test_a_background_subagent_is_followed_and_approved_in_its_transcript(
         "The subagent works in the background."
     )
 
+    listed = tab.locator("article.delegate")
+    expect(listed).to_contain_text("Write the two files.")
+    expect(listed.locator(".state")).to_have_text("parked")
+    expect(listed.locator("p.approval")).to_contain_text("waiting for your approval of execute")
+    tab.screenshot(path=str(tmp_path / "delegates-tab.png"), full_page=True)
+    tab.close()
+
     page.click("nav.tabs >> text=Delegates")
     listed = page.locator("article.delegate")
     expect(listed).to_have_count(1)
-    expect(listed).to_contain_text("Write the two files.")
     listed.locator("a.open-run").click()
     expect(page).to_have_url(re.compile(r"/ui/delegates/r_\w+$"))
     run_id = page.url.rsplit("/", 1)[1]

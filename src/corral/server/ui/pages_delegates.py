@@ -1,4 +1,5 @@
-"""The Delegates tab: a conversation's delegate runs, and each run's transcript read-only.
+"""The Delegates tab: a conversation's delegate runs (a list that follows them live), and
+each run's transcript read-only.
 
 The list and the transcript page read through the delegation service with the signed-in
 user, so they show exactly what ``GET /conversations/{id}/delegates`` and
@@ -10,6 +11,9 @@ approval its tools wait for is decided on its card as in the chat.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,6 +22,7 @@ from markupsafe import Markup
 from sse_starlette import EventSourceResponse
 
 from corral.runtime.delegation import Delegation
+from corral.runtime.events import Subscription
 from corral.runtime.runs import ACTIVE
 from corral.server.ui.access import PageCaller, SignedIn, UiRoute
 from corral.server.ui.render import templates
@@ -48,10 +53,8 @@ def head_html(run: dict[str, Any], *, oob: bool) -> str:
     )
 
 
-@router.get("/c/{conversation_id}/delegates")
-async def delegates_tab(conversation_id: str, who: PageCaller) -> Response:
-    rt = who.platform.runtime
-    conversation = await rt.conversation(conversation_id, user=who.user)
+async def _listing(who: SignedIn, conversation_id: str) -> dict[str, Any]:
+    """What the list shows: the runs, the answers of those that ended, open approvals."""
     delegation = who.platform.services.require(Delegation)
     runs = await delegation.list_delegates(conversation_id, user=who.user)
     answers = {}
@@ -59,15 +62,54 @@ async def delegates_tab(conversation_id: str, who: PageCaller) -> Response:
         if run["status"] not in ACTIVE:
             answers[run["run_id"]] = (await delegation.show(run["run_id"], user=who.user))["answer"]
     approvals = [a for a in await who.platform.pending_approvals(user=who.user) if a.run_id]
-    return _page(
-        "delegates.html",
-        who,
-        conversation=conversation,
-        runs=runs,
-        answers=answers,
-        approvals=approvals,
-        tab="delegates",
-    )
+    return {"runs": runs, "answers": answers, "approvals": approvals}
+
+
+@router.get("/c/{conversation_id}/delegates")
+async def delegates_tab(conversation_id: str, who: PageCaller) -> Response:
+    conversation = await who.platform.runtime.conversation(conversation_id, user=who.user)
+    listing = await _listing(who, conversation_id)
+    return _page("delegates.html", who, conversation=conversation, tab="delegates", **listing)
+
+
+async def _list_stream(who: SignedIn, conversation_id: str) -> AsyncIterator[dict[str, str]]:
+    """The list again whenever the conversation or one of its children stores a row or
+    changes a run's status (bursts coalesce into one)."""
+    rt = who.platform.runtime
+    changed: asyncio.Queue[None] = asyncio.Queue()
+    pumps: dict[str, asyncio.Task[None]] = {}
+
+    async def pump(live: Subscription) -> None:
+        async for event in live:
+            if event["type"] in ("row", "run"):
+                changed.put_nowait(None)
+
+    async with AsyncExitStack() as stack:
+
+        async def follow(conversation_ids: list[str]) -> None:
+            for followed in conversation_ids:
+                if followed not in pumps:  # subscribed here, before the list is read
+                    live = await stack.enter_async_context(rt.events.subscribe(followed))
+                    pumps[followed] = asyncio.create_task(pump(live))
+
+        stack.callback(lambda: [task.cancel() for task in pumps.values()])
+        await follow([conversation_id])
+        while True:
+            listing = await _listing(who, conversation_id)
+            children = [await rt.runs.get(r["run_id"]) for r in listing["runs"]]
+            await follow([child.conversation_id for child in children])
+            html = templates.get_template("_delegate_list.html").render(who=who, **listing)
+            yield {"event": "list", "data": html}
+            await changed.get()
+            while not changed.empty():
+                changed.get_nowait()
+
+
+@router.get("/c/{conversation_id}/delegates/stream")
+async def delegates_events(conversation_id: str, who: PageCaller) -> EventSourceResponse:
+    """The Delegates tab's list, live: new runs, their statuses and open approvals."""
+    await who.platform.runtime.conversation(conversation_id, user=who.user)
+    return EventSourceResponse(_list_stream(who, conversation_id))
 
 
 @router.get("/delegates/{run_id}")
