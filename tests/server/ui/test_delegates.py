@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from corral.runtime.delegation import Delegation
 from corral.server.ui.access import UiState
 from corral.server.ui.sessions import COOKIE_NAME
 from tests.server.ui.conftest import LiveServer, Session, script
@@ -127,3 +128,46 @@ def test_a_background_subagent_is_followed_and_approved_in_its_transcript(
             f"/ui/c/{cid}/delegates",
         ):
             assert client.get(path).status_code == 404, path
+
+
+def _delegate_turn(server: LiveServer, tmp_path: Path, child: str, **args: Any) -> tuple[str, str]:
+    """A parent turn (auto) that delegates in the foreground; (parent conversation, run)."""
+    call = {"name": "delegate", "args": {"task": "Look around.", "model": child, **args}}
+    parent = script(tmp_path, {"tool_calls": [call]}, {"text": "Parent done."})
+    turn = server.run(server.platform.runtime.chat("go", model=parent, profile="auto"))
+    result = next(r for r in turn.rows if r.kind == "tool_result")
+    return turn.conversation_id, str(result.data["result"]["data"]["run_id"])
+
+
+def test_each_run_of_a_child_opens_on_its_own_rows_and_a_partial_one_says_so(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    state: UiState = server.app.state.ui
+    owner = server.run(server.platform.caller(None)).user_id
+    cookies = {COOKIE_NAME: state.keys.issue(owner)}
+    child = script(tmp_path, {"text": "First <b>answer</b>."}, {"text": "Second answer."})
+    cid, first = _delegate_turn(server, tmp_path, child)
+    delegation = server.platform.services.require(Delegation)
+    second = server.run(delegation.continue_run(first, "Once more.", user=None)).id
+    server.run(server.platform.runtime.wait_run(second))
+
+    budget = script(
+        tmp_path,
+        {"tool_calls": [{"name": "fs_list", "args": {"uri": "data://"}}]},
+        {"text": "Half done; the rest needs a second pass."},
+    )
+    _, partial = _delegate_turn(server, tmp_path, budget, max_steps=2)
+    with httpx.Client(base_url=server.base_url, cookies=cookies, timeout=30) as client:
+        page = client.get(f"/ui/delegates/{first}").text
+        assert "First &lt;b&gt;answer&lt;/b&gt;." in page and "Second answer." not in page
+        assert 'data-status="finished"' in page
+        page = client.get(f"/ui/delegates/{second}").text
+        assert "Once more." in page and "Second answer." in page
+        assert "Look around." not in page.split('id="timeline"')[1]
+        page = client.get(f"/ui/delegates/{partial}").text
+        assert 'data-status="partial"' in page and "partial: cut at its limit" in page
+        assert "tool-fs_list" in page and "Half done; the rest needs a second pass." in page
+        listed = client.get(f"/ui/c/{cid}/delegates").text
+        assert f'href="/ui/delegates/{first}"' in listed
+        assert f'href="/ui/delegates/{second}"' in listed
+        assert client.get(f"/ui/delegates/{partial}x").status_code == 404
