@@ -67,3 +67,15 @@ async def test_last_used_is_stamped_at_most_once_a_minute_off_the_request(
     later = await stamped()
     assert later is not None and later != first
     assert await lookup.user_for("corral_not-a-token") is None
+
+
+async def test_a_token_is_known_by_its_id_until_it_is_revoked(platform: Platform) -> None:
+    lookup = TokenLookup(platform.sessions)  # its own cache, as in another process
+    made = await platform.identity.create_token("owner")
+    found = await lookup.lookup(made.token)
+    assert found is not None and (found.token_id, found.user_id) == (made.id, "u_owner")
+    assert await lookup.is_active(made.id)
+    assert not await lookup.is_active("tok_000000000000")
+    await platform.identity.revoke_token(made.id)
+    assert not await lookup.is_active(made.id)
+    assert await lookup.lookup(made.token) is None

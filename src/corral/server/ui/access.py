@@ -72,11 +72,14 @@ class SignedIn:
 async def _signed_in(request: Request) -> SignedIn:
     state = ui_state(request)
     cookie = request.cookies.get(COOKIE_NAME)
-    user_id = state.keys.user_of(cookie)
-    if user_id is None or cookie is None:
+    session = state.keys.session_of(cookie)
+    if session is None or cookie is None:
         raise SignInNeeded
+    tokens = state.platform.identity.tokens
+    if session.token_id is not None and not await tokens.is_active(session.token_id):
+        raise SignInNeeded  # the token it began with was revoked
     try:
-        caller = await state.platform.caller(user_id)
+        caller = await state.platform.caller(session.user_id)
     except UsageError as exc:  # removed or disabled since sign-in
         raise SignInNeeded from exc
     return SignedIn(caller=caller, csrf=state.keys.csrf_token(cookie), platform=state.platform)
