@@ -86,18 +86,21 @@ async def _list_stream(who: SignedIn, conversation_id: str) -> AsyncIterator[dic
 
     async with AsyncExitStack() as stack:
 
-        async def follow(conversation_ids: list[str]) -> None:
-            for followed in conversation_ids:
-                if followed not in pumps:  # subscribed here, before the list is read
-                    live = await stack.enter_async_context(rt.events.subscribe(followed))
-                    pumps[followed] = asyncio.create_task(pump(live))
+        async def follow(conversation_ids: list[str]) -> bool:
+            """Subscribe to the ones not followed yet; True when there were any."""
+            fresh = [c for c in conversation_ids if c not in pumps]
+            for followed in fresh:
+                live = await stack.enter_async_context(rt.events.subscribe(followed))
+                pumps[followed] = asyncio.create_task(pump(live))
+            return bool(fresh)
 
         stack.callback(lambda: [task.cancel() for task in pumps.values()])
         await follow([conversation_id])
         while True:
             listing = await _listing(who, conversation_id)
             children = [await rt.runs.get(r["run_id"]) for r in listing["runs"]]
-            await follow([child.conversation_id for child in children])
+            if await follow([child.conversation_id for child in children]):
+                continue  # read again: a new child may have moved before it was followed
             html = templates.get_template("_delegate_list.html").render(who=who, **listing)
             yield {"event": "list", "data": html}
             await changed.get()
