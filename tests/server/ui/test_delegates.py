@@ -99,6 +99,9 @@ def test_a_background_subagent_is_followed_and_approved_in_its_transcript(
     page.screenshot(path=str(tmp_path / "delegate-parked.png"), full_page=True)
     _approve(page.locator("article.tool-execute").first, note="first is fine")
     expect(page.locator("article.tool-execute").first).to_have_attribute("data-state", "done")
+    expect(page.locator("article.tool-execute footer.decided").first).to_contain_text(
+        "first is fine"
+    )
 
     # The child's next call arrives on the open page without a reload, and waits there.
     second = page.locator("article.tool-execute").nth(1)
