@@ -6,6 +6,10 @@ so nothing falls between the two, and every row event carries its sequence numbe
 SSE ``id``: a browser that reconnects sends ``Last-Event-ID`` and gets exactly the rows it
 missed. A row that changes an entry already on the page (a result for a running card, a
 decision on an approval) is sent as an out-of-band swap of that entry's element.
+
+The same stream serves a delegate run's transcript page, restricted to that run's rows and
+events; the chat page alone also gets the continuations offered to its user (``claim``,
+see :mod:`corral.server.ui.claims`).
 """
 
 from __future__ import annotations
