@@ -209,6 +209,15 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="Whether a finished background shell reports into its conversation.",
     ),
     LiveSettingDef(
+        key="background_wake_client_grace_ms",
+        type=int,
+        default=3_000,
+        minimum=0,
+        maximum=60_000,
+        description="How long a report or inbox message waits for its starter's open browser "
+        "to claim the turn it starts (streaming there) before the server runs it; 0: at once.",
+    ),
+    LiveSettingDef(
         key="shell_network",
         type=bool,
         default=False,

@@ -90,3 +90,15 @@ async def test_a_lookup_reads_the_version_without_sqlalchemy_until_it_moves(
         assert any("api_tokens" in s for s in statements)  # read again, once
     finally:
         event.remove(platform.engine.sync_engine, "before_cursor_execute", seen)
+
+
+async def test_a_token_is_known_by_its_id_until_it_is_revoked(platform: Platform) -> None:
+    lookup = TokenLookup(platform.sessions)  # its own cache, as in another process
+    made = await platform.identity.create_token("owner")
+    found = await lookup.lookup(made.token)
+    assert found is not None and (found.token_id, found.user_id) == (made.id, "u_owner")
+    assert await lookup.is_active(made.id)
+    assert not await lookup.is_active("tok_000000000000")
+    await platform.identity.revoke_token(made.id)
+    assert not await lookup.is_active(made.id)
+    assert await lookup.lookup(made.token) is None

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.kernel.config import CONFIG_VERSION
 from corral.store import tables as t
 
-__all__ = ["TokenLookup", "hash_token"]
+__all__ = ["ActiveToken", "TokenLookup", "hash_token"]
 
 log = logging.getLogger("corral.kernel")
 
@@ -35,7 +35,9 @@ def hash_token(token: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Active:
+class ActiveToken:
+    """An API token that is not revoked: its id and its user's id."""
+
     token_id: str
     user_id: str
 
@@ -54,12 +56,32 @@ class TokenLookup:
         self._touch_seconds = touch_seconds
         self._clock = clock
         self._version: int | None = None
-        self._active: dict[str, _Active] = {}
+        self._active: dict[str, ActiveToken] = {}
+        self._ids: set[str] = set()
         self._touched: dict[str, float] = {}
         self._writes: set[asyncio.Task[None]] = set()
 
     async def user_for(self, token: str) -> str | None:
         """The user id an API token belongs to, or None for an unknown or revoked token."""
+        found = await self.lookup(token)
+        return None if found is None else found.user_id
+
+    async def lookup(self, token: str) -> ActiveToken | None:
+        """The active token ``token`` is (its id and user), or None."""
+        await self._refresh()
+        found = self._active.get(hash_token(token))
+        if found is None:
+            return None
+        self._touch(found.token_id)
+        return found
+
+    async def is_active(self, token_id: str) -> bool:
+        """Whether the token with id ``token_id`` is still active (not revoked, not gone):
+        what a session begun with that token checks on every request."""
+        await self._refresh()
+        return token_id in self._ids
+
+    async def _refresh(self) -> None:
         if self._read_meta is not None:
             version = await self._read_meta(CONFIG_VERSION)
         else:
@@ -74,13 +96,9 @@ class TokenLookup:
                         t.ApiToken.revoked_at.is_(None)
                     )
                 )
-                self._active = {h: _Active(i, u) for h, i, u in rows}
+                self._active = {h: ActiveToken(i, u) for h, i, u in rows}
+            self._ids = {a.token_id for a in self._active.values()}
             self._version = version
-        found = self._active.get(hash_token(token))
-        if found is None:
-            return None
-        self._touch(found.token_id)
-        return found.user_id
 
     def invalidate(self) -> None:
         self._version = None

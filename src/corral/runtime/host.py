@@ -39,13 +39,26 @@ from corral.tools.services import Services
 if TYPE_CHECKING:
     from corral.runtime.cluster.live_events import EventRelay
 
-__all__ = ["SETTLED", "LoopTimers", "RowObserver", "RunEndHook", "RunHost", "Timers"]
+__all__ = [
+    "SETTLED",
+    "LoopTimers",
+    "RowObserver",
+    "RunEndHook",
+    "RunHost",
+    "Timers",
+    "WakeGate",
+]
 
 RunEndHook = Callable[[RunRecord, str], Awaitable[None]]
 """Called when a run ends (with its final status): close what it left open."""
 
 RowObserver = Callable[[str, Sequence[TimelineRow]], None]
 """Sees the rows of a conversation as this process stores them."""
+
+WakeGate = Callable[[str, str], Awaitable[bool]]
+"""Asked with (conversation id, user id) before queued deliveries continue a conversation as
+that user: True when an open client of that user (a browser) was offered the continuation;
+the gate then calls ``turns.wake`` again with ``by="browser"`` or, unclaimed, ``"server"``."""
 
 SETTLED: frozenset[str] = TERMINAL | {"parked"}
 
@@ -98,6 +111,8 @@ class RunHost:
         """Called with a conversation another process stored rows in (PostgreSQL only)."""
         self.background_work: list[BackgroundWorkSource] = []
         """Sources of running background work, listed in the agent's prompt every step."""
+        self.wake_gate: WakeGate | None = None
+        """Registered by a server whose browsers may claim report continuations."""
         self.closing = False
         self.timers: Timers = LoopTimers()
         """When the wall-clock limits fire: a seam tests replace to make minutes short."""

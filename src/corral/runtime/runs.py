@@ -40,7 +40,8 @@ __all__ = [
 
 RunStatus = Literal["queued", "running", "parked", "finished", "stopped", "failed", "partial"]
 RunKind = Literal["chat", "delegate", "workflow"]
-Trigger = Literal["user_message", "report", "message"]
+Trigger = Literal["user_message", "report", "message", "browser"]
+"""``browser``: a report or message continuation that the starter's open browser claimed."""
 ACTIVE: frozenset[str] = frozenset({"queued", "running", "parked"})
 TERMINAL: frozenset[str] = frozenset({"finished", "stopped", "failed", "partial"})
 

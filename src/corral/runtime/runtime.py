@@ -144,9 +144,10 @@ class Runtime(RunHost):
         """The job function: advance a queued run until it finishes, parks or stops."""
         await loop.advance_run(self, run_id)
 
-    async def wake(self, conversation_id: str) -> RunRecord | None:
-        """Continue ``conversation_id`` with its queued deliveries if it is free."""
-        return await turns.wake(self, conversation_id)
+    async def wake(self, conversation_id: str, *, by: turns.WakeBy = "ask") -> RunRecord | None:
+        """Continue ``conversation_id`` with its queued deliveries if it is free (``by``: see
+        :func:`corral.runtime.turns.wake`)."""
+        return await turns.wake(self, conversation_id, by=by)
 
     async def host(self) -> list[str]:
         """Become a host: start the schedulers, then continue every waiting conversation.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -29,7 +29,9 @@ from corral.tools.context import Narrowing
 if TYPE_CHECKING:
     from corral.runtime.host import RunHost
 
-__all__ = ["TurnSpec", "start_turn", "turn_spec", "wake"]
+__all__ = ["TurnSpec", "WakeBy", "start_turn", "turn_spec", "wake"]
+
+WakeBy = Literal["ask", "server", "browser"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,10 +144,12 @@ async def start_turn(
     return record, stored
 
 
-async def wake(rt: RunHost, conversation_id: str) -> RunRecord | None:
+async def wake(rt: RunHost, conversation_id: str, *, by: WakeBy = "ask") -> RunRecord | None:
     """Continue a free conversation with its queued deliveries, as the person they name.
 
-    A closing process starts nothing; the next host delivers them."""
+    With ``by="ask"`` the host's ``wake_gate`` (if any) may hand the continuation to an open
+    browser first; ``"browser"`` starts it as that browser's claim, ``"server"`` as the
+    server's own. A closing process starts nothing; the next host delivers them."""
     if rt.closing:
         return None
     try:
@@ -160,6 +164,14 @@ async def wake(rt: RunHost, conversation_id: str) -> RunRecord | None:
     first = queued[0]
     mine = [d for d in queued if d.user_id == first.user_id]
     trigger: Trigger = "report" if all(d.kind == "report" for d in mine) else "message"
+    if by == "browser":
+        trigger = "browser"
+    elif (
+        by == "ask"
+        and rt.wake_gate is not None
+        and await rt.wake_gate(conversation_id, first.user_id)
+    ):
+        return None
     try:
         spec = await turn_spec(
             rt,

@@ -277,6 +277,9 @@ def test_kill_from_the_shell_tab_and_the_report_turn_streams_live(
     expect(page.locator("#timeline article.report")).to_contain_text("written by the platform")
     expect(page.locator("#timeline .answer").last).to_have_text("The shell was stopped, I see.")
     page.screenshot(path=str(tmp_path / "report-live.png"), full_page=True)
+    # The open page claimed the continuation within the grace: it started as the browser's.
+    latest = server.run(server.platform.runtime.runs.list_runs(conversation_id=cid, limit=1))
+    assert [r.trigger for r in latest] == ["browser"]
 
 
 def test_another_users_shell_is_not_yours_to_stop(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from corral.server.ui import sessions
-from corral.server.ui.sessions import SessionKeys, SignInLinks
+from corral.server.ui.sessions import BrowserSession, SessionKeys, SignInLinks
 
 
 def test_a_cookie_names_its_user_and_resists_tampering(tmp_path: Path) -> None:
@@ -62,3 +62,14 @@ def test_a_sign_in_link_works_once(monkeypatch: pytest.MonkeyPatch) -> None:
     later = time.monotonic() + 61
     monkeypatch.setattr(sessions.time, "monotonic", lambda: later)
     assert links.spend(stale) is None
+
+
+def test_a_token_session_names_its_token_and_older_cookies_still_work(tmp_path: Path) -> None:
+    keys = SessionKeys.in_private_dir(tmp_path)
+    cookie = keys.issue("u_ana", "tok_abc123")
+    assert keys.session_of(cookie) == BrowserSession(user_id="u_ana", token_id="tok_abc123")
+    assert keys.user_of(cookie) == "u_ana"
+    body, _, signature = cookie.rpartition(".")
+    assert keys.session_of(body.rsplit(".", 1)[0] + "." + signature) is None  # token cut off
+    assert keys.session_of(body.replace("tok_abc123", "tok_other") + "." + signature) is None
+    assert keys.session_of(keys.issue("u_ana")) == BrowserSession(user_id="u_ana")

@@ -15,10 +15,12 @@ from corral.server.ui import (
     pages_auth,
     pages_channels,
     pages_chat,
+    pages_delegates,
     pages_panels,
     pages_tabs,
 )
 from corral.server.ui.access import UiState
+from corral.server.ui.claims import install_claims
 from corral.server.ui.sessions import SessionKeys
 
 __all__ = ["install_ui", "sign_in_link"]
@@ -29,13 +31,16 @@ STATIC = Path(__file__).parent / "static"
 def install_ui(app: FastAPI, platform: Platform) -> None:
     """Serve the UI from ``app``: pages under ``/ui``, vendored files under ``/ui/static``."""
     app.state.ui = UiState(
-        platform=platform, keys=SessionKeys.in_private_dir(platform.settings.private_dir)
+        platform=platform,
+        keys=SessionKeys.in_private_dir(platform.settings.private_dir),
+        claims=install_claims(platform),
     )
     for module in (
         pages_auth,
         pages_chat,
         pages_actions,
         pages_tabs,
+        pages_delegates,
         pages_panels,
         pages_channels,
     ):

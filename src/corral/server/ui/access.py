@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from corral.errors import CorralError, InvalidArguments, NotFound, ToolError, UsageError
 from corral.platform import Platform
 from corral.policy.identity import Caller
+from corral.server.ui.claims import WakeClaims
 from corral.server.ui.render import templates
 from corral.server.ui.sessions import (
     COOKIE_NAME,
@@ -33,10 +34,12 @@ __all__ = ["PageCaller", "SignedIn", "UiRoute", "UiState", "require_csrf", "ui_s
 
 @dataclass(slots=True)
 class UiState:
-    """What the UI keeps on the app: the platform, session keys and sign-in links."""
+    """What the UI keeps on the app: the platform, session keys, sign-in links and the
+    continuations offered to open pages."""
 
     platform: Platform
     keys: SessionKeys
+    claims: WakeClaims
     links: SignInLinks = field(default_factory=SignInLinks)
 
 
@@ -69,11 +72,14 @@ class SignedIn:
 async def _signed_in(request: Request) -> SignedIn:
     state = ui_state(request)
     cookie = request.cookies.get(COOKIE_NAME)
-    user_id = state.keys.user_of(cookie)
-    if user_id is None or cookie is None:
+    session = state.keys.session_of(cookie)
+    if session is None or cookie is None:
         raise SignInNeeded
+    tokens = state.platform.identity.tokens
+    if session.token_id is not None and not await tokens.is_active(session.token_id):
+        raise SignInNeeded  # the token it began with was revoked
     try:
-        caller = await state.platform.caller(user_id)
+        caller = await state.platform.caller(session.user_id)
     except UsageError as exc:  # removed or disabled since sign-in
         raise SignInNeeded from exc
     return SignedIn(caller=caller, csrf=state.keys.csrf_token(cookie), platform=state.platform)

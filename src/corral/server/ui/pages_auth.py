@@ -1,6 +1,7 @@
 """Signing in and out: a one-time link from ``corral serve``, or an API token.
 
-The session cookie is HTTP-only and SameSite=Strict. The token form has no session yet,
+The session cookie is HTTP-only and SameSite=Strict; one begun with a token ends when that
+token is revoked. The token form has no session yet,
 so it carries a double-submit token (a random cookie echoed in the form) instead.
 """
 
@@ -23,11 +24,11 @@ router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 _FORM_COOKIE = "corral_sign_in"
 
 
-def _signed_in_response(request: Request, user_id: str) -> Response:
+def _signed_in_response(request: Request, user_id: str, *, token_id: str | None = None) -> Response:
     response = RedirectResponse("/ui", status_code=303)
     response.set_cookie(
         COOKIE_NAME,
-        ui_state(request).keys.issue(user_id),
+        ui_state(request).keys.issue(user_id, token_id),
         max_age=SESSION_SECONDS,
         httponly=True,
         samesite="strict",
@@ -64,10 +65,11 @@ async def sign_in_with_token(
     expected = request.cookies.get(_FORM_COOKIE)
     if not expected or not secrets.compare_digest(expected, csrf_token):
         return _sign_in_page("The form expired: try again.", status_code=403)
-    user_id = await ui_state(request).platform.identity.user_for_token(token.strip())
-    if user_id is None:
+    # API tokens only: a run's ticket dies with its run and cannot begin a browser session.
+    found = await ui_state(request).platform.identity.tokens.lookup(token.strip())
+    if found is None:
         return _sign_in_page("Unknown or revoked token.", status_code=401)
-    return _signed_in_response(request, user_id)
+    return _signed_in_response(request, found.user_id, token_id=found.token_id)
 
 
 @router.get("/sign-in/{code}")

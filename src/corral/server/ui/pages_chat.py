@@ -1,10 +1,11 @@
 """Conversations: the list with search, a new conversation, the chat page, its live stream,
-sending a message and Stop. Every call goes through the runtime with the signed-in user,
-as the API's routes do."""
+sending a message, claiming a report's continuation, and Stop. Every call goes through the
+runtime with the signed-in user, as the API's routes do."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -12,7 +13,7 @@ from markupsafe import Markup
 from sqlalchemy import select
 from sse_starlette import EventSourceResponse
 
-from corral.server.ui.access import PageCaller, SignedIn, UiRoute, require_csrf
+from corral.server.ui.access import PageCaller, SignedIn, UiRoute, require_csrf, ui_state
 from corral.server.ui.render import templates
 from corral.server.ui.stream import chat_stream, run_bar_html
 from corral.server.ui.timeline import TimelineView
@@ -94,7 +95,25 @@ async def chat_events(
     last = request.headers.get("last-event-id", "")
     start = int(last) if last.isdigit() else max(after, 0)
     await who.platform.runtime.conversation(conversation_id, user=who.user)
-    return EventSourceResponse(chat_stream(who, conversation_id, after=start))
+    claims = ui_state(request).claims
+
+    async def watched() -> AsyncIterator[dict[str, Any]]:
+        # While this stream is open its user counts as having the conversation open.
+        with claims.watching(conversation_id, who.user):
+            async for message in chat_stream(who, conversation_id, after=start):
+                yield message
+
+    return EventSourceResponse(watched())
+
+
+@router.post("/c/{conversation_id}/claim")
+async def claim_continuation(
+    request: Request, conversation_id: str, who: Acting, offer: Annotated[str, Form()] = ""
+) -> Response:
+    """This page takes the continuation it was offered: the turn starts as the browser's."""
+    await who.platform.runtime.conversation(conversation_id, user=who.user)
+    await ui_state(request).claims.claim(conversation_id, offer, who.user)
+    return Response(status_code=204)
 
 
 @router.post("/c/{conversation_id}/messages")

@@ -1,5 +1,5 @@
-"""A conversation's other tabs: its background shells (live tail, Kill), its delegate runs
-(status, answers, read-only transcripts) and its context map (rows, sizes, compactions)."""
+"""A conversation's other tabs: its background shells (live tail, Kill) and its context map
+(rows, sizes, compactions). The Delegates tab is :mod:`corral.server.ui.pages_delegates`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
-from corral.runtime.delegation import Delegation
 from corral.server.ui.access import PageCaller, SignedIn, UiRoute
 from corral.server.ui.render import templates
 from corral.server.ui.timeline import TimelineView
@@ -67,28 +66,6 @@ async def shell_tail(shell_id: str, who: PageCaller) -> EventSourceResponse:
     """A shell's output as it arrives (a long poll of its log per burst), then its end."""
     await who.platform.services.require(ShellService).background.readable(shell_id, who.caller)
     return EventSourceResponse(_tail(who, shell_id))
-
-
-@router.get("/c/{conversation_id}/delegates")
-async def delegates_tab(conversation_id: str, who: PageCaller) -> Response:
-    rt = who.platform.runtime
-    conversation = await rt.conversation(conversation_id, user=who.user)
-    delegation = who.platform.services.require(Delegation)
-    runs = await delegation.list_delegates(conversation_id, user=who.user)
-    answers = {}
-    for run in runs:
-        if run["status"] not in ("queued", "running", "parked"):
-            answers[run["run_id"]] = (await delegation.show(run["run_id"], user=who.user))["answer"]
-    approvals = [a for a in await who.platform.pending_approvals(user=who.user) if a.run_id]
-    return _page(
-        "delegates.html",
-        who,
-        conversation=conversation,
-        runs=runs,
-        answers=answers,
-        approvals=approvals,
-        tab="delegates",
-    )
 
 
 @router.get("/c/{conversation_id}/context")

@@ -1,9 +1,10 @@
 """Browser sessions of the web UI: signed cookies, CSRF tokens and one-time sign-in links.
 
-A session cookie is ``<user id>.<issued>.<nonce>.<signature>``, signed with HMAC-SHA256
-under a key kept in the data folder's private area (mode 0600), so sessions survive a
-restart and need no table. The user is re-resolved on every request (a removed user's
-cookie stops working). The CSRF token of a session is a second HMAC over the cookie:
+A session cookie is ``<user id>.<issued>.<nonce>[.<token id>].<signature>``, signed with
+HMAC-SHA256 under a key kept in the data folder's private area (mode 0600), so sessions
+survive a restart and need no table. The user is re-resolved on every request (a removed
+user's cookie stops working), and a session begun with an API token names that token's id:
+it ends when the token is revoked. The CSRF token of a session is a second HMAC over the cookie:
 a page embeds it, every state-changing request sends it back, and another site can
 neither read nor forge it. One-time sign-in links live in memory for the serving
 process: ``corral serve`` prints one for the local owner, and using it spends it.
@@ -25,6 +26,7 @@ __all__ = [
     "CSRF_FIELD",
     "CSRF_HEADER",
     "SESSION_SECONDS",
+    "BrowserSession",
     "SessionKeys",
     "SignInLinks",
 ]
@@ -56,22 +58,33 @@ class SessionKeys:
         message = f"{purpose}:{text}".encode()
         return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
-    def issue(self, user_id: str) -> str:
-        """A new session cookie value for ``user_id``."""
+    def issue(self, user_id: str, token_id: str | None = None) -> str:
+        """A new session cookie value for ``user_id``; ``token_id`` names the API token it
+        was begun with (the session ends when that token is revoked)."""
         body = f"{user_id}.{int(time.time())}.{secrets.token_hex(8)}"
+        if token_id is not None:
+            body += f".{token_id}"
         return f"{body}.{self._sign('session', body)}"
 
-    def user_of(self, cookie: str | None) -> str | None:
-        """The user a valid, unexpired cookie belongs to; None for anything else."""
+    def session_of(self, cookie: str | None) -> BrowserSession | None:
+        """The session a valid, unexpired cookie stands for; None for anything else."""
         if not cookie or cookie.count(".") < 3:
             return None
         body, _, signature = cookie.rpartition(".")
         if not hmac.compare_digest(signature, self._sign("session", body)):
             return None
-        user_id, issued, _nonce = body.rsplit(".", 2)
+        parts = body.split(".")
+        if len(parts) not in (3, 4):
+            return None
+        user_id, issued = parts[0], parts[1]
         if not issued.isdigit() or time.time() - int(issued) > SESSION_SECONDS:
             return None
-        return user_id
+        return BrowserSession(user_id=user_id, token_id=parts[3] if len(parts) == 4 else None)
+
+    def user_of(self, cookie: str | None) -> str | None:
+        """The user a valid, unexpired cookie belongs to; None for anything else."""
+        found = self.session_of(cookie)
+        return None if found is None else found.user_id
 
     def csrf_token(self, cookie: str) -> str:
         """The CSRF token that belongs to the session ``cookie``."""
@@ -82,6 +95,14 @@ class SessionKeys:
         if not cookie or not token:
             return False
         return hmac.compare_digest(token, self.csrf_token(cookie))
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserSession:
+    """Whose session a cookie is, and the API token it was begun with (None: a link)."""
+
+    user_id: str
+    token_id: str | None = None
 
 
 @dataclass(slots=True)

@@ -6,11 +6,17 @@ so nothing falls between the two, and every row event carries its sequence numbe
 SSE ``id``: a browser that reconnects sends ``Last-Event-ID`` and gets exactly the rows it
 missed. A row that changes an entry already on the page (a result for a running card, a
 decision on an approval) is sent as an out-of-band swap of that entry's element.
+
+The same stream serves a delegate run's transcript page, restricted to that run's rows and
+events; the chat page alone also gets the continuations offered to its user (``claim``,
+see :mod:`corral.server.ui.claims`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from markupsafe import escape
@@ -20,7 +26,14 @@ from corral.server.ui.access import SignedIn
 from corral.server.ui.render import templates
 from corral.server.ui.timeline import Change, TimelineView
 
-__all__ = ["chat_stream", "entry_html", "run_bar_html"]
+__all__ = [
+    "StatusHtml",
+    "chat_stream",
+    "claim_html",
+    "entry_html",
+    "run_bar_html",
+    "timeline_stream",
+]
 
 
 def entry_html(who: SignedIn, change: Change, conversation_id: str) -> str:
@@ -46,25 +59,64 @@ def _row_message(html: str, seq: int) -> dict[str, str]:
     return {"event": "row", "data": html, "id": str(seq)}
 
 
+StatusHtml = Callable[[dict[str, Any]], Awaitable[str]]
+"""Renders a ``run`` event (a status change) as the page's out-of-band fragment."""
+
+
+def claim_html(conversation_id: str, offer_id: str) -> str:
+    """A fragment that claims an offered continuation as soon as the page takes it in."""
+    vals = escape(json.dumps({"offer": offer_id}))
+    return (
+        f'<div class="claim" hx-post="/ui/c/{escape(conversation_id)}/claim" '
+        f'hx-trigger="load" hx-vals="{vals}" hx-swap="none"></div>'
+    )
+
+
 async def chat_stream(
     who: SignedIn, conversation_id: str, *, after: int
 ) -> AsyncIterator[dict[str, Any]]:
-    """SSE messages for the chat page of ``conversation_id`` from sequence ``after`` on."""
+    """SSE messages for the chat page of ``conversation_id`` from sequence ``after`` on;
+    continuations offered to this user (see :mod:`corral.server.ui.claims`) as ``claim``."""
+
+    async def bar(event: dict[str, Any]) -> str:
+        status, run_id = str(event["status"]), event["run_id"]
+        return run_bar_html(conversation_id, who, status, run_id, oob=True)
+
+    async for message in timeline_stream(who, conversation_id, after=after, status_html=bar):
+        yield message
+
+
+async def timeline_stream(
+    who: SignedIn,
+    conversation_id: str,
+    *,
+    after: int,
+    status_html: StatusHtml,
+    run_id: str | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """SSE messages for a page showing ``conversation_id`` (only ``run_id``'s part of it,
+    when given) from sequence ``after`` on."""
     rt = who.platform.runtime
     await rt.conversation(conversation_id, user=who.user)
+
+    def shown(row: TimelineRow) -> bool:
+        return run_id is None or row.run_id == run_id
+
     async with rt.events.subscribe(conversation_id) as live:
         rows = await rt.rows(conversation_id, user=who.user)
-        view = TimelineView.of(r for r in rows if r.seq <= after)
+        view = TimelineView.of(r for r in rows if r.seq <= after and shown(r))
         for row in rows:
-            if row.seq > after:
+            if row.seq > after and shown(row):
                 change = view.add(row)
                 html = entry_html(who, change, conversation_id) if change else ""
                 yield _row_message(html, row.seq)
         async for event in live:
             kind = event["type"]
+            if run_id is not None and event.get("run_id", run_id) != run_id:
+                continue
             if kind == "row":
                 row = TimelineRow.stored(**_row_fields(event["row"]))
-                if row.seq <= view.last_seq:
+                if row.seq <= view.last_seq or not shown(row):
                     continue
                 change = view.add(row)
                 html = entry_html(who, change, conversation_id) if change else ""
@@ -81,14 +133,12 @@ async def chat_stream(
                     "data": f'<span hx-swap-oob="beforeend:#{target}">{text}</span>',
                 }
             elif kind == "run":
-                status = str(event["status"])
-                bar = run_bar_html(conversation_id, who, status, event["run_id"], oob=True)
-                yield {"event": "status", "data": bar}
+                yield {"event": "status", "data": await status_html(event)}
+            elif kind == "claim" and run_id is None and event["user_id"] == who.user:
+                yield {"event": "claim", "data": claim_html(conversation_id, event["offer"])}
 
 
 def _row_fields(raw: dict[str, Any]) -> dict[str, Any]:
-    from datetime import datetime
-
     created = raw.get("created_at")
     return {
         "seq": int(raw["seq"]),
