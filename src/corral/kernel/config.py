@@ -3,13 +3,18 @@
 Every configuration write bumps ``meta.config_version`` in the same transaction. Readers
 check that number at most once per ``live_refresh_seconds`` and reload everything when it
 moved, so live settings, tool selections and policies apply without a restart, and the hot
-path of a tool call does no database I/O.
+path of a tool call does no database I/O. One refresh runs at a time: the requests that find
+the snapshot stale together wait for that one (fifty concurrent requests each opening a
+session to read the same number held the slowest of them for up to a second), and the
+number is read through the store's quick read where it has one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -60,11 +65,20 @@ def environment_secrets() -> list[str]:
 
 
 class ConfigCache:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], settings: Settings) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        settings: Settings,
+        read_meta: Callable[[str], Awaitable[int | None]] | None = None,
+    ) -> None:
         self._sessions = sessions
         self._settings = settings
+        self._read_meta = read_meta
         self._snapshot: ConfigSnapshot | None = None
         self._checked = 0.0
+        self._generation = 0
+        """Grows with every :meth:`invalidate`: a refresh that began before one is not kept."""
+        self._refreshing = asyncio.Lock()
         self._extra_secrets: list[str] = []
 
     def add_secrets(self, values: list[str]) -> None:
@@ -73,19 +87,40 @@ class ConfigCache:
 
     def invalidate(self) -> None:
         self._snapshot = None
+        self._generation += 1
+
+    def _fresh(self) -> ConfigSnapshot | None:
+        current = self._snapshot
+        if current is None:
+            return None
+        if time.monotonic() - self._checked >= self._settings.live_refresh_seconds:
+            return None
+        return current
 
     async def snapshot(self) -> ConfigSnapshot:
-        now = time.monotonic()
-        current = self._snapshot
-        if current is not None and now - self._checked < self._settings.live_refresh_seconds:
+        current = self._fresh()
+        if current is not None:
             return current
+        async with self._refreshing:
+            while True:
+                current = self._fresh()
+                if current is not None:
+                    return current  # refreshed while this request waited
+                generation, now, current = self._generation, time.monotonic(), self._snapshot
+                version = int(await self._version() or 0)
+                if current is None or version != current.version:
+                    async with self._sessions() as session:
+                        current = await self._load(session, version)
+                if generation == self._generation:
+                    self._snapshot, self._checked = current, now
+                    return current
+
+    async def _version(self) -> int | None:
+        if self._read_meta is not None:
+            return await self._read_meta(CONFIG_VERSION)
         async with self._sessions() as session:
-            version = await session.scalar(select(t.Meta.value).where(t.Meta.key == CONFIG_VERSION))
-            if current is None or version != current.version:
-                current = await self._load(session, int(version or 0))
-                self._snapshot = current
-        self._checked = now
-        return current
+            found = await session.scalar(select(t.Meta.value).where(t.Meta.key == CONFIG_VERSION))
+        return None if found is None else int(found)
 
     async def dispatch_state(self) -> DispatchState:
         return (await self.snapshot()).state

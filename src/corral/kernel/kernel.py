@@ -48,7 +48,7 @@ class Kernel:
         """The store's writer for the hot appends (None: SQLite in memory)."""
         read_meta, self._meta_reader = meta_reader(self.writer)
         self.registry = registry
-        self.config = ConfigCache(sessions, settings)
+        self.config = ConfigCache(sessions, settings, read_meta)
         self.logs = LogStore(sessions)
         self.approvals = ApprovalStore(sessions, CredentialKey.in_private_dir(settings.private_dir))
         self.identity = Identity(sessions, self.config, read_meta)
