@@ -6,8 +6,9 @@ Three trivial tools in one process: ``noop`` (async, awaited directly), ``noop_s
 sync handler, run in a worker thread) and ``noop_inline`` (sync, declared
 ``"blocking": false``, called inline). For each, the handler called directly is the
 same-run baseline; the overhead is what visibility, validation, gates, policy, the approval
-check, the handler hop, shaping and the slow-call check add. The bare thread hop
-(``await asyncio.to_thread(handler)``) is printed too: the threaded side cannot go below it.
+check, the handler hop, shaping and the slow-call check add. The bare thread hops are
+printed too: ``await asyncio.to_thread(handler)`` and the handler threads' own
+(``run_in_thread``, what dispatch uses); the threaded side cannot go below the latter.
 Each side takes the best of ``--rounds`` rounds of ``--calls`` calls (noise on a shared
 machine only ever adds time).
 
@@ -27,6 +28,7 @@ from typing import Any
 import corral
 from corral.platform import Platform
 from corral.tools.dispatch import CallRequest
+from corral.tools.handler_threads import run_in_thread
 from noop_package import write_package
 from outcome import Figure, finish
 
@@ -80,11 +82,15 @@ async def measure_tool(
     ]
     if not tool.is_async and tool.spec.blocking:
 
-        async def hop() -> Any:
+        async def to_thread() -> Any:
             return await asyncio.to_thread(handler, args, ctx)
 
-        floor = await best_of(rounds, calls, hop) * 1e6
-        figures.append(Figure(name="bare to_thread hop", value=floor, unit="µs", baseline=base))
+        async def own() -> Any:
+            return await run_in_thread(handler, args, ctx)
+
+        for hop, label in ((to_thread, "bare to_thread hop"), (own, "bare run_in_thread hop")):
+            floor = await best_of(rounds, calls, hop) * 1e6
+            figures.append(Figure(name=label, value=floor, unit="µs", baseline=base))
     return figures
 
 

@@ -32,15 +32,12 @@ __all__ = [
     "release_conversation",
 ]
 
-_ROWS_AS_ONE_DOCUMENT = (
-    # The stored ``data`` is JSON text already: SQLite splices it into one JSON array of
-    # all rows, so Python decodes once instead of once a row (half the cost of a cold read).
-    "SELECT '[' || group_concat('[' || seq || ',' || json_quote(kind) || ',' || "
-    "coalesce(data, 'null') || ',' || json_quote(run_id) || ',' || json_quote(user_id) || "
-    "',' || json_quote(call_id) || ',' || json_quote(created_at) || ']', ',') || ']' "
-    "FROM (SELECT seq, kind, data, run_id, user_id, call_id, created_at "
-    "FROM conversation_rows WHERE conversation_id = ? AND seq > ? ORDER BY seq)"
+_ROWS_IN_BULK = (
+    "SELECT seq, kind, data, run_id, user_id, call_id, created_at "
+    "FROM conversation_rows WHERE conversation_id = ? AND seq > ? ORDER BY seq"
 )
+"""Plain columns: splicing the rows into one JSON document in SQLite (``json_quote`` and
+``group_concat`` over every column) cost more than the driver's own tuples."""
 
 MANAGE_FEATURE = "conversations.manage"
 """Reading and writing conversations one does not own."""
@@ -228,15 +225,19 @@ class ConversationStore:
         decode a row were most of that."""
         with collector_paused():
             async with self._sessions() as session:
-                raw = await fetch_all(session, _ROWS_AS_ONE_DOCUMENT, (conversation_id, after))
+                raw = await fetch_all(session, _ROWS_IN_BULK, (conversation_id, after))
             if raw is None:
                 return await self.rows(conversation_id, after=after)
-            document = raw[0][0] if raw else None
-            if document is None:
+            if not raw:
                 return []
+            # The stored ``data`` is JSON text already: spliced into one array, Python decodes
+            # once instead of once a row (a third of the cost of a cold read).
+            decoded = json.loads("[" + ",".join([r[2] or "null" for r in raw]) + "]")
             parse_time = datetime.fromisoformat
             stored = TimelineRow.stored
             return [
                 stored(seq, kind, data, run_id, user_id, call_id, parse_time(at) if at else None)
-                for seq, kind, data, run_id, user_id, call_id, at in json.loads(document)
+                for (seq, kind, _, run_id, user_id, call_id, at), data in zip(
+                    raw, decoded, strict=True
+                )
             ]

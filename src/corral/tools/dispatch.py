@@ -36,6 +36,7 @@ from corral.secrets import Redactor
 from corral.settings import Settings
 from corral.tools.context import CallContext, Cancellation, Narrowing, OutputSink
 from corral.tools.contract import ToolSpec, pointer
+from corral.tools.handler_threads import run_in_thread
 from corral.tools.registry import LoadedTool, Registry
 from corral.tools.results import TextBlock, ToolResult, coerce_result, shape_result
 from corral.tools.secret_arguments import split_secrets
@@ -324,7 +325,7 @@ class Dispatcher:
             if tool.is_async:
                 value = await tool.handler(arguments, ctx)
             elif tool.spec.blocking:
-                value = await asyncio.to_thread(tool.handler, arguments, ctx)
+                value = await run_in_thread(tool.handler, arguments, ctx)
             else:
                 value = tool.handler(arguments, ctx)
         except asyncio.CancelledError:

@@ -4,15 +4,20 @@ Every source is a folder of bundle folders. Packages come first (a disabled pack
 skills are gone), then the folders in the start-up setting ``skill_paths``, then the project
 drive's ``data://skills/``. A name already taken leaves the later bundle out with an error,
 as does a bundle whose front matter breaks a rule. Parsed bundles are cached by the
-``SKILL.md`` modification time, so listing them every step costs a few ``stat`` calls.
+``SKILL.md`` modification time, and the whole set is reused while a scan of the folders
+(one ``scandir`` a source, one ``lstat`` a bundle) finds every bundle as it was: the skills
+block asks for the set at every step of every run.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from corral.runtime.skills.bundle import (
     SKILL_FILE,
@@ -26,6 +31,20 @@ __all__ = ["DRIVE_SKILLS", "SkillCatalog", "SkillSet"]
 
 DRIVE_SKILLS = "skills"
 """The drive folder skills are imported into: ``data://skills/<name>/``."""
+
+SETTLED_SECONDS = 2.0
+"""How old every ``SKILL.md`` must be before the set built from them is reused: a file
+written within the file system's timestamp granularity of the scan could change again
+without changing its stamp (git's "racily clean" index entries)."""
+
+_Stamp = tuple[int, int, int, int] | None
+"""A file's ``lstat`` as the cache compares it: mode, inode, modification time, size."""
+
+_Entry = tuple[str, bool, _Stamp]
+"""A bundle folder's name, whether the folder is a link, and its SKILL.md's stamp."""
+
+_Scan = tuple[_Entry, ...] | OSError | Literal["escapes"] | None
+"""One source's bundle folders; why it could not be listed; or None when it is absent."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +69,14 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
+def _lstat(path: str) -> _Stamp:
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return (found.st_mode, found.st_ino, found.st_mtime_ns, found.st_size)
+
+
 class SkillCatalog:
     """Finds the bundles of every source; cheap to ask again."""
 
@@ -63,17 +90,25 @@ class SkillCatalog:
         self._packages = dict(packages)
         self._drive = drive_dir / DRIVE_SKILLS
         self._folders = list(folders)
-        self._cache: dict[Path, tuple[int, SkillBundle | SkillError]] = {}
+        self._cache: dict[Path, tuple[_Stamp, SkillBundle | SkillError]] = {}
+        self._roots_of: tuple[tuple[frozenset[str], int], list[_Root]] | None = None
+        self._last: tuple[object, SkillSet] | None = None
+        """The last scan and the set built from it, kept once its files had settled."""
 
     def add_package(self, name: str, path: Path) -> None:
         """A package that arrived after start-up (an MCP server has no skills folder)."""
         self._packages[name] = path
+        self._roots_of = None
+        self._last = None
 
     @property
     def drive_folder(self) -> Path:
         return self._drive
 
     def _roots(self, disabled: frozenset[str]) -> list[_Root]:
+        key = (disabled, len(self._packages))
+        if self._roots_of is not None and self._roots_of[0] == key:
+            return self._roots_of[1]
         roots = [
             _Root(folder=path / "skills", origin="package", package=name)
             for name, path in sorted(self._packages.items())
@@ -81,36 +116,81 @@ class SkillCatalog:
         ]
         roots += [_Root(folder=folder, origin="folder") for folder in self._folders]
         roots.append(_Root(folder=self._drive, origin="drive"))
+        self._roots_of = (key, roots)
         return roots
 
-    def _parse(self, folder: Path, root: _Root) -> SkillBundle | SkillError:
-        linked = next((p for p in (folder, folder / SKILL_FILE) if p.is_symlink()), None)
-        if linked is not None:
+    def _scan(self, root: _Root) -> _Scan:
+        """The bundle folders of ``root`` in name order."""
+        if root.origin == "drive" and self._drive_escapes(root):
+            return "escapes"
+        try:
+            with os.scandir(root.folder) as listing:
+                found = [
+                    (entry.name, entry.is_symlink(), entry.path)
+                    for entry in listing
+                    if not entry.name.startswith(".") and entry.is_dir()
+                ]
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return exc
+        found.sort()
+        return tuple((name, linked, _lstat(f"{path}/{SKILL_FILE}")) for name, linked, path in found)
+
+    def _drive_escapes(self, root: _Root) -> bool:
+        """Whether the drive's skills folder leads outside the drive (a link elsewhere)."""
+        try:
+            linked = stat.S_ISLNK(os.lstat(root.folder).st_mode)
+        except OSError:
+            linked = False
+        # Only a link can lead elsewhere: a plain folder is its parent's real path plus its name.
+        return linked and not _inside(root.folder, self._drive.parent)
+
+    def _parse(
+        self, folder: Path, root: _Root, linked: bool, skill: _Stamp, settled: int
+    ) -> SkillBundle | SkillError:
+        if linked or (skill is not None and stat.S_ISLNK(skill[0])):
             # A link would make the platform read, and a skill's cwd grant reach, wherever
             # the link's author pointed it.
+            where = folder if linked else folder / SKILL_FILE
             return SkillError(
                 file=str(folder / SKILL_FILE),
                 field="",
-                message=f"{str(linked)!r} is a symbolic link; a skill's folder and SKILL.md "
+                message=f"{str(where)!r} is a symbolic link; a skill's folder and SKILL.md "
                 "must be plain files where the skill lives",
             )
-        try:
-            stamp = os.stat(folder / SKILL_FILE).st_mtime_ns
-        except OSError:
-            stamp = -1
         cached = self._cache.get(folder)
-        if cached is not None and cached[0] == stamp and stamp != -1:
+        if cached is not None and skill is not None and cached[0] == skill:
             return cached[1]
         found = parse_skill(folder, origin=root.origin, package=root.package)
-        self._cache[folder] = (stamp, found)
+        if skill is not None and skill[2] < settled:
+            self._cache[folder] = (skill, found)
         return found
 
     def load(self, *, disabled: frozenset[str] = frozenset()) -> SkillSet:
         """Every available skill (packages in ``disabled`` left out) and every error."""
+        scanned_at = time.time_ns()
+        roots = self._roots(disabled)
+        scans = [(root, self._scan(root)) for root in roots]
+        key = (roots, tuple(scan for _, scan in scans))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        settled = scanned_at - int(SETTLED_SECONDS * 1e9)
+        found = self._build(scans, settled)
+        if all(
+            not isinstance(scan, tuple) or all(e[2] is None or e[2][2] < settled for e in scan)
+            for _, scan in scans
+        ):
+            self._last = (key, found)
+        else:
+            self._last = None
+        return found
+
+    def _build(self, scans: list[tuple[_Root, _Scan]], settled: int) -> SkillSet:
         skills: dict[str, SkillBundle] = {}
         errors: list[SkillError] = []
-        for root in self._roots(disabled):
-            if root.origin == "drive" and not _inside(root.folder, self._drive.parent):
+        for root, scan in scans:
+            if scan == "escapes":
                 errors.append(
                     SkillError(
                         file=str(root.folder),
@@ -120,17 +200,14 @@ class SkillCatalog:
                     )
                 )
                 continue
-            try:
-                entries = sorted(p for p in root.folder.iterdir() if p.is_dir())
-            except FileNotFoundError:
+            if scan is None:
                 continue
-            except OSError as exc:
-                errors.append(SkillError(file=str(root.folder), field="", message=str(exc)))
+            if isinstance(scan, OSError):
+                errors.append(SkillError(file=str(root.folder), field="", message=str(scan)))
                 continue
-            for folder in entries:
-                if folder.name.startswith("."):
-                    continue
-                found = self._parse(folder, root)
+            for name, linked, skill in scan:
+                folder = root.folder / name
+                found = self._parse(folder, root, linked, skill, settled)
                 if isinstance(found, SkillError):
                     errors.append(found)
                 elif found.name in skills:
