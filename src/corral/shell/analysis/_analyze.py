@@ -60,7 +60,7 @@ def _analyze(
     command: str, protected: tuple[str, ...], home: str | None, cwd: str | None, unconfined: bool
 ) -> Analysis:
     shielded = protection(home, protected)
-    base = Analysis(command=command, allowed=False, cwd=cwd, protected_paths=shielded.platform)
+    base = (command, cwd, shielded.platform)
     try:
         bad = find_forbidden_character(command)
         if bad is not None:
@@ -119,13 +119,16 @@ def _analyze(
     )
 
 
-def _refused(base: Analysis, rule: Rule, word: str, detail: str) -> Analysis:
+def _refused(
+    base: tuple[str, str | None, tuple[str, ...]], rule: Rule, word: str, detail: str
+) -> Analysis:
+    command, cwd, protected = base
     return Analysis(
-        command=base.command,
+        command=command,
         allowed=False,
         rule=rule,
         word=word,
         detail=detail,
-        cwd=base.cwd,
-        protected_paths=base.protected_paths,
+        cwd=cwd,
+        protected_paths=protected,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from corral.shell.analysis._frozen import fast_init
 from corral.shell.analysis._parser import Node
 from corral.shell.analysis._types import Chain, Command, PathRef
 from corral.shell.analysis._words import ResolvedWord, WordResolver
@@ -90,6 +91,10 @@ class StatementContext:
         if stdin is self.stdin:
             return self
         return StatementContext(stdin, self.subshell, self.spawning, self.function)
+
+
+fast_init(Stdin)
+fast_init(StatementContext)
 
 
 @dataclass(slots=True)
