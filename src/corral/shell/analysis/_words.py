@@ -189,7 +189,16 @@ _LITERAL_TYPES = frozenset({"word", "number", "regex", "extglob_pattern", "test_
 class WordResolver:
     """Turns literal nodes into :class:`ResolvedWord` for one source text."""
 
-    __slots__ = ("_positionals", "_sink", "_split", "_src", "bound", "home", "pwd_as_dot")
+    __slots__ = (
+        "_positionals",
+        "_sink",
+        "_split",
+        "_src",
+        "bound",
+        "home",
+        "positional_reads",
+        "pwd_as_dot",
+    )
 
     def __init__(
         self,
@@ -208,6 +217,9 @@ class WordResolver:
         self.bound: dict[str, str] = {}
         """Loop variables whose value is one literal item (escaped; a glob stays a glob),
         used where they are double-quoted (``for f in *.md; do wc -l "$f"; done``)."""
+        self.positional_reads = 0
+        """How often ``$1…`` were read or changed (a walk that never did is the same walk
+        whatever they are bound to)."""
 
     def text(self, node: Node) -> str:
         return self._src[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -229,10 +241,12 @@ class WordResolver:
 
     def invalidate_positionals(self) -> None:
         """``set --``/``shift`` changed ``$1…``: they are unknown from here on."""
+        self.positional_reads += 1
         self._positionals = None
 
     def positional_words(self) -> list[str] | None:
         """``$1…$n`` in escaped form when bound, else ``None``."""
+        self.positional_reads += 1
         if self._positionals is None:
             return None
         return list(self._positionals[1:])
@@ -245,6 +259,7 @@ class WordResolver:
         if name == "PWD":
             return "." if self.pwd_as_dot else MARK_NONEMPTY
         if name.isdigit():
+            self.positional_reads += 1
             if self._positionals is None:
                 return self._unknown(in_dq)
             index = int(name)
