@@ -8,7 +8,7 @@ the walker so the commands inside are analysed too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from corral.shell.analysis._escaped import MARK, MARK_NONEMPTY, is_glob, quote, unescape
@@ -42,6 +42,13 @@ class Sink(Protocol):
         """Text tree-sitter did not parse (a pattern in ``${x#…}``) that bash expands."""
 
 
+class _Unset:
+    """The type of :data:`_UNSET`."""
+
+
+_UNSET = _Unset()
+
+
 @dataclass(slots=True)
 class ResolvedWord:
     """A resolved word: as written, and in escaped form."""
@@ -51,10 +58,16 @@ class ResolvedWord:
     procsub: bool = False
     split: bool = False
     """An unquoted unknown part: bash may split it into several words, or none."""
+    _value: str | _Unset | None = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @property
     def value(self) -> str | None:
-        return unescape(self.escaped)
+        """The literal value (``None`` when a part is unknown), worked out once: the
+        checks ask for it many times and :attr:`escaped` never changes."""
+        value = self._value
+        if isinstance(value, _Unset):
+            value = self._value = unescape(self.escaped)
+        return value
 
 
 def public_word(word: ResolvedWord) -> Word:
