@@ -60,72 +60,83 @@ def _analyze(
     command: str, protected: tuple[str, ...], home: str | None, cwd: str | None, unconfined: bool
 ) -> Analysis:
     shielded = protection(home, protected)
-    base = Analysis(command=command, allowed=False, cwd=cwd, protected_paths=shielded.platform)
-    try:
-        bad = find_forbidden_character(command)
-        if bad is not None:
-            char = describe_character(command[bad])
-            return _refused(
-                base,
-                "control_character",
-                repr(command[max(0, bad - 10) : bad + 10]),
-                f"The command contains the invisible or control character {char} at offset "
-                f"{bad}; retype the command without it.",
-            )
-        if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
-            return _refused(
-                base,
-                "too_large",
-                command[:40],
-                f"The command is longer than {MAX_COMMAND_BYTES // 1024} KB; write it to a "
-                "script file and run the file.",
-            )
-        if cwd is not None:
-            inside = shielded.inside_platform(normalize(cwd))
-            if inside is not None:
-                return _refused(
-                    base,
-                    "protected_path",
-                    cwd,
-                    f"The working directory is inside {inside}, the platform's own data; run "
-                    "the command somewhere else.",
-                )
-        recorder = Recorder(home=home, cwd=cwd, protection=shielded, unconfined=unconfined)
-        Walker(recorder).walk_source(command, depth=0, origin=command[:40])
-        if unconfined:
-            for written, content in recorder.writes:
-                if content is None and git_kind(written) is not None:
-                    # Written by a whole compound's redirect, whose text is not known.
-                    refuse_unknown_git(written.text)
-    except Refused as refusal:
-        return _refused(base, refusal.rule, refusal.word, refusal.detail)
-    except RecursionError:
+    base = (command, cwd, shielded.platform)
+    bad = find_forbidden_character(command)
+    if bad is not None:
+        char = describe_character(command[bad])
+        return _refused(
+            base,
+            "control_character",
+            repr(command[max(0, bad - 10) : bad + 10]),
+            f"The command contains the invisible or control character {char} at offset "
+            f"{bad}; retype the command without it.",
+        )
+    if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         return _refused(
             base,
             "too_large",
             command[:40],
-            "The command nests statements or substitutions too deeply to analyse; split it "
-            "into simpler commands or a script file.",
+            f"The command is longer than {MAX_COMMAND_BYTES // 1024} KB; write it to a "
+            "script file and run the file.",
         )
+    if cwd is not None:
+        inside = shielded.inside_platform(normalize(cwd))
+        if inside is not None:
+            return _refused(
+                base,
+                "protected_path",
+                cwd,
+                f"The working directory is inside {inside}, the platform's own data; run "
+                "the command somewhere else.",
+            )
+    # A second attempt only when the first hit the recursion limit having checked a
+    # function body from a deliberately deeper stack (see _functions.define); it walks
+    # every body again at each call, as from the same depth as the first.
+    for reuse in (True, False):
+        recorder = Recorder(home=home, cwd=cwd, protection=shielded, unconfined=unconfined)
+        walker = Walker(recorder, reuse=reuse)
+        try:
+            walker.walk_source(command, depth=0, origin=command[:40])
+            if unconfined:
+                for written, content in recorder.writes:
+                    if content is None and git_kind(written) is not None:
+                        # Written by a whole compound's redirect, whose text is not known.
+                        refuse_unknown_git(written.text)
+        except Refused as refusal:
+            return _refused(base, refusal.rule, refusal.word, refusal.detail)
+        except RecursionError:
+            if walker.padded:
+                continue
+            return _refused(
+                base,
+                "too_large",
+                command[:40],
+                "The command nests statements or substitutions too deeply to analyse; split "
+                "it into simpler commands or a script file.",
+            )
+        return Analysis(
+            command=command,
+            allowed=True,
+            detail="",
+            commands=tuple(recorder.commands),
+            paths=tuple(recorder.paths),
+            cd_moves=tuple(recorder.cd_moves),
+            cwd=cwd,
+            protected_paths=shielded.platform,
+        )
+    raise AssertionError("the second attempt pads nothing")
+
+
+def _refused(
+    base: tuple[str, str | None, tuple[str, ...]], rule: Rule, word: str, detail: str
+) -> Analysis:
+    command, cwd, protected = base
     return Analysis(
         command=command,
-        allowed=True,
-        detail="",
-        commands=tuple(recorder.commands),
-        paths=tuple(recorder.paths),
-        cd_moves=tuple(recorder.cd_moves),
-        cwd=cwd,
-        protected_paths=shielded.platform,
-    )
-
-
-def _refused(base: Analysis, rule: Rule, word: str, detail: str) -> Analysis:
-    return Analysis(
-        command=base.command,
         allowed=False,
         rule=rule,
         word=word,
         detail=detail,
-        cwd=base.cwd,
-        protected_paths=base.protected_paths,
+        cwd=cwd,
+        protected_paths=protected,
     )

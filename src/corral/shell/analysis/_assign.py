@@ -94,7 +94,10 @@ def check(
         )
     base = name.split("[", 1)[0]
     # A name set anywhere to anything else may hold that at the kill: never own again.
-    if value.text in OWN_PID_WORDS and scope != "prefix" and base not in walker.recorder.not_own:
+    own = value.text in OWN_PID_WORDS and scope != "prefix"
+    if own:
+        walker.recorder.looked_back[2] += 1
+    if own and base not in walker.recorder.not_own:
         walker.recorder.own_pids.add(base)
     else:
         walker.recorder.own_pids.discard(base)

@@ -221,6 +221,7 @@ def _terminate(walker: Walking, call: Call, base: str) -> BasesAfter:
 
 def _kill(walker: Walking, call: Call, base: str) -> BasesAfter:
     recorder = walker.recorder
+    recorder.looked_back[2] += 1
     check_kill(call.argv, unconfined=recorder.unconfined, own=recorder.own_pids)
     walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()

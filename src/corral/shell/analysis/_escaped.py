@@ -26,6 +26,7 @@ __all__ = [
     "has_unknown",
     "is_glob",
     "literal_chars",
+    "literal_prefix",
     "quote",
     "to_pyglob",
     "to_regex",
@@ -38,6 +39,8 @@ MARK_NONEMPTY = "\ufffe"
 _MARKS = (MARK, MARK_NONEMPTY)
 _SPECIAL = frozenset("\\*?[]{},~" + MARK + MARK_NONEMPTY)
 _SPECIAL_RE = re.compile("[" + re.escape("".join(sorted(_SPECIAL))) + "]")
+_DROPPED = str.maketrans("", "", "*?[]" + MARK + MARK_NONEMPTY)
+_STOPS = re.compile("[" + re.escape("*?[" + MARK + MARK_NONEMPTY) + "]")
 
 
 def quote(text: str) -> str:
@@ -73,6 +76,8 @@ def has_unknown(e: str) -> bool:
 
 def literal_chars(e: str) -> str:
     """The characters that are certain to appear (marks and glob operators dropped)."""
+    if "\\" not in e:
+        return e.translate(_DROPPED)
     out: list[str] = []
     i, n = 0, len(e)
     while i < n:
@@ -83,6 +88,30 @@ def literal_chars(e: str) -> str:
             continue
         if c not in _MARKS and c not in "*?[]":
             out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def literal_prefix(e: str) -> str:
+    """The text every path matching :func:`to_regex` of ``e`` starts with (up to the first
+    glob operator or unknown part)."""
+    if "\\" not in e:
+        for stop in _STOPS.finditer(e):
+            i = stop.start()
+            if e[i] != "[" or _bracket_end(e, i) != -1:
+                return e[:i]
+        return e
+    out: list[str] = []
+    i, n = 0, len(e)
+    while i < n:
+        c = e[i]
+        if c == "\\" and i + 1 < n:
+            out.append(e[i + 1])
+            i += 2
+            continue
+        if c in _MARKS or c == "*" or c == "?" or (c == "[" and _bracket_end(e, i) != -1):
+            break
+        out.append(c)
         i += 1
     return "".join(out)
 

@@ -22,6 +22,7 @@ from corral.shell.analysis._escaped import (
     has_unknown,
     is_glob,
     literal_chars,
+    literal_prefix,
     quote,
     to_regex,
     unescape,
@@ -228,8 +229,12 @@ class Protection:
         regex = to_regex(candidate)
         literal = literal_chars(candidate)
         unknown = has_unknown(candidate)
+        # Only a sample that starts like the pattern can match it: skip the regex for the rest.
+        prefix = literal_prefix(candidate)
         for sample, name in self.samples:
-            if regex.fullmatch(sample) and (not unknown or name in literal):
+            if not sample.startswith(prefix) or (unknown and name not in literal):
+                continue
+            if regex.fullmatch(sample):
                 return sample if sample in _ANCHORED_SAMPLES else self.inside_platform(sample)
         return None
 

@@ -11,10 +11,28 @@ unconfined mode refuses it.
 from __future__ import annotations
 
 import ast
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["PythonFindings", "read_python"]
+__all__ = ["PythonFindings", "read_python", "strict_recursion"]
+
+_local = threading.local()
+
+
+@contextmanager
+def strict_recursion() -> Iterator[None]:
+    """While active (in this thread), code too deep for the stack is an error, not "no
+    findings": the caller is analysing from a deliberately deeper stack and will start
+    over from the real one (see :func:`corral.shell.analysis._functions.define`)."""
+    _local.strict = getattr(_local, "strict", 0) + 1
+    try:
+        yield
+    finally:
+        _local.strict -= 1
+
 
 _SHELL_CALLS = frozenset(
     {"os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput",
@@ -174,7 +192,11 @@ def read_python(code: str) -> PythonFindings:
     only read the findings)."""
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except RecursionError:
+        if getattr(_local, "strict", 0):
+            raise
+        return PythonFindings()
+    except (SyntaxError, ValueError, MemoryError):
         return PythonFindings()
     reader = _Reader()
     reader.visit(tree)

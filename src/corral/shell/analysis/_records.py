@@ -65,6 +65,12 @@ class Recorder:
         self.not_own: set[str] = set()
         self.last_output: str | None = None
         """What the command recorded last prints, when literal (for the pipe it feeds)."""
+        self.output_sets = 0
+        """How often :attr:`last_output` was set."""
+        self.looked_back = [0, 0, 0, 0]
+        """How often a check read what earlier commands left here: :attr:`writes` (beyond
+        its own command's), :attr:`consumed_writes`, the process-id variables and
+        :attr:`last_output` (before its own command set it), in this order."""
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -195,6 +201,7 @@ class Recorder:
                 refs.append(ref)
         produced = produced_text(call, base) if base in _PRINTERS else None
         self.last_output = produced
+        self.output_sets += 1
         for ref in refs:
             if ref.access == "write" and (ref.origin == "redirect" or base not in _KEEP_CONTENT):
                 literal = ref.origin == "redirect" or base == "tee"

@@ -6,14 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from corral.shell.analysis._frozen import fast_init
 from corral.shell.analysis._parser import Node
-from corral.shell.analysis._types import Chain, Command, PathRef
+from corral.shell.analysis._types import CdMove, Chain, Command, PathRef
 from corral.shell.analysis._words import ResolvedWord, WordResolver
 
 __all__ = [
     "MAX_BASES",
     "Bases",
     "BasesAfter",
+    "BodyWalk",
     "Call",
     "Frame",
     "FunctionInfo",
@@ -92,6 +94,46 @@ class StatementContext:
         return StatementContext(stdin, self.subshell, self.spawning, self.function)
 
 
+fast_init(Stdin)
+fast_init(StatementContext)
+
+
+@dataclass(frozen=True, slots=True)
+class BodyWalk:
+    """What checking a function body at its definition found and changed, kept so that a
+    call which would walk it again with nothing new can repeat it instead.
+
+    It is kept only for a walk that read no ``$1…`` and called and defined no function; a
+    call reuses it only from the same start (see
+    :func:`corral.shell.analysis._functions.call`).
+    """
+
+    bases: Bases
+    flow: BasesAfter
+    writes: tuple[tuple[PathRef, str | None], ...]
+    """The files the walk wrote (recorded again by a repeat)."""
+    consumed: tuple[tuple[PathRef, str | None], ...]
+    not_own: frozenset[str]
+    """Variables the walk set to something other than a process id of its own."""
+    output: str | None
+    """What the walk's last command prints (see ``Recorder.last_output``)."""
+    output_set: bool
+    looked: tuple[int, int, int, int]
+    """How often it read back each part of the recorder (see ``Recorder.looked_back``)."""
+    writes_at: int | None
+    """For a part it read back: what the part held when it started (``None``: not read)."""
+    consumed_at: int | None
+    pids_at: tuple[frozenset[str], frozenset[str]] | None
+    output_at: tuple[str | None] | None
+    cd_moves: tuple[CdMove, ...]
+    calls: tuple[tuple[str, bool], ...]
+    work: int
+    backticks: int
+    definitions: int
+    stack: int
+    """Python stack depth at the walk: a call from deeper could hit the recursion limit."""
+
+
 @dataclass(slots=True)
 class FunctionInfo:
     """A shell function: where its body is and whom it calls."""
@@ -103,6 +145,7 @@ class FunctionInfo:
     commands: list[Command] = field(default_factory=list)
     paths: list[PathRef] = field(default_factory=list)
     replayed: bool = False
+    walk: BodyWalk | None = None
 
 
 @dataclass(slots=True)

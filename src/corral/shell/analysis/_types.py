@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from corral.errors import PolicyDenied
+from corral.shell.analysis._frozen import fast_init
 
 __all__ = [
     "RULES",
@@ -210,3 +211,7 @@ class Analysis:
         """Raise :class:`corral.errors.PolicyDenied` when the command was refused."""
         if not self.allowed:
             raise self.error()
+
+
+for _cls in (Word, PathRef, Redirect, CdMove, Command, Analysis):
+    fast_init(_cls)

@@ -86,15 +86,20 @@ class Walker:
     """Walks one command line; collects commands, paths and ``cd`` moves, or refuses."""
 
     max_depth = MAX_DEPTH
+    max_work = _MAX_WORK
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, *, reuse: bool = True) -> None:
         self.recorder = recorder
+        self.reuse = reuse
+        self.padded = False
         self.home = recorder.home
         self.cwd = recorder.cwd
         self.call_walks = 0
         self.call_stack: list[str] = []
-        self._work = 0
-        self._backticks = 0
+        self.work = 0
+        self.backticks = 0
+        self.definitions = 0
+        self.function_calls = 0
 
     def sink(self) -> Sink:
         return Sink(self)
@@ -133,8 +138,8 @@ class Walker:
                 char = describe_character(text[bad])
                 refuse("control_character", origin, f"The nested script contains {char}.")
         src = text.encode("utf-8", "surrogatepass")
-        self._work += len(src) + 1
-        if self._work > _MAX_WORK:
+        self.work += len(src) + 1
+        if self.work > self.max_work:
             refuse("too_large", origin, "The command expands into too much script to analyse.")
         root = parse(src).root_node
         for _ in range(16):
@@ -193,7 +198,7 @@ class Walker:
         tree-sitter hangs ``a && b > f`` and ``a | b > f`` on the whole list or pipeline;
         bash gives the redirect to ``b`` alone, so it is passed down to the last command.
         """
-        self._work += 1
+        self.work += 1
         frame.ctx = ctx
         frame.bases = bases
         kind = node.type
@@ -210,6 +215,7 @@ class Walker:
                 last = tail if index == len(parts) - 1 else ()
                 before = len(self.recorder.commands)
                 self.recorder.last_output = None
+                self.recorder.output_sets += 1
                 self.stmt(child, frame, ctx.spawned(stdin=stdin), bases, last)
                 fed = self.recorder.commands[before:]
                 text = self.recorder.last_output if len(fed) == 1 else None
@@ -353,6 +359,8 @@ class Walker:
     ) -> BasesAfter:
         """Statements tree-sitter hangs under a here-document: ``cat <<E | sh``, ``&&``…"""
         text = self.recorder.last_output
+        if gathered.continuation:
+            self.recorder.looked_back[3] += 1
         for kind, statement in gathered.continuation:
             if kind == "|":
                 piped = Stdin("pipe", text=text)
@@ -546,8 +554,8 @@ class Walker:
         if "\\" not in inner:
             self.block(node.children, frame, ctx.spawned(), bases)
             return
-        self._backticks += 1
-        if self._backticks > _MAX_BACKTICKS:
+        self.backticks += 1
+        if self.backticks > _MAX_BACKTICKS:
             refuse("nesting_too_deep", raw, "Backquotes are nested too deeply; use $( ).")
         # Inside backquotes a backslash quotes only $, ` and \; bash removes it first.
         out: list[str] = []
@@ -569,7 +577,7 @@ class Walker:
                 functions=frame.functions,
             )
         finally:
-            self._backticks -= 1
+            self.backticks -= 1
 
     def script(
         self,

@@ -49,8 +49,24 @@ class Walking(Protocol):
     def call_stack(self) -> list[str]:
         """Names of the shell functions being walked, outermost first."""
 
+    @property
+    def max_work(self) -> int:
+        """Bytes of script plus statements walked before a command is too large."""
+
     call_walks: int
     """Function bodies walked again with bound arguments so far."""
+    work: int
+    """Bytes of script plus statements walked so far (see :attr:`max_work`)."""
+    backticks: int
+    """Backquoted substitutions being re-parsed, innermost included."""
+    definitions: int
+    """Shell functions defined so far (any redefinition changes what a call reaches)."""
+    function_calls: int
+    """Calls of shell functions met so far, walked or not."""
+    reuse: bool
+    """Calls may repeat a function body's walk at its definition instead of walking it."""
+    padded: bool
+    """A body was checked from a deeper stack than its own (see ``_functions.define``)."""
 
     def text(self, frame: Frame, node: Node) -> str:
         """The source text of ``node``."""

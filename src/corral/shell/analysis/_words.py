@@ -8,7 +8,7 @@ the walker so the commands inside are analysed too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from corral.shell.analysis._escaped import MARK, MARK_NONEMPTY, is_glob, quote, unescape
@@ -42,6 +42,13 @@ class Sink(Protocol):
         """Text tree-sitter did not parse (a pattern in ``${x#…}``) that bash expands."""
 
 
+class _Unset:
+    """The type of :data:`_UNSET`."""
+
+
+_UNSET = _Unset()
+
+
 @dataclass(slots=True)
 class ResolvedWord:
     """A resolved word: as written, and in escaped form."""
@@ -51,10 +58,16 @@ class ResolvedWord:
     procsub: bool = False
     split: bool = False
     """An unquoted unknown part: bash may split it into several words, or none."""
+    _value: str | _Unset | None = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @property
     def value(self) -> str | None:
-        return unescape(self.escaped)
+        """The literal value (``None`` when a part is unknown), worked out once: the
+        checks ask for it many times and :attr:`escaped` never changes."""
+        value = self._value
+        if isinstance(value, _Unset):
+            value = self._value = unescape(self.escaped)
+        return value
 
 
 def public_word(word: ResolvedWord) -> Word:
@@ -189,7 +202,16 @@ _LITERAL_TYPES = frozenset({"word", "number", "regex", "extglob_pattern", "test_
 class WordResolver:
     """Turns literal nodes into :class:`ResolvedWord` for one source text."""
 
-    __slots__ = ("_positionals", "_sink", "_split", "_src", "bound", "home", "pwd_as_dot")
+    __slots__ = (
+        "_positionals",
+        "_sink",
+        "_split",
+        "_src",
+        "bound",
+        "home",
+        "positional_reads",
+        "pwd_as_dot",
+    )
 
     def __init__(
         self,
@@ -208,6 +230,9 @@ class WordResolver:
         self.bound: dict[str, str] = {}
         """Loop variables whose value is one literal item (escaped; a glob stays a glob),
         used where they are double-quoted (``for f in *.md; do wc -l "$f"; done``)."""
+        self.positional_reads = 0
+        """How often ``$1…`` were read or changed (a walk that never did is the same walk
+        whatever they are bound to)."""
 
     def text(self, node: Node) -> str:
         return self._src[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -229,10 +254,12 @@ class WordResolver:
 
     def invalidate_positionals(self) -> None:
         """``set --``/``shift`` changed ``$1…``: they are unknown from here on."""
+        self.positional_reads += 1
         self._positionals = None
 
     def positional_words(self) -> list[str] | None:
         """``$1…$n`` in escaped form when bound, else ``None``."""
+        self.positional_reads += 1
         if self._positionals is None:
             return None
         return list(self._positionals[1:])
@@ -245,6 +272,7 @@ class WordResolver:
         if name == "PWD":
             return "." if self.pwd_as_dot else MARK_NONEMPTY
         if name.isdigit():
+            self.positional_reads += 1
             if self._positionals is None:
                 return self._unknown(in_dq)
             index = int(name)

@@ -147,6 +147,7 @@ def _git_config(walker: Walking, call: Call, content: str, origin: str) -> None:
 def check_run(walker: Walking, call: Call, word: ResolvedWord, kind: str) -> None:
     """``word`` is run as a ``kind`` file: judge what this command line wrote to it."""
     writes = walker.recorder.writes
+    walker.recorder.looked_back[0] += 1
     if not writes:
         return
     ref = walker.recorder.path_ref(word, "read", "argument", kind, call.bases, call.chdir)
@@ -173,6 +174,8 @@ def git_kind(ref: PathRef) -> str | None:
 
 def check_git_writes(walker: Walking, call: Call, start: int = 0) -> None:
     """Writes to ``.git/config`` or ``.git/hooks/`` since ``start``, which git runs."""
+    if start == 0:
+        walker.recorder.looked_back[0] += 1
     for written, content in walker.recorder.writes[start:]:
         kind = git_kind(written)
         if kind is not None:
@@ -193,6 +196,7 @@ def check_consumers(walker: Walking, call: Call, base: str) -> None:
     startup = base in SHELLS and _login_or_interactive(call)
     if pattern is None and not startup:
         return
+    walker.recorder.looked_back[1] += 1
     for written, content in walker.recorder.consumed_writes:
         for path in _names(written):
             name = posixpath.basename(path)
