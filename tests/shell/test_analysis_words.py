@@ -142,3 +142,23 @@ def test_here_document_text_fed_to_a_shell_is_analysed() -> None:
 def test_unquoted_here_document_with_expansions_is_dynamic_for_a_shell() -> None:
     assert analyze("bash <<EOF\nls $DIR\nEOF").rule == "dynamic_script"
     assert analyze("cat <<EOF\nls $DIR\nEOF").allowed
+
+
+@pytest.mark.parametrize("word", ["[z-a]*", "/[z-a]", "[!z-a]x", "a[9-0]b"])
+def test_a_reversed_bracket_range_is_judged_not_raised(word: str) -> None:
+    result = analyze(f"ls {word}")
+    assert result.allowed and result.commands[0].argv[1].glob
+
+
+@pytest.mark.parametrize(
+    ("word", "reaches"),
+    [
+        ("[z-a]netrc", False),  # bash: a reversed range matches nothing
+        ("[!z-a]netrc", True),  # so its negation matches any character, '_' too
+        ("[z-a_]netrc", True),  # the class's other members still match
+        ("[z-\\a_]netrc", True),
+    ],
+)
+def test_a_reversed_range_matches_nothing_as_in_bash(word: str, reaches: bool) -> None:
+    result = analyze(f"ls {word}", home=HOME)
+    assert (result.rule == "protected_path") is reaches, (word, result.rule, result.detail)

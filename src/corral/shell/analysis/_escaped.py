@@ -193,6 +193,8 @@ def _bracket_regex(body: str) -> str:
     if negate:
         body = body[1:]
     out: list[str] = []
+    last: str | None = None
+    """The character the last item of ``out`` stands for (None after a class)."""
     i, n = 0, len(body)
     while i < n:
         c = body[i]
@@ -200,15 +202,37 @@ def _bracket_regex(body: str) -> str:
             close = body.find(":]", i + 2)
             if close != -1:
                 out.append(_POSIX_CLASSES.get(body[i + 2 : close], r"\S"))
+                last = None
                 i = close + 2
                 continue
+        if c == "-" and 0 < i < n - 1 and last is not None:
+            escaped = body[i + 1] == "\\" and i + 2 < n
+            upper = body[i + 2] if escaped else body[i + 1]
+            if upper < last:  # bash (globasciiranges) matches nothing for a reversed range
+                out.pop()
+                last = None
+                i += 3 if escaped else 2
+                continue
+            out.append("-")
+            last = None
+            i += 1
+            continue
         if c == "\\" and i + 1 < n:
             out.append(re.escape(body[i + 1]))
+            last = body[i + 1]
             i += 2
             continue
-        out.append("-" if c == "-" and 0 < i < n - 1 else re.escape(c))
+        out.append(re.escape(c))
+        last = c
         i += 1
-    return ("[^/" if negate else "[") + "".join(out) + "]"
+    if not out:
+        return "[^/]" if negate else "(?!)"
+    cls = ("[^/" if negate else "[") + "".join(out) + "]"
+    try:
+        re.compile(cls)
+    except re.error:  # a class Python cannot express: assume it may match any one character
+        return "[^/]"
+    return cls
 
 
 @lru_cache(maxsize=4096)
