@@ -217,7 +217,12 @@ class Runtime(RunHost):
             return await self.runs.get(run_id)
         current = await self.runs.get(run_id)
         if current.status == "running" and current.worker == self.worker:
-            # It started between our read and the stop: its loop sees the Stop and ends it.
+            # It started between our read and the stop. It registered its cancellation
+            # before it counted as running, so it is there now: a loop already inside a
+            # tool call would not look at the stored flag until the call returned.
+            started = self.live.get(run_id)
+            if started is not None:
+                started.cancel("stopped")
             return await self.wait_run(run_id)
         if current.status == "running" and self.jobs.distributed:
             # Its worker sees the flag within a second; a dead one's successor at once.
