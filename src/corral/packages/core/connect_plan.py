@@ -347,7 +347,7 @@ async def _stored_scope(name: str, plane: Plane) -> Scope:
 
 
 def mcp_projection(view: McpServerView) -> dict[str, Any]:
-    return {
+    shown = {
         "state": view.state,
         "transport": view.transport,
         "trusted": view.trusted,
@@ -355,6 +355,7 @@ def mcp_projection(view: McpServerView) -> dict[str, Any]:
         "tools": list(view.tools),
         "leftOut": list(view.left_out),
     }
+    return shown | ({"problem": view.problem} if view.problem else {})
 
 
 async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:

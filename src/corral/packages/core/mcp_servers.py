@@ -275,7 +275,7 @@ class McpServers:
             registry.drop(package_name(name))
             registry.add(build_package(name, connection, tools, trusted=trusted))
 
-        opener = self._http_opener(spec, lambda: connection.authorizing()) if spec.url else None
+        opener = self._http_opener(spec, lambda: connection) if spec.url else None
         connection = McpConnection(
             name,
             opener or self._stdio_opener(spec),
@@ -293,7 +293,7 @@ class McpServers:
         env = build_environment(platform_env=os.environ, home=str(home))
         return stdio_opener(spec.command, env=env.values, cwd=home, errlog=home / "stderr.log")
 
-    def _http_opener(self, spec: McpServerSpec, on_needed: Callable[[], None]) -> Opener:
+    def _http_opener(self, spec: McpServerSpec, connection: Callable[[], McpConnection]) -> Opener:
         web = self._kernel.services.web
         access = web if isinstance(web, WebAccess) else WebAccess()
         own_host = urlsplit(spec.url).hostname
@@ -309,7 +309,7 @@ class McpServers:
 
         auth = None
         if self._credentials is not None:
-            handoff = OAuthHandoff(on_needed)
+            handoff = OAuthHandoff(lambda: connection().authorizing(), watch=_Watch(connection))
             self._handoffs[spec.name] = handoff
             settings = self._kernel.settings
             public = settings.public_url or f"http://{settings.host}:{settings.port}"
@@ -318,6 +318,20 @@ class McpServers:
                 CredentialTokens(self._credentials, spec.name, owner=spec.created_by),
                 redirect_uri=public.rstrip("/") + CALLBACK_PATH,
                 client_name=f"Corral ({spec.name})",
+                server_name=spec.name,
             )
         backend = GuardedBackend(resolve, refusal)
         return lambda: http_streams(spec.url, backend, auth)
+
+
+@dataclass(frozen=True, slots=True)
+class _Watch:
+    """The provider's view of the connection it authorizes (built after the provider)."""
+
+    connection: Callable[[], McpConnection]
+
+    def may_wait_for_person(self) -> bool:
+        return self.connection().may_wait_for_person()
+
+    def authorization_lost(self, why: str) -> None:
+        self.connection().authorization_lost(why)
