@@ -128,6 +128,12 @@ class McpConnection:
             self._changed.clear()
             await self._changed.wait()
 
+    async def wait_until(self, done: Callable[[], bool]) -> None:
+        """Wait until ``done()`` holds, asked again at every change of state."""
+        while not done():
+            self._changed.clear()
+            await self._changed.wait()
+
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call ``tool``; a dead, slow or failing server is a :class:`ToolError` with a code."""
         session = self._session
