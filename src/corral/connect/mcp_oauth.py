@@ -127,8 +127,11 @@ class RefreshingOAuth(OAuthClientProvider):
                         # Revoked or expired server-side: refresh once, then send it again.
                         retried = True
                         await flow.aclose()
-                        self.context.token_expiry_time = _LONG_AGO
-                        del request.headers["authorization"]
+                        refused = request.headers.pop("authorization")
+                        current = self.context.current_tokens
+                        # Unless a concurrent request refreshed it already: then just resend.
+                        if current is not None and refused == f"Bearer {current.access_token}":
+                            self.context.token_expiry_time = _LONG_AGO
                         flow = super()._auth_flow(request)
                         outgoing = await flow.__anext__()
                         continue
