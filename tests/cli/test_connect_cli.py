@@ -1,8 +1,9 @@
 """`corral connect`: list, check and authorize through the connect tool as the local owner.
 
-Most of it runs in-process through the command's own functions against the SDK's OAuth MCP
-server on loopback (tests/fixtures/mcp_oauth_server.py); two real processes show the command
-line itself: its listing and its clear refusals."""
+Most of it runs in-process through the command's own functions (and typer's runner) against
+the SDK's OAuth MCP server on loopback (tests/fixtures/mcp_oauth_server.py); two real
+processes show the command line itself: a clear refusal, and a whole authorization with a
+person's browser coming back to the command (registered earlier for another public_url)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 import corral
 from corral.cli.connect import (
@@ -26,6 +28,7 @@ from corral.cli.connect import (
     check_server,
     list_connections,
 )
+from corral.cli.main import app
 from corral.errors import UsageError
 from corral.platform import Platform
 from corral.settings import load_settings
@@ -165,12 +168,19 @@ def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_list_from_the_command_line(data_dir: Path) -> None:
-    listed = run(data_dir, "list", "--json")
-    assert listed.returncode == 0, listed.stderr
+def test_list_and_check_print_what_the_tool_answers(data_dir: Path) -> None:
+    env = {"CORRAL_DATA_DIR": str(data_dir)}
+    listed = CliRunner().invoke(app, ["connect", "list", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
     kinds = {item["kind"]: item for item in json.loads(listed.stdout)}
     assert set(kinds) == {"mcp", "credential", "source", "git", "channel"}
     assert kinds["mcp"]["rows"] == []
+    table = CliRunner().invoke(app, ["connect", "list", "--kind", "source"], env=env)
+    assert table.exit_code == 0 and table.stdout.startswith("source: ")
+    bad = CliRunner().invoke(app, ["connect", "list", "--kind", "mcps"], env=env)
+    assert bad.exit_code == 2 and "unknown kind(s) ['mcps']" in bad.output
+    ghost = CliRunner().invoke(app, ["connect", "check", "ghost"], env=env)
+    assert ghost.exit_code == 2 and "no MCP server named 'ghost'" in ghost.output
 
 
 def test_unknown_names_are_clear_errors_without_a_traceback(data_dir: Path) -> None:
@@ -179,3 +189,48 @@ def test_unknown_names_are_clear_errors_without_a_traceback(data_dir: Path) -> N
     assert "no MCP server named 'ghost' is connected" in authorize.stderr
     assert "corral connect list" in authorize.stderr
     assert "Traceback" not in authorize.stderr + authorize.stdout
+
+
+async def test_authorize_from_the_command_line_waits_for_the_browser(
+    data_dir: Path, remote: tuple[str, Issuer]
+) -> None:
+    url, issuer = remote
+    private = {"kind": "mcp", "name": "remote", "url": url, "fields": {"privateHost": "true"}}
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        added = await platform.call_tool("connect", {"add": [private]})
+        assert not added.is_error, added.text
+    free, base = bind_loopback()
+    port = free.getsockname()[1]
+    free.close()  # the command binds it again for the callback
+    env = {
+        **os.environ,
+        "CORRAL_DATA_DIR": str(data_dir),
+        "CORRAL_PUBLIC_URL": base,
+        "CORRAL_PORT": str(port),
+    }
+    command = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "corral", "connect", "authorize", "remote", "--timeout", "60"),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert command.stdout is not None
+    try:
+        async with asyncio.timeout(120):
+            lines = [(await command.stdout.readline()).decode() for _ in range(2)]
+            [link] = [line.strip() for line in lines if line.startswith("http")]
+            person = Person()
+            await person._open(link)
+            out, err = await command.communicate()
+    except (TimeoutError, ValueError):
+        command.kill()
+        rest, err = await command.communicate()
+        raise AssertionError(f"no link: {rest.decode()} {err.decode()}") from None
+    assert command.returncode == 0, err.decode()
+    assert "remote: connected (state connected)" in out.decode()
+    [page] = person.pages
+    assert page.status_code == 200 and "Connected" in page.text
+    printed = "".join(lines) + out.decode() + err.decode()
+    assert "Traceback" not in printed
+    for secret in issuer.issued:
+        assert secret not in printed

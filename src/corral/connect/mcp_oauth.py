@@ -13,7 +13,9 @@ person. :class:`RefreshingOAuth` closes both gaps:
   marked expired: the SDK refreshes with the refresh token and sends the request again;
 - when that fails too and a person is needed while no one can be waited for (a call on a
   connected session, not a connection being opened), it raises :class:`AuthorizationLost`
-  instead of parking the call on a browser, and the connection is told why.
+  instead of parking the call on a browser, and the connection is told why;
+- before a person is asked, a client registration made for another callback address (the
+  ``public_url`` changed) is dropped, so the SDK registers again with the current one.
 """
 
 from __future__ import annotations
@@ -92,9 +94,21 @@ class RefreshingOAuth(OAuthClientProvider):
         self._watch = watch
         self._server = server_name
 
+    def _forget_stale_registration(self) -> None:
+        """A client registered for another callback address (``public_url`` changed since)
+        would send the person's browser there: register again before a person is asked."""
+        info, wanted = self.context.client_info, self.context.client_metadata.redirect_uris
+        if info is None or not wanted or not info.redirect_uris:
+            return
+        if str(wanted[0]) not in {str(uri) for uri in info.redirect_uris}:
+            self.context.client_info = None
+
     async def _initialize(self) -> None:
         await super()._initialize()
-        if self.context.current_tokens is None:
+        tokens = self.context.current_tokens
+        if tokens is None or not tokens.refresh_token:
+            self._forget_stale_registration()
+        if tokens is None:
             return
         expiry = await self._expiring.expires_at()
         # Unknown expiry (tokens stored before expiries were): used until a 401 says otherwise.
@@ -105,6 +119,7 @@ class RefreshingOAuth(OAuthClientProvider):
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
         refreshed = await super()._handle_refresh_response(response)
         if not refreshed:
+            self._forget_stale_registration()
             self._watch.authorization_lost(
                 f"MCP server {self._server!r} refused to refresh the stored authorization "
                 f"(HTTP {response.status_code}): a person must authorize again "
