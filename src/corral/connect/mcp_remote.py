@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpcore2
@@ -39,7 +39,9 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from corral.connect.credentials import CredentialStore
-from corral.connect.mcp_oauth import AuthorizationWatch, RefreshingOAuth
+
+if TYPE_CHECKING:
+    from corral.connect.mcp_oauth import AuthorizationWatch
 
 __all__ = [
     "CredentialTokens",
@@ -246,6 +248,8 @@ class OAuthHandoff:
         client_name: str,
         server_name: str,
     ) -> OAuthClientProvider:
+        from corral.connect.mcp_oauth import RefreshingOAuth  # imports the SDK's OAuth client
+
         metadata = OAuthClientMetadata(
             redirect_uris=[AnyUrl(redirect_uri)],
             client_name=client_name,
