@@ -29,9 +29,8 @@ from corral.cli.connect import (
     list_connections,
 )
 from corral.cli.main import app
-from corral.errors import UsageError
+from corral.errors import ToolError, UsageError
 from corral.platform import Platform
-from corral.settings import load_settings
 from tests.conftest import DEMO
 from tests.fixtures.mcp_oauth_server import Issuer, build_app
 from tests.packages.core.conftest import MCP_SERVER
@@ -128,7 +127,7 @@ async def test_authorize_gives_up_after_its_timeout(
 
 
 async def test_what_cannot_be_authorized_is_refused_clearly(
-    platform: Platform, tmp_path: Path
+    platform: Platform,
 ) -> None:
     def show(url: str) -> None:
         raise AssertionError("no link for this")
@@ -146,15 +145,38 @@ async def test_what_cannot_be_authorized_is_refused_clearly(
     with pytest.raises(UsageError, match=r"is a local command \(stdio\) and needs no OAuth"):
         await authorize_server(platform, "local", wait_seconds=1, show_url=show)
 
-    wildcard = load_settings(tmp_path, host="0.0.0.0")
-    with pytest.raises(UsageError, match=r"Set public_url \(CORRAL_PUBLIC_URL"):
-        callback_address(wildcard)
-    assert callback_address(load_settings(tmp_path, host="0.0.0.0", public_url="https://c.example"))
-    assert callback_address(load_settings(tmp_path, port=9123)) == ("127.0.0.1", 9123)
-
+    assert callback_address(platform) == ("127.0.0.1", platform.settings.port)
     taken, _ = bind_loopback()
     with taken, pytest.raises(UsageError, match="If `corral serve` runs there, authorize through"):
         bind_callback("127.0.0.1", taken.getsockname()[1])
+
+
+async def test_a_link_no_browser_could_follow_back_is_not_handed_out(
+    data_dir: Path, remote: tuple[str, Issuer]
+) -> None:
+    url, _ = remote
+    async with corral.open(
+        data_dir, package_paths=[DEMO], host="0.0.0.0", services=LOOPBACK_ALLOWED
+    ) as platform:
+        added = await platform.call_tool(
+            "connect", {"add": [{"kind": "mcp", "name": "remote", "url": url}]}
+        )
+        assert not added.is_error, added.text
+        asked = await platform.call_tool(
+            "connect", {"authorize": [{"kind": "mcp", "name": "remote"}]}
+        )
+        assert asked.is_error and "authorize?" not in asked.text
+        assert "Set public_url (CORRAL_PUBLIC_URL" in asked.text
+        with pytest.raises(ToolError, match=r"the server binds '0\.0\.0\.0'"):
+            await authorize_server(platform, "remote", wait_seconds=1, show_url=print)
+    async with corral.open(
+        data_dir,
+        package_paths=[DEMO],
+        host="0.0.0.0",
+        public_url="https://corral.example",
+        services=LOOPBACK_ALLOWED,
+    ) as platform:
+        assert callback_address(platform) == ("0.0.0.0", platform.settings.port)
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

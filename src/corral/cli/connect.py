@@ -24,7 +24,6 @@ from corral.errors import UsageError
 if TYPE_CHECKING:
     from corral.connect.mcp_client import McpConnection
     from corral.platform import Platform
-    from corral.settings import Settings
 
 __all__ = [
     "KINDS",
@@ -37,7 +36,6 @@ __all__ = [
 ]
 
 KINDS = ("mcp", "credential", "source", "git", "channel")
-_WILDCARDS = ("", "0.0.0.0", "::", "[::]")
 
 app = typer.Typer(
     help="Connections (MCP servers, credentials, sources, git remotes, channels).",
@@ -88,17 +86,11 @@ async def check_server(platform: Platform, name: str) -> dict[str, Any]:
     return dict(step)
 
 
-def callback_address(settings: Settings) -> tuple[str, int]:
+def callback_address(platform: Platform) -> tuple[str, int]:
     """Where the OAuth callback must be served: where ``corral serve`` listens, which the
     redirect (``public_url``, else ``http://host:port``) must reach."""
-    if not settings.public_url and settings.host in _WILDCARDS:
-        raise UsageError(
-            f"the OAuth callback URL is not set: the server binds {settings.host!r}, an "
-            "address no browser can open. Set public_url (CORRAL_PUBLIC_URL, or public_url in "
-            "corral.toml) to the address people's browsers reach this server at, e.g. "
-            "https://corral.example.org, and run this again"
-        )
-    return settings.host, settings.port
+    _servers(platform).check_callback()
+    return platform.settings.host, platform.settings.port
 
 
 def bind_callback(host: str, port: int) -> socket.socket:
@@ -136,7 +128,7 @@ async def authorize_server(
             f"MCP server {name!r} is a local command (stdio) and needs no OAuth authorization; "
             f"`corral connect check {name}` shows its state"
         )
-    address = callback_address(platform.settings) if sock is None else None
+    address = callback_address(platform) if sock is None else None
     [step] = (await _connect(platform, {"authorize": [{"kind": "mcp", "name": name}]}))["applied"]
     connection: McpConnection | None = _servers(platform).connection(name)
     if step["handoff"] is None or connection is None:

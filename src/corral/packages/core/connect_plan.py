@@ -198,6 +198,8 @@ def _check_mcp(step: Step, plane: Plane) -> None:
     known = step.name in plane.mcp.names()
     if step.verb in ("remove", "authorize") and not known:
         raise InvalidArguments("no mcp server by that name is connected")
+    if step.verb == "authorize":
+        plane.mcp.check_callback()
     if step.verb != "add":
         return
     if known:

@@ -146,6 +146,25 @@ class McpServers:
             problem=connection.last_error,
         )
 
+    def callback_url(self) -> str:
+        """Where an authorization server sends a person's browser back: ``public_url``, else
+        ``http://host:port``."""
+        settings = self._kernel.settings
+        public = settings.public_url or f"http://{settings.host}:{settings.port}"
+        return public.rstrip("/") + CALLBACK_PATH
+
+    def check_callback(self) -> None:
+        """Refuse to hand a person a link whose redirect no browser can follow."""
+        settings = self._kernel.settings
+        if not settings.public_url and settings.host in ("", "0.0.0.0", "::", "[::]"):
+            raise ToolError(
+                f"the OAuth callback URL is not set: the server binds {settings.host!r}, an "
+                "address no browser can open. Set public_url (CORRAL_PUBLIC_URL, or public_url "
+                "in corral.toml) to the address people's browsers reach this server at, e.g. "
+                "https://corral.example.org, and try again",
+                code="public_url_unset",
+            )
+
     def check_url(self, url: str) -> None:
         """Refuse a URL that cannot be an MCP endpoint, before anything is written."""
         parts = urlsplit(url)
@@ -311,12 +330,10 @@ class McpServers:
         if self._credentials is not None:
             handoff = OAuthHandoff(lambda: connection().authorizing(), watch=_Watch(connection))
             self._handoffs[spec.name] = handoff
-            settings = self._kernel.settings
-            public = settings.public_url or f"http://{settings.host}:{settings.port}"
             auth = handoff.provider(
                 spec.url,
                 CredentialTokens(self._credentials, spec.name, owner=spec.created_by),
-                redirect_uri=public.rstrip("/") + CALLBACK_PATH,
+                redirect_uri=self.callback_url(),
                 client_name=f"Corral ({spec.name})",
                 server_name=spec.name,
             )
