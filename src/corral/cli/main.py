@@ -20,6 +20,7 @@ from corral.cli import (
     chat,
     check_command,
     compactions,
+    connect,
     conversations,
     credentials,
     delegates,
@@ -96,6 +97,7 @@ app.add_typer(questions.app, name="questions")
 app.add_typer(goals.app, name="goals")
 app.add_typer(compactions.app, name="compactions")
 app.add_typer(credentials.app, name="credentials")
+app.add_typer(connect.app, name="connect")
 app.add_typer(skills.app, name="skills")
 app.add_typer(mcp.app, name="mcp")
 app.add_typer(channels.app, name="channels")

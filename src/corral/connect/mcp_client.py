@@ -102,6 +102,8 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._gave_up = False
         self._deadline: asyncio.Timeout | None = None
+        self._authorization_lost = ""
+        """Why the stored OAuth authorization stopped working, until a person renews it."""
 
     async def start(self) -> None:
         """Start the server and wait for its first connection; a server that cannot start
@@ -127,15 +129,17 @@ class McpConnection:
             self._changed.clear()
             await self._changed.wait()
 
+    async def wait_until(self, done: Callable[[], bool]) -> None:
+        """Wait until ``done()`` holds, asked again at every change of state."""
+        while not done():
+            self._changed.clear()
+            await self._changed.wait()
+
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call ``tool``; a dead, slow or failing server is a :class:`ToolError` with a code."""
         session = self._session
-        if self.state == "authorizing":
-            raise ToolError(
-                f"MCP server {self.name!r} needs authorization first: ask the user to start it "
-                "with connect authorize and open the link they are shown",
-                code="mcp_needs_authorization",
-            )
+        if self.state == "authorizing" or self._authorization_lost:
+            raise self._needs_authorization()
         if session is None or self.state != "connected":
             raise ToolError(
                 f"MCP server {self.name!r} is not connected ({self.last_error or self.state}); "
@@ -147,6 +151,8 @@ class McpConnection:
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=self._call_timeout)
         except MCPError as exc:
+            if exc.code == _CONNECTION_CLOSED and self._authorization_lost:
+                raise self._needs_authorization() from None
             if exc.code == _CONNECTION_CLOSED:
                 self._lost("the server process ended during a call")
                 raise ToolError(
@@ -166,6 +172,25 @@ class McpConnection:
                 code="mcp_error",
             ) from None
 
+    def _needs_authorization(self) -> ToolError:
+        why = self._authorization_lost or f"MCP server {self.name!r} needs authorization first"
+        return ToolError(
+            f"{why}. Ask the user to start it with connect authorize and open the link they "
+            "are shown",
+            code="mcp_needs_authorization",
+        )
+
+    def may_wait_for_person(self) -> bool:
+        """True while the connection is being opened: a person may be waited for then, never
+        in the middle of a call."""
+        return self.state in ("connecting", "authorizing") and not self._closing.is_set()
+
+    def authorization_lost(self, why: str) -> None:
+        """The server refused the stored authorization and refreshing it failed: calls are
+        refused with ``why`` until a person authorized again."""
+        self._authorization_lost = why
+        self.last_error = why
+
     def authorizing(self) -> None:
         """A person must authorize first: no deadline until they have (the state says so)."""
         if self._deadline is not None:
@@ -183,7 +208,10 @@ class McpConnection:
         self._closing.set()
         self._ended.set()
         if self._task is not None:
-            with contextlib.suppress(Exception):
+            if self.state == "authorizing":
+                # Parked on a person who may never come: nothing else would end the wait.
+                self._task.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await self._task
         self._set_state("closed")
 
@@ -207,7 +235,7 @@ class McpConnection:
                 await self._connect_once()
                 attempt = 0
             except Exception as exc:
-                self.last_error = _describe(exc)
+                self.last_error = self._authorization_lost or _describe(exc)
                 log.warning("MCP server %r: %s", self.name, self.last_error)
             self._session = None
             if self._closing.is_set():
@@ -237,7 +265,7 @@ class McpConnection:
             self._on_tools(tools)
             self._session = session
             self.connections += 1
-            self.last_error = ""
+            self.last_error = self._authorization_lost = ""
             self._set_state("connected")
             await self._ended.wait()
         if not self._closing.is_set() and not self.last_error:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpcore2
@@ -38,6 +39,9 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from corral.connect.credentials import CredentialStore
+
+if TYPE_CHECKING:
+    from corral.connect.mcp_oauth import AuthorizationWatch
 
 __all__ = [
     "CredentialTokens",
@@ -137,19 +141,32 @@ def oauth_credential_name(server: str) -> str:
 
 
 class CredentialTokens:
-    """The SDK's ``TokenStorage`` over one encrypted project credential."""
+    """The SDK's ``TokenStorage`` over one encrypted project credential.
 
-    def __init__(self, store: CredentialStore, server: str, *, owner: str) -> None:
+    Beside the tokens it keeps ``expiresAt``: when the access token expires, computed from
+    ``expires_in`` when the token arrived, so a restarted platform knows it (see
+    :mod:`corral.connect.mcp_oauth`). A refreshed token, and a rotated refresh token with it,
+    replaces the stored one."""
+
+    def __init__(
+        self,
+        store: CredentialStore,
+        server: str,
+        *,
+        owner: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._store = store
         self._name = oauth_credential_name(server)
         self._owner = owner
+        self._clock = clock
 
     async def _read(self) -> dict[str, Any]:
         raw = await self._store.lookup(self._name, user_id=self._owner)
         return dict(json.loads(raw)) if raw else {}
 
-    async def _write(self, key: str, value: dict[str, Any]) -> None:
-        stored = await self._read() | {key: value}
+    async def _write(self, changes: dict[str, Any]) -> None:
+        stored = await self._read() | changes
         secret_parts = [
             str(v)
             for v in (
@@ -173,14 +190,25 @@ class CredentialTokens:
         return OAuthToken.model_validate(tokens) if tokens else None
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        await self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
+        lifetime = tokens.expires_in
+        await self._write(
+            {
+                "tokens": tokens.model_dump(mode="json", exclude_none=True),
+                "expiresAt": None if lifetime is None else self._clock() + int(lifetime),
+            }
+        )
+
+    async def expires_at(self) -> float | None:
+        """When the stored access token expires (seconds since the epoch), if known."""
+        expiry = (await self._read()).get("expiresAt")
+        return float(expiry) if expiry is not None else None
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         client = (await self._read()).get("client")
         return OAuthClientInformationFull.model_validate(client) if client else None
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        await self._write("client", client_info.model_dump(mode="json", exclude_none=True))
+        await self._write({"client": client_info.model_dump(mode="json", exclude_none=True)})
 
 
 @dataclass(slots=True)
@@ -194,10 +222,12 @@ class OAuthHandoff:
     """Hands the SDK's authorization step to a person and back.
 
     ``on_needed`` hears when a person must open :attr:`url`; :meth:`complete` is what the
-    callback route calls with the redirect's parameters."""
+    callback route calls with the redirect's parameters. ``watch`` says whether a person may
+    be waited for now and hears when the stored authorization is lost."""
 
-    def __init__(self, on_needed: Callable[[], None]) -> None:
+    def __init__(self, on_needed: Callable[[], None], *, watch: AuthorizationWatch) -> None:
         self._on_needed = on_needed
+        self._watch = watch
         self._pending: _Pending | None = None
 
     @property
@@ -210,8 +240,16 @@ class OAuthHandoff:
         return self._pending.state if self._pending else None
 
     def provider(
-        self, server_url: str, storage: CredentialTokens, *, redirect_uri: str, client_name: str
+        self,
+        server_url: str,
+        storage: CredentialTokens,
+        *,
+        redirect_uri: str,
+        client_name: str,
+        server_name: str,
     ) -> OAuthClientProvider:
+        from corral.connect.mcp_oauth import RefreshingOAuth  # imports the SDK's OAuth client
+
         metadata = OAuthClientMetadata(
             redirect_uris=[AnyUrl(redirect_uri)],
             client_name=client_name,
@@ -219,12 +257,14 @@ class OAuthHandoff:
             response_types=["code"],
             token_endpoint_auth_method="none",
         )
-        return OAuthClientProvider(
+        return RefreshingOAuth(
             server_url,
             metadata,
             storage,
+            watch=self._watch,
             redirect_handler=self._redirect,
             callback_handler=self._callback,
+            server_name=server_name,
         )
 
     def complete(self, *, state: str, code: str, iss: str | None = None) -> bool:

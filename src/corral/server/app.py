@@ -12,7 +12,9 @@ from starlette.routing import Route
 
 import corral
 from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
+from corral.packages.core.mcp_servers import CALLBACK_PATH
 from corral.platform import Platform
+from corral.server.access_log import hide_oauth_queries
 from corral.server.body_limit import BodyLimit
 from corral.server.mcp_http import McpEndpoint
 from corral.server.routes import (
@@ -38,6 +40,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     """An app serving ``platform``; with ``close_platform`` it closes it on shutdown."""
 
     mcp_endpoint = McpEndpoint(platform)
+    hide_oauth_queries([CALLBACK_PATH])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

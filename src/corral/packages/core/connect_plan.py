@@ -198,6 +198,8 @@ def _check_mcp(step: Step, plane: Plane) -> None:
     known = step.name in plane.mcp.names()
     if step.verb in ("remove", "authorize") and not known:
         raise InvalidArguments("no mcp server by that name is connected")
+    if step.verb == "authorize":
+        plane.mcp.check_callback()
     if step.verb != "add":
         return
     if known:
@@ -347,7 +349,7 @@ async def _stored_scope(name: str, plane: Plane) -> Scope:
 
 
 def mcp_projection(view: McpServerView) -> dict[str, Any]:
-    return {
+    shown = {
         "state": view.state,
         "transport": view.transport,
         "trusted": view.trusted,
@@ -355,6 +357,7 @@ def mcp_projection(view: McpServerView) -> dict[str, Any]:
         "tools": list(view.tools),
         "leftOut": list(view.left_out),
     }
+    return shown | ({"problem": view.problem} if view.problem else {})
 
 
 async def list_kind(kind: str, plane: Plane) -> dict[str, Any]:

@@ -144,6 +144,25 @@ class McpServers:
             problem=connection.last_error,
         )
 
+    def callback_url(self) -> str:
+        """Where an authorization server sends a person's browser back: ``public_url``, else
+        ``http://host:port``."""
+        settings = self._kernel.settings
+        public = settings.public_url or f"http://{settings.host}:{settings.port}"
+        return public.rstrip("/") + CALLBACK_PATH
+
+    def check_callback(self) -> None:
+        """Refuse to hand a person a link whose redirect no browser can follow."""
+        settings = self._kernel.settings
+        if not settings.public_url and settings.host in ("", "0.0.0.0", "::", "[::]"):
+            raise ToolError(
+                f"the OAuth callback URL is not set: the server binds {settings.host!r}, an "
+                "address no browser can open. Set public_url (CORRAL_PUBLIC_URL, or public_url "
+                "in corral.toml) to the address people's browsers reach this server at, e.g. "
+                "https://corral.example.org, and try again",
+                code="public_url_unset",
+            )
+
     def check_url(self, url: str) -> None:
         """Refuse a URL that cannot be an MCP endpoint, before anything is written."""
         parts = urlsplit(url)
@@ -275,7 +294,7 @@ class McpServers:
             registry.drop(package_name(name))
             registry.add(build_package(name, connection, tools, trusted=trusted))
 
-        opener = self._http_opener(spec, lambda: connection.authorizing()) if spec.url else None
+        opener = self._http_opener(spec, lambda: connection) if spec.url else None
         connection = McpConnection(
             name,
             opener or self._stdio_opener(spec),
@@ -293,7 +312,7 @@ class McpServers:
         env = build_environment(platform_env=os.environ, home=str(home))
         return stdio_opener(spec.command, env=env.values, cwd=home, errlog=home / "stderr.log")
 
-    def _http_opener(self, spec: McpServerSpec, on_needed: Callable[[], None]) -> Opener:
+    def _http_opener(self, spec: McpServerSpec, connection: Callable[[], McpConnection]) -> Opener:
         web = self._kernel.services.web
         access = web if isinstance(web, WebAccess) else WebAccess()
         own_host = urlsplit(spec.url).hostname
@@ -316,15 +335,27 @@ class McpServers:
 
         auth = None
         if self._credentials is not None:
-            handoff = OAuthHandoff(on_needed)
+            handoff = OAuthHandoff(lambda: connection().authorizing(), watch=_Watch(connection))
             self._handoffs[spec.name] = handoff
-            settings = self._kernel.settings
-            public = settings.public_url or f"http://{settings.host}:{settings.port}"
             auth = handoff.provider(
                 spec.url,
                 CredentialTokens(self._credentials, spec.name, owner=spec.created_by),
-                redirect_uri=public.rstrip("/") + CALLBACK_PATH,
+                redirect_uri=self.callback_url(),
                 client_name=f"Corral ({spec.name})",
+                server_name=spec.name,
             )
         backend = GuardedBackend(resolve, refusal)
         return lambda: http_streams(spec.url, backend, auth)
+
+
+@dataclass(frozen=True, slots=True)
+class _Watch:
+    """The provider's view of the connection it authorizes (built after the provider)."""
+
+    connection: Callable[[], McpConnection]
+
+    def may_wait_for_person(self) -> bool:
+        return self.connection().may_wait_for_person()
+
+    def authorization_lost(self, why: str) -> None:
+        self.connection().authorization_lost(why)
