@@ -71,8 +71,10 @@ async def test_an_append_on_postgresql_is_one_statement_outside_sqlalchemy(
         event.listen(rt.kernel.engine.sync_engine.pool, "checkout", checked_out)
         for k in range(5):
             await rt.append(conversation.id, [NewRow(kind="card", data={"k": k})])
-        # One checkout at the first append (kept since), no SQLAlchemy statement, no ping.
-        assert statements == [] and len(checkouts) == 1
+        # No SQLAlchemy statement, no ping, and at most one checkout: the writer keeps its
+        # connection from its first use (this append, or an earlier quick read of the
+        # configuration version through the same writer).
+        assert statements == [] and len(checkouts) <= 1
 
 
 async def test_engines_appending_at_once_on_postgresql_retry_to_gap_free_numbers(
