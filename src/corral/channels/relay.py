@@ -1,14 +1,14 @@
 """Outbound: what a bound conversation says goes back to its chat, in order, with retries.
 
-The runtime shows every stored row to :meth:`Relay.observe`; a bound conversation's rows
-are caught up on by one queue that a single task drains, so a chat reads them in the order
-they were written. Catching up reads the rows after the chat's cursor and claims them
-(:mod:`corral.channels.relay_cursor`), so rows stored by another process — a cluster worker
-— are sent by whichever process catches up first, and by no other. What is sent: the
-agent's text, a one-line summary per tool result, a line per background report, approvals
-and questions as choices (buttons where the vendor has them, numbered replies otherwise),
-and a failed or stopped run's reason. Cards for people, the sender's own message and
-model-internal rows are not sent.
+The runtime tells :meth:`Relay.poke` of every conversation it stores rows in; a bound
+conversation's rows are caught up on by one queue that a single task drains, so a chat
+reads them in the order they were written. Catching up reads the rows after the chat's
+cursor and claims them (:mod:`corral.channels.relay_cursor`), so rows stored by another
+process — a cluster worker — are sent by whichever process catches up first, and by no
+other. What is sent: the agent's text, a one-line summary per tool result, a line per
+background report, approvals and questions as choices (buttons where the vendor has them,
+numbered replies otherwise), and a failed or stopped run's reason. Cards for people, the
+sender's own message and model-internal rows are not sent.
 """
 
 from __future__ import annotations
@@ -111,10 +111,6 @@ class Relay:
         self._worker: asyncio.Task[None] | None = None
 
     # -- queueing ---------------------------------------------------------------------------
-
-    def observe(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
-        """The runtime's row observer: catch up on bound conversations."""
-        self.poke(conversation_id)
 
     def poke(self, conversation_id: str) -> None:
         """Catch up on the conversation's rows if a chat is bound to it."""

@@ -145,7 +145,7 @@ class Channels:
         it need not know every binding, and the rows reach the server through the database
         (its notifications and its sweep)."""
         if not self.rt.cluster_worker:
-            self.relay.observe(conversation_id, rows)
+            self.relay.poke(conversation_id)
 
     async def close(self) -> None:
         """Stop polling and send what is still queued (briefly)."""
