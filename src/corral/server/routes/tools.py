@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep
+from corral.server.deps import CallerDep, PersonDep, PlatformDep, platform_of
 
 router = APIRouter(prefix="/tools", tags=["tools"])
 
@@ -36,12 +36,13 @@ async def list_tools(
     }
 
 
-@router.post("/{name}/call", dependencies=[PERSON_ONLY])
+@router.post("/{name}/call")
 async def call_tool(
-    name: str, body: ToolCall, platform: PlatformDep, caller: CallerDep
+    name: str, body: ToolCall, request: Request, caller: PersonDep
 ) -> dict[str, Any]:
-    """Call a tool through the dispatch pipeline; errors come back as results, not 4xx."""
-    result = await platform.call_tool(
+    """Call a tool through the dispatch pipeline; errors come back as results, not 4xx.
+    A session ticket is refused: a person calls tools here."""
+    result = await platform_of(request).call_tool(
         name, body.arguments, user=caller.user_id, agent=body.agent, profile=body.profile
     )
     return result.to_json()
