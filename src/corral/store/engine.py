@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from corral.store.sqlite_connection import connect_sqlite
 
 __all__ = ["make_engine", "make_sessionmaker"]
 
@@ -21,7 +25,12 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def make_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 10})
+        # What SQLAlchemy's aiosqlite dialect would pass, through our connection class.
+        database = make_url(url).database or ":memory:"
+        engine = create_async_engine(
+            url,
+            async_creator=partial(connect_sqlite, database, timeout=10, check_same_thread=False),
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
