@@ -4,10 +4,12 @@ Rows group into messages: ``model_turn`` and its ``tool_call`` rows form a ``Mod
 user messages, reports, inbox messages and tool results between two responses form a
 ``ModelRequest``. Cards never reach the model.
 
-Building pydantic-ai messages is the expensive part of a prompt (about 12 µs a message), so
-each message is kept with the exact row objects it was built from and reused while they are
-the same objects. Overlays that change a row return a new row object, so only what they
-changed is rebuilt. Results that re-read files (``volatile``) are rebuilt every time.
+Building pydantic-ai messages is the expensive part of a prompt (about 4 µs a two-part
+message, mostly pydantic-ai's own constructors: a cold build of 10,000 rows spends as much on
+it as on reading the rows), so each message is kept with the exact row objects it was built
+from and reused while they are the same objects. Overlays that change a row return a new row
+object, so only what they changed is rebuilt. Results that re-read files (``volatile``) are
+rebuilt every time.
 
 Calls left without a result (a run cut short by a restart) get a synthetic "no result"
 return, and a result whose call is not in the preceding response is left out, so the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -59,51 +62,66 @@ class RenderContext:
     sources: SourcePolicy
 
 
-def _outcome(result: dict[str, Any]) -> Any:
-    if result.get("status") == "denied":
-        return "denied"
-    return "failed" if result.get("is_error") else "success"
-
-
-def _request_parts(row: TimelineRow, ctx: RenderContext) -> tuple[list[ModelRequestPart], bool]:
+def _tool_return(
+    row: TimelineRow, ctx: RenderContext, now: datetime
+) -> tuple[ToolReturnPart, bool]:
     data = row.data
-    kind = row.kind
-    if kind == "user_message":
-        if data.get("channel"):
-            return [UserPromptPart(render_channel_message(data))], False
-        attached = data.get("attachments")
-        if not attached:
-            return [UserPromptPart(str(data.get("text", "")))], False
-        files, volatile = result_content(
-            {"content": attached}, ctx.media, ctx.reader, ctx.caller, ctx.sources
-        )
-        return [UserPromptPart([str(data.get("text", "")), *files])], volatile
-    if kind == "background_report":
-        return [UserPromptPart(render_report(data))], False
-    if kind == "message":
-        return [UserPromptPart(render_message(data))], False
     result = data.get("result") or {}
-    content, volatile = result_content(result, ctx.media, ctx.reader, ctx.caller, ctx.sources)
-    body: Any = content[0] if len(content) == 1 else (content or "(no output)")
+    blocks = result.get("content", ())
+    body: Any
+    if (
+        type(blocks) is list
+        and len(blocks) == 1
+        and type(blocks[0]) is dict
+        and blocks[0].get("type") == "text"
+    ):
+        # The common result, one text block: what result_content would make of it.
+        body, volatile = str(blocks[0].get("text", "")), False
+    else:
+        content, volatile = result_content(result, ctx.media, ctx.reader, ctx.caller, ctx.sources)
+        body = content[0] if len(content) == 1 else (content or "(no output)")
+    if result.get("status") == "denied":
+        outcome: Any = "denied"
+    else:
+        outcome = "failed" if result.get("is_error") else "success"
     part = ToolReturnPart(
         str(data.get("tool", "")),
         body,
         tool_call_id=row.call_id or "",
-        outcome=_outcome(result),
+        outcome=outcome,
+        timestamp=now,
     )
-    return [part], volatile
+    return part, volatile
 
 
-def _response_parts(row: TimelineRow) -> list[ModelResponsePart]:
-    if row.kind == "model_turn":
-        text = str(row.data.get("text", ""))
-        return [TextPart(text)] if text else []
-    return [
-        ToolCallPart(
-            str(row.data.get("tool", "")),
-            row.data.get("args") or {},
-            tool_call_id=row.call_id or "",
+def _request_part(
+    row: TimelineRow, ctx: RenderContext, now: datetime
+) -> tuple[ModelRequestPart, bool]:
+    """The one part ``row`` puts in a request, and whether it re-reads files."""
+    kind = row.kind
+    if kind == "tool_result":
+        return _tool_return(row, ctx, now)
+    data = row.data
+    if kind == "user_message":
+        if data.get("channel"):
+            return UserPromptPart(render_channel_message(data), timestamp=now), False
+        attached = data.get("attachments")
+        if not attached:
+            return UserPromptPart(str(data.get("text", "")), timestamp=now), False
+        files, volatile = result_content(
+            {"content": attached}, ctx.media, ctx.reader, ctx.caller, ctx.sources
         )
+        return UserPromptPart([str(data.get("text", "")), *files], timestamp=now), volatile
+    if kind == "background_report":
+        return UserPromptPart(render_report(data), timestamp=now), False
+    return UserPromptPart(render_message(data), timestamp=now), False
+
+
+def _interrupted(open_calls: dict[str, str], now: datetime) -> list[ModelRequestPart]:
+    """Synthetic returns for calls whose result never came."""
+    return [
+        ToolReturnPart(tool, NO_RESULT, tool_call_id=call_id, outcome="interrupted", timestamp=now)
+        for call_id, tool in open_calls.items()
     ]
 
 
@@ -116,7 +134,9 @@ class History:
         self.stale = False
         """True when rows may exist in the store that this cache has not read."""
         self._media: MediaSupport | None = None
-        self._groups: dict[int, tuple[tuple[TimelineRow, ...], tuple[str, ...], ModelMessage]] = {}
+        self._groups: dict[int, tuple[list[TimelineRow], tuple[str, ...], ModelMessage]] = {}
+        """Each group's message by its first seq, with the group's rows (never changed once
+        handed over) and the calls it answered."""
         self._volatile: set[int] = set()
         self._resume: tuple[int, list[ModelMessage], dict[str, str]] | None = None
         self._resume_rows: list[TimelineRow] | None = None
@@ -147,6 +167,7 @@ class History:
             self._resume = None
             self._resume_rows = None
             self._media = ctx.media
+        now = datetime.now(UTC)  # one clock reading for every part this build makes
         out: list[ModelMessage] = []
         start, open_calls = 0, dict[str, str]()
         if self._resume is not None and not self._volatile and self._resumes(rows):
@@ -160,7 +181,7 @@ class History:
             kind = row.kind
             if kind in _RESPONSE_KINDS:
                 if group and not responding:
-                    out.append(self._request(group, open_calls, ctx))
+                    out.append(self._request(group, open_calls, ctx, now))
                     open_calls = {}
                     group = []
                 if not group:
@@ -169,7 +190,7 @@ class History:
                 group.append(row)
             elif kind in _REQUEST_KINDS:
                 if group and responding:
-                    message, open_calls = self._response(group)
+                    message, open_calls = self._response(group, now)
                     out.append(message)
                     group = []
                 if not group:
@@ -178,12 +199,12 @@ class History:
                 group.append(row)
         if group:
             if responding:
-                message, open_calls = self._response(group)
+                message, open_calls = self._response(group, now)
                 out.append(message)
                 if open_calls:
-                    out.append(self._synthetic(open_calls))
+                    out.append(ModelRequest(parts=_interrupted(open_calls, now)))
             else:
-                out.append(self._request(group, open_calls, ctx))
+                out.append(self._request(group, open_calls, ctx, now))
         if not self._volatile:
             self._resume = (group_start, out[:prefix_len], prefix_calls)
             self._resume_rows = None if rows is self.rows else list(rows[:group_start])
@@ -201,7 +222,7 @@ class History:
         before = rows[:start]
         return (before if isinstance(before, list) else list(before)) == kept
 
-    def _cached(self, key: int, rows: tuple[TimelineRow, ...], context: tuple[str, ...]) -> Any:
+    def _cached(self, key: int, rows: list[TimelineRow], context: tuple[str, ...]) -> Any:
         cached = self._groups.get(key)
         if cached is None or key in self._volatile or cached[1] != context:
             return None
@@ -213,26 +234,42 @@ class History:
                 return None
         return cached[2]
 
-    def _response(self, group: list[TimelineRow]) -> tuple[ModelMessage, dict[str, str]]:
-        rows = tuple(group)
-        calls = {
-            r.call_id or "": str(r.data.get("tool", "")) for r in rows if r.kind == "tool_call"
-        }
-        message = self._cached(rows[0].seq, rows, ())
-        if message is None:
-            parts: list[ModelResponsePart] = []
+    def _response(
+        self, rows: list[TimelineRow], now: datetime
+    ) -> tuple[ModelMessage, dict[str, str]]:
+        key = rows[0].seq
+        calls: dict[str, str] = {}
+        message = self._cached(key, rows, ())
+        if message is not None:
             for row in rows:
-                parts.extend(_response_parts(row))
-            message = ModelResponse(parts=parts or [TextPart("")])
-            self._groups[rows[0].seq] = (rows, (), message)
+                if row.kind == "tool_call":
+                    calls[row.call_id or ""] = str(row.data.get("tool", ""))
+            return message, calls
+        parts: list[ModelResponsePart] = []
+        for row in rows:
+            data = row.data
+            if row.kind == "model_turn":
+                text = str(data.get("text", ""))
+                if text:
+                    parts.append(TextPart(text))
+            else:
+                tool, call_id = str(data.get("tool", "")), row.call_id or ""
+                calls[call_id] = tool
+                parts.append(ToolCallPart(tool, data.get("args") or {}, tool_call_id=call_id))
+        message = ModelResponse(parts=parts or [TextPart("")], timestamp=now)
+        self._groups[key] = (rows, (), message)
         return message, calls
 
     def _request(
-        self, group: list[TimelineRow], open_calls: dict[str, str], ctx: RenderContext
+        self,
+        rows: list[TimelineRow],
+        open_calls: dict[str, str],
+        ctx: RenderContext,
+        now: datetime,
     ) -> ModelMessage:
-        rows = tuple(group)
+        key = rows[0].seq
         context = tuple(open_calls)
-        message = self._cached(rows[0].seq, rows, context)
+        message = self._cached(key, rows, context)
         if message is not None:
             return message  # type: ignore[no-any-return]
         parts: list[ModelRequestPart] = []
@@ -240,30 +277,21 @@ class History:
         volatile = False
         for row in rows:
             if row.kind == "tool_result":
-                if row.call_id not in open_calls or row.call_id in returned:
+                call_id = row.call_id
+                if call_id not in open_calls or call_id in returned:
                     continue  # its call is not in the response before it
-                returned.add(row.call_id)
-            row_parts, row_volatile = _request_parts(row, ctx)
-            parts.extend(row_parts)
-            volatile = volatile or row_volatile
-        missing = [
-            ToolReturnPart(tool, NO_RESULT, tool_call_id=call_id, outcome="interrupted")
-            for call_id, tool in open_calls.items()
-            if call_id not in returned
-        ]
-        request = ModelRequest(parts=[*missing, *parts] if missing else parts)
-        self._groups[rows[0].seq] = (rows, context, request)
+                returned.add(call_id)
+            part, row_volatile = _request_part(row, ctx, now)
+            parts.append(part)
+            if row_volatile:
+                volatile = True
+        if len(returned) < len(open_calls):
+            unanswered = {c: tool for c, tool in open_calls.items() if c not in returned}
+            parts[:0] = _interrupted(unanswered, now)
+        request = ModelRequest(parts=parts)
+        self._groups[key] = (rows, context, request)
         if volatile:
-            self._volatile.add(rows[0].seq)
+            self._volatile.add(key)
         else:
-            self._volatile.discard(rows[0].seq)
+            self._volatile.discard(key)
         return request
-
-    @staticmethod
-    def _synthetic(open_calls: dict[str, str]) -> ModelMessage:
-        return ModelRequest(
-            parts=[
-                ToolReturnPart(tool, NO_RESULT, tool_call_id=call_id, outcome="interrupted")
-                for call_id, tool in open_calls.items()
-            ]
-        )
