@@ -219,7 +219,7 @@ class Recorder:
                 self._written(ref, produced if literal else None)
         command = Command(
             name=base,
-            argv=tuple(public_word(w) for w in call.argv),
+            argv=tuple([public_word(w) for w in call.argv]),
             wrappers=call.wrappers,
             mutating=mutating or any(r.access == "write" for r in redirects),
             paths=tuple(refs),
