@@ -122,7 +122,9 @@ def _bindable(walker: Walking, name: str, body: Node | None, frame: Frame) -> bo
     own = re.compile(rf"\b{re.escape(name)}\s*(\[[^\]]*\])?\+?=|\$\{{{re.escape(name)}:?[=?]")
     if own.search(text) or _CHANGES_VARIABLES.search(text):
         return False
-    return not any(re.search(rf"\b{re.escape(f)}\b", text) for f in frame.functions)
+    # The substring test first: a regex per defined function made a script of many
+    # functions and loops quadratic in regex searches.
+    return not any(f in text and re.search(rf"\b{re.escape(f)}\b", text) for f in frame.functions)
 
 
 def for_(

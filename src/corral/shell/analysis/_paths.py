@@ -164,6 +164,10 @@ class Protection:
     platform: tuple[str, ...]
     triggers: re.Pattern[str]
     """Substrings (any case) a literal word must hold to be worth a full check."""
+    ascii_triggers: re.Pattern[str] | None
+    """The same substrings, case-sensitive, for the lowered text of an ASCII word (several
+    times faster); ``None`` when a substring is not ASCII, whose case folding only
+    :attr:`triggers` knows."""
     platform_re: re.Pattern[str] | None
     samples: tuple[tuple[str, str], ...]
     """Concrete protected paths and their last names, matched against globs."""
@@ -178,13 +182,18 @@ class Protection:
     def check(self, e: str, chains: Iterable[Chain], cwd: str | None) -> str | None:
         """What protected file the escaped word ``e`` reaches, or ``None``."""
         wild = is_glob(e) or has_unknown(e)
-        if not wild and not self.triggers.search(e if "\\" not in e else literal_chars(e)):
+        if not wild and not self._triggered(e if "\\" not in e else literal_chars(e)):
             return None
         for candidate in self._candidates(e, chains, cwd):
             hit = self._components(candidate) or self._anchored(candidate, wild)
             if hit:
                 return hit
         return None
+
+    def _triggered(self, text: str) -> bool:
+        if self.ascii_triggers is not None and text.isascii():
+            return self.ascii_triggers.search(text.lower()) is not None
+        return self.triggers.search(text) is not None
 
     def _candidates(self, e: str, chains: Iterable[Chain], cwd: str | None) -> list[str]:
         if e.startswith(("/", "~", MARK, MARK_NONEMPTY)) or cwd is None:
@@ -226,13 +235,17 @@ class Protection:
             return self.inside_platform(value)
         if not candidate.startswith(("/", "~", MARK, MARK_NONEMPTY)):
             return None
-        regex = to_regex(candidate)
+        # Only a sample that starts like the pattern can match it: skip the regex for the rest
+        # (and build it only for a sample that gets that far).
+        prefix = literal_prefix(candidate)
+        starting = [pair for pair in self.samples if pair[0].startswith(prefix)]
+        if not starting:
+            return None
         literal = literal_chars(candidate)
         unknown = has_unknown(candidate)
-        # Only a sample that starts like the pattern can match it: skip the regex for the rest.
-        prefix = literal_prefix(candidate)
-        for sample, name in self.samples:
-            if not sample.startswith(prefix) or (unknown and name not in literal):
+        regex = to_regex(candidate)
+        for sample, name in starting:
+            if unknown and name not in literal:
                 continue
             if regex.fullmatch(sample):
                 return sample if sample in _ANCHORED_SAMPLES else self.inside_platform(sample)
@@ -279,7 +292,9 @@ def protection(home: str | None, platform: tuple[str, ...]) -> Protection:
         base = posixpath.basename(path).lower()
         if base and base not in triggers:
             triggers.append(base)
-    trigger_re = re.compile("|".join(re.escape(t) for t in triggers), re.IGNORECASE)
+    words = "|".join(re.escape(t) for t in triggers)
+    trigger_re = re.compile(words, re.IGNORECASE)
+    ascii_re = re.compile(words.lower()) if words.isascii() else None
     samples = _ANCHORED_SAMPLES + tuple(p + x for p in expanded for x in _SUFFIXES)
     platform_re = None
     if expanded:
@@ -289,6 +304,7 @@ def protection(home: str | None, platform: tuple[str, ...]) -> Protection:
         home,
         tuple(expanded),
         trigger_re,
+        ascii_re,
         platform_re,
         tuple((sample, _sample_name(sample)) for sample in samples),
     )

@@ -67,6 +67,9 @@ class Recorder:
         """What the command recorded last prints, when literal (for the pipe it feeds)."""
         self.output_sets = 0
         """How often :attr:`last_output` was set."""
+        self._reached: dict[tuple[str, tuple[Chain, ...]], str | None] = {}
+        """What each escaped word reaches from each set of ``cd`` chains, worked out once:
+        the rest of what it depends on (home, cwd, protected paths) is fixed per recorder."""
         self.looked_back = [0, 0, 0, 0]
         """How often a check read what earlier commands left here: :attr:`writes` (beyond
         its own command's), :attr:`consumed_writes`, the process-id variables and
@@ -77,13 +80,11 @@ class Recorder:
     def scan_word(self, word: ResolvedWord, bases: Bases, chdir: Chain = ()) -> None:
         """Refuse a word that reaches a protected file, itself or through a piece of it."""
         chains = chains_of(bases, chdir)
-        hit = self.protection.check(word.escaped, chains, self.cwd)
-        if hit is None and _TOKEN_HINTS.search(word.escaped):
-            for token in split_tokens(word.escaped):
-                if token != word.escaped:
-                    hit = self.protection.check(expand_tilde(token, self.home), chains, self.cwd)
-                    if hit:
-                        break
+        key = (word.escaped, chains)
+        if key in self._reached:
+            hit = self._reached[key]
+        else:
+            hit = self._reached[key] = self._reaches(word.escaped, chains)
         if hit:
             refuse(
                 "protected_path",
@@ -91,6 +92,16 @@ class Recorder:
                 f"{word.text!r} reaches {hit}, which holds credentials or the platform's own "
                 "data and is off limits to commands; leave it out.",
             )
+
+    def _reaches(self, e: str, chains: tuple[Chain, ...]) -> str | None:
+        hit = self.protection.check(e, chains, self.cwd)
+        if hit is None and _TOKEN_HINTS.search(e):
+            for token in split_tokens(e):
+                if token != e:
+                    hit = self.protection.check(expand_tilde(token, self.home), chains, self.cwd)
+                    if hit:
+                        break
+        return hit
 
     def scan_text(self, text: str, origin: str, bases: Bases) -> None:
         """Scan code or data handed to an interpreter for protected paths."""
@@ -208,7 +219,7 @@ class Recorder:
                 self._written(ref, produced if literal else None)
         command = Command(
             name=base,
-            argv=tuple(public_word(w) for w in call.argv),
+            argv=tuple([public_word(w) for w in call.argv]),
             wrappers=call.wrappers,
             mutating=mutating or any(r.access == "write" for r in redirects),
             paths=tuple(refs),

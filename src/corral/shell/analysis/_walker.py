@@ -171,9 +171,12 @@ class Walker:
         last: BasesAfter = (bases, bases)
         kids = list(children)
         for index, child in enumerate(kids):
-            if not child.is_named or child.type == "comment":
+            if not child.is_named:
                 continue
-            if child.type not in _STATEMENTS:
+            kind = child.type
+            if kind == "comment":
+                continue
+            if kind not in _STATEMENTS:
                 self.descend(child, frame)
                 continue
             if index + 1 < len(kids) and kids[index + 1].type == "&":
@@ -397,15 +400,18 @@ class Walker:
             field_name = node.field_name_for_child(index)
             if field_name == "name":
                 name_node = child
-            elif field_name == "argument":
+                continue
+            if field_name == "argument":
                 args.append(child)
-            elif field_name == "redirect" or child.type.endswith("_redirect"):
+                continue
+            kind = child.type
+            if field_name == "redirect" or kind.endswith("_redirect"):
                 redirect_nodes.append(child)
-            elif child.type == "variable_assignment" and name_node is None:
+            elif kind == "variable_assignment" and name_node is None:
                 assignments.append(child)
-            elif child.is_named and child.type != "comment":
+            elif child.is_named and kind != "comment":
                 extra.append(child)
-            elif name_node is not None and child.type in ("=~", "=="):
+            elif name_node is not None and kind in ("=~", "=="):
                 args.append(child)
         prefix = [_assign.assignment_node(self, a, frame, scope="prefix") for a in assignments]
         gathered = _redirects.gather(self, frame, [*redirect_nodes, *outer_redirects])
