@@ -82,11 +82,16 @@ async def get_caller(
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
+def _ticket_of(request: Request) -> Ticket | None:
+    """The session ticket :func:`get_caller` authenticated the request with, if any."""
+    found = getattr(request.state, "ticket", None)
+    return found if isinstance(found, Ticket) else None
+
+
 async def get_ticket(request: Request, caller: CallerDep) -> Ticket | None:
     """The session ticket the request came with (None for an API token)."""
     del caller  # authenticates first
-    found = getattr(request.state, "ticket", None)
-    return found if isinstance(found, Ticket) else None
+    return _ticket_of(request)
 
 
 TicketDep = Annotated[Ticket | None, Depends(get_ticket)]
@@ -102,7 +107,7 @@ def require_feature(caller: Caller, feature: str) -> None:
 
 async def get_person(request: Request, caller: CallerDep) -> Caller:
     """The caller, refused when it is a session ticket rather than a person's token."""
-    if isinstance(getattr(request.state, "ticket", None), Ticket):
+    if _ticket_of(request) is not None:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
             "a person decides this: a session ticket (what a skill's scripts send) may not "
