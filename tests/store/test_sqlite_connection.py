@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from corral.store.engine import make_engine
-from corral.store.sqlite_connection import QuietRollbackConnection, connect_sqlite
+from corral.store.sqlite_connection import InlineHousekeepingConnection, connect_sqlite
 
 
 def _count(path: Path) -> int:
@@ -22,7 +22,7 @@ def _count(path: Path) -> int:
 
 async def _blocker(
     db_path: Path,
-) -> tuple[QuietRollbackConnection, threading.Event, threading.Event]:
+) -> tuple[InlineHousekeepingConnection, threading.Event, threading.Event]:
     connection = connect_sqlite(str(db_path), check_same_thread=False)
     await connection  # starts its thread and opens the file
     started, release = threading.Event(), threading.Event()

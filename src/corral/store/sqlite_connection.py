@@ -23,13 +23,13 @@ from typing import Any
 import aiosqlite
 from aiosqlite.context import contextmanager
 
-__all__ = ["QuietRollbackConnection", "connect_sqlite"]
+__all__ = ["InlineHousekeepingConnection", "connect_sqlite"]
 
 ITER_CHUNK_SIZE = 64
 """aiosqlite's default rows per fetch when iterating a cursor."""
 
 
-class QuietRollbackConnection(aiosqlite.Connection):
+class InlineHousekeepingConnection(aiosqlite.Connection):
     """An aiosqlite connection that knows whether its thread has a call of its own in hand,
     and does what needs no thread on the caller's when it has none."""
 
@@ -71,7 +71,7 @@ class QuietRollbackConnection(aiosqlite.Connection):
 
 
 class _InlineCloseCursor(aiosqlite.Cursor):
-    _conn: QuietRollbackConnection
+    _conn: InlineHousekeepingConnection
 
     async def close(self) -> None:
         if self._conn.idle():
@@ -80,9 +80,9 @@ class _InlineCloseCursor(aiosqlite.Cursor):
         await super().close()
 
 
-def connect_sqlite(database: str, **options: Any) -> QuietRollbackConnection:
+def connect_sqlite(database: str, **options: Any) -> InlineHousekeepingConnection:
     """An awaitable connection to ``database``, opened as ``sqlite3.connect`` with
     ``options`` would open it; its thread is a daemon, as SQLAlchemy makes aiosqlite's."""
-    connection = QuietRollbackConnection(lambda: sqlite3.connect(database, **options))
+    connection = InlineHousekeepingConnection(lambda: sqlite3.connect(database, **options))
     connection._thread.daemon = True
     return connection
