@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from corral.errors import NotFound, PolicyDenied, ToolError
 from corral.policy.identity import Caller
+from corral.secrets import Redactor
 from corral.service_protocols import ReportSink
 from corral.settings import Settings
 from corral.shell.capture import HeadBuffer
@@ -72,7 +73,7 @@ class ShellLaunch:
     confinement: str
     limit: float
     cleanup: Callable[[], None] = lambda: None
-    redact: Callable[[str], str] | None = None
+    redact: Redactor | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from corral.secrets import Redactor
 from corral.shell.capture import TailBuffer
 from corral.shell.processes import (
     descendants,
@@ -176,7 +177,7 @@ class Execution:
         *,
         capture_limit: int,
         sinks: Sequence[OutputSink] = (),
-        redact: Callable[[str], str] | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.process = process
         self.spec = spec
@@ -189,7 +190,10 @@ class Execution:
         self.stop_reason: RunStatus | None = None
         self._stop = asyncio.Event()
         self._sinks = [self.capture_sink, *sinks]
-        self._redact = redact
+        # One stream each: a secret split across two reads of a pipe is still caught.
+        self._redacting = {
+            name: redact.stream() for name in ("stdout", "stderr") if redact is not None
+        }
         self._readers = [
             asyncio.create_task(self._pump(process.stdout, "stdout")),
             asyncio.create_task(self._pump(process.stderr, "stderr")),
@@ -204,7 +208,7 @@ class Execution:
         spawner: Spawner = spawn_process,
         capture_limit: int,
         sinks: Sequence[OutputSink] = (),
-        redact: Callable[[str], str] | None = None,
+        redact: Redactor | None = None,
     ) -> Execution:
         process = await spawner(spec)
         return cls(process, spec, capture_limit=capture_limit, sinks=sinks, redact=redact)
@@ -309,14 +313,15 @@ class Execution:
         while True:
             data = await reader.read(CHUNK_BYTES)
             text = decoder.decode(data, final=not data)
+            redacting = self._redacting.get(stream)
+            if redacting is not None:
+                text = redacting.feed(text) + ("" if data else redacting.end())
             if text:
                 self._emit(stream, text)
             if not data:
                 return
 
     def _emit(self, stream: str, text: str) -> None:
-        if self._redact is not None:
-            text = self._redact(text)
         self.chars[stream] = self.chars.get(stream, 0) + len(text)
         for sink in self._sinks:
             try:
