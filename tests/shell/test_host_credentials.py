@@ -70,6 +70,7 @@ async def hosted(
             )
             skills = platform.services.require(Skills)
             import_bundle(base / "downloads" / "wiki-notes", skills.catalog.drive_folder)
+            await skills.trust("wiki-notes", user_id="", project=True)
             store = platform.services.require(CredentialStore)
             await store.set("wiki", SECRET, user_id="u_owner")
             yield platform

@@ -45,7 +45,7 @@ def list_skills(
     """Every available skill (a disabled package's are gone) and every bundle left out."""
 
     async def work(platform: Platform) -> dict[str, Any]:
-        found = await _skills(platform).available()
+        found = await _skills(platform).available(viewer=None)
         return {
             "skills": [_summary(b) for _, b in sorted(found.skills.items())],
             "errors": [
@@ -77,7 +77,7 @@ def show(
     async def work(platform: Platform) -> dict[str, Any]:
         from corral.errors import NotFound
 
-        found = await _skills(platform).available()
+        found = await _skills(platform).available(viewer=None)
         bundle = found.skills.get(name)
         if bundle is None:
             known = ", ".join(sorted(found.skills)) or "none"
@@ -102,7 +102,31 @@ def import_skill(
 
         skills = _skills(platform)
         bundle = import_bundle(path.resolve(), skills.catalog.drive_folder, replace=replace)
+        # The operator chose this bundle: it is trusted for everyone, as it is now.
+        await skills.trust(bundle.name, user_id="", project=True)
         return _summary(bundle)
 
     imported = run_with_platform(ctx, work)
     console.print(f"imported skill {imported['name']!r} into data://skills/{imported['name']}/")
+
+
+@app.command("trust")
+def trust(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The drive skill's name.")],
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Trust it for this user id only, not for everyone."),
+    ] = None,
+) -> None:
+    """Let a skill in data://skills/ appear to everyone (or one user) as its files are now.
+
+    A later change to any of its files hides it again until it is trusted again."""
+
+    async def work(platform: Platform) -> dict[str, Any]:
+        trusted = await _skills(platform).trust(name, user_id=user or "", project=user is None)
+        return {"skill": trusted.name, "sha256": trusted.digest, "scope": trusted.scope}
+
+    done = run_with_platform(ctx, work)
+    who = "everyone" if done["scope"] == "project" else f"user {user!r}"
+    console.print(f"trusted skill {done['skill']!r} for {who} (sha256 {done['sha256'][:12]}…)")

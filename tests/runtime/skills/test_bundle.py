@@ -154,6 +154,7 @@ def test_the_working_folder_is_not_a_secret_but_a_password_still_is() -> None:
 def test_corral_api_follows_the_bind_address_unless_a_setting_names_one(tmp_path: Path) -> None:
     from corral.kernel.tickets import Tickets
     from corral.runtime.skills import Skills
+    from corral.runtime.skills.trust import SkillTrust
 
     def service(url: str | None) -> Skills:
         async def state() -> object:
@@ -167,6 +168,7 @@ def test_corral_api_follows_the_bind_address_unless_a_setting_names_one(tmp_path
             add_secrets=lambda values: None,
             api_url=url or "",
             api_url_fixed=url is not None,
+            trust=SkillTrust(tmp_path / "trust.json"),
         )
 
     bound = service(None)

@@ -27,6 +27,7 @@ from corral.runtime.questions import Questions
 from corral.runtime.runs import TERMINAL
 from corral.runtime.runtime import Runtime
 from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
+from corral.runtime.skills.trust import SkillTrust
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct
@@ -156,6 +157,7 @@ def _skills(setup: PackageSetup, credentials: CredentialStore) -> Skills:
         add_secrets=kernel.config.add_secrets,
         api_url=settings.api_url or "",
         api_url_fixed=settings.api_url is not None,
+        trust=SkillTrust(settings.private_dir / "skill-trust.json"),
     )
     skills.serving_at(settings.host, settings.port)
     runtime.prompt.add_state_block(SkillsBlock(skills))

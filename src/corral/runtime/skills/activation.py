@@ -25,8 +25,9 @@ from corral.errors import ToolError
 from corral.kernel.tickets import Tickets
 from corral.policy.sources import SourceDef, SourceGrant
 from corral.runtime.runs import RunRecord
-from corral.runtime.skills.bundle import SkillBundle
+from corral.runtime.skills.bundle import SkillBundle, SkillError, parse_skill
 from corral.runtime.skills.catalog import DRIVE_SKILLS, SkillCatalog, SkillSet
+from corral.runtime.skills.trust import SkillTrust, Trusted, bundle_digest
 from corral.service_protocols import CredentialLookup
 from corral.tools.results import ToolResult
 from corral.tools.skill_binding import ShellBinding, SkillScope
@@ -67,8 +68,10 @@ class Skills:
         add_secrets: Callable[[list[str]], None],
         api_url: str,
         api_url_fixed: bool = False,
+        trust: SkillTrust,
     ) -> None:
         self.catalog = catalog
+        self.trust_records = trust
         self.tickets = tickets
         self.api_url = api_url
         """``${CORRAL_API}``: the server's base URL."""
@@ -87,10 +90,57 @@ class Skills:
         loopback = host in ("0.0.0.0", "::", "")
         self.api_url = f"http://{'127.0.0.1' if loopback else host}:{port}"
 
-    async def available(self) -> SkillSet:
-        """The skills callers may activate now (a disabled package's are gone)."""
+    async def available(self, *, viewer: str | None) -> SkillSet:
+        """The skills ``viewer`` may activate now (a disabled package's are gone).
+
+        A drive skill is left out, with an error saying why, unless its current content is
+        trusted for the viewer; ``viewer`` None is the operator's view: every skill."""
         state = await self._state()
-        return self.catalog.load(disabled=state.disabled_packages)
+        found = self.catalog.load(disabled=state.disabled_packages)
+        if viewer is None:
+            return found
+        skills: dict[str, SkillBundle] = {}
+        untrusted: list[SkillError] = []
+        for name, bundle in found.skills.items():
+            if bundle.origin != "drive" or self.trust_records.trusts(
+                name, bundle_digest(bundle.folder), viewer
+            ):
+                skills[name] = bundle
+            else:
+                untrusted.append(_untrusted(bundle))
+        return SkillSet(skills=skills, errors=(*found.errors, *untrusted))
+
+    async def trust(self, name: str, *, user_id: str, project: bool) -> Trusted:
+        """Trust the drive skill ``name`` as it is now: for everyone when ``project`` (an
+        administrator's decision), else for ``user_id`` alone."""
+        bundle = (await self.available(viewer=None)).skills.get(name)
+        if bundle is None or bundle.origin != "drive":
+            raise ToolError(
+                f"there is no skill {name!r} in the drive's skills folder; only drive skills "
+                "need trust (`corral skills list` shows them)",
+                code="unknown_skill",
+            )
+        digest = bundle_digest(bundle.folder)
+        if digest is None:
+            raise ToolError(
+                f"skill {name!r} holds a symbolic link or a special file; remove it first",
+                code="skill_invalid",
+            )
+        return self.trust_records.trust(name, digest, user_id=user_id, project=project)
+
+    def _trusted_now(self, bundle: SkillBundle, user_id: str) -> SkillBundle | None:
+        """The bundle read again from disk, when its content now is what was trusted."""
+        if bundle.origin != "drive":
+            return bundle
+        before = bundle_digest(bundle.folder)
+        fresh = parse_skill(bundle.folder, origin=bundle.origin, package=bundle.package)
+        if (
+            isinstance(fresh, SkillError)
+            or before != bundle_digest(bundle.folder)
+            or not self.trust_records.trusts(bundle.name, before, user_id)
+        ):
+            return None
+        return fresh
 
     def _uri(self, bundle: SkillBundle) -> str:
         if bundle.origin == "drive":
@@ -109,8 +159,17 @@ class Skills:
 
     async def activate(self, name: str, ctx: SkillScope, /) -> ToolResult:
         """Render ``name``'s body and stage its declared credentials for the run."""
-        found = await self.available()
+        found = await self.available(viewer=ctx.caller.user_id)
         bundle = found.skills.get(name)
+        if bundle is not None:
+            # Read and checked again as one: the files may have changed since the listing.
+            bundle = self._trusted_now(bundle, ctx.caller.user_id)
+            if bundle is None:
+                raise ToolError(
+                    f"skill {name!r} changed while it was being activated and is no longer "
+                    "trusted; try again, or ask an administrator to trust it",
+                    code="skill_untrusted",
+                )
         if bundle is None:
             broken = [e for e in found.errors if Path(e.file).parent.name == name]
             if broken:
@@ -223,6 +282,13 @@ class Skills:
             )
             secrets[TICKET_VARIABLE] = ticket
         bundle = chosen.bundle if chosen is not None else None
+        if bundle is not None and self._trusted_now(bundle, ctx.caller.user_id) is None:
+            # A member edited the drive skill's scripts after it was activated.
+            raise ToolError(
+                f"skill {bundle.name!r} changed in the drive since it was activated and its new "
+                "content is not trusted; ask an administrator to trust it, then activate it again",
+                code="skill_untrusted",
+            )
         if chosen is not None:
             secrets |= chosen.values
         sources: tuple[SourceDef, ...] = ()
@@ -252,3 +318,13 @@ class Skills:
         del status
         self._active.pop(run.id, None)
         await self.tickets.end_run(run.id)
+
+
+def _untrusted(bundle: SkillBundle) -> SkillError:
+    return SkillError(
+        file=str(bundle.folder / "SKILL.md"),
+        field="",
+        message=f"skill {bundle.name!r} in the shared drive is not trusted for you: anyone "
+        "with drive write could have written or changed it; an administrator may trust it "
+        f"for everyone (`corral skills trust {bundle.name}`), or you for yourself",
+    )

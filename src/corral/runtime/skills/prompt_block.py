@@ -56,6 +56,6 @@ class SkillsBlock:
         self._skills = skills
 
     async def render(self, view: PromptView) -> str | None:
-        found = await self._skills.available()
+        found = await self._skills.available(viewer=view.caller.user_id)
         described = {n: attribute(b.description) for n, b in found.skills.items()}
         return render_skills(described, int(view.live.get("skills_prompt_chars", 4_000)))
