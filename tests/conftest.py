@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -28,8 +30,22 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """The platform's data folder: under ``tmp_path``, or as root in a folder of its own
+    that every user may pass through (never list).
+
+    As root, sandboxed commands run as the sandbox uid and bubblewrap resolves each bind
+    source (the drive, the sandbox's /etc) as that uid, which cannot enter pytest's 0700
+    tree (and pytest narrows that tree again whenever any session starts)."""
+    if os.geteuid() != 0:
+        yield tmp_path / "data"
+        return
+    root = Path(tempfile.mkdtemp(prefix="corral-test-", dir="/tmp"))
+    root.chmod(0o711)
+    try:
+        yield root / "data"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -329,3 +330,56 @@ def test_no_working_tier_never_falls_back_to_running_bare(tmp_path: Path) -> Non
         )
     assert refused.value.code == "sandbox_unavailable"
     assert 'sandbox = "unconfined"' in str(refused.value)
+
+
+ATTACKS = Path(__file__).parent / "attacks"
+HOST_SETUID = next(
+    (p for p in ("/usr/bin/passwd", "/usr/bin/gpasswd", "/usr/bin/su") if os.path.isfile(p)),
+    "/usr/bin/gpasswd",
+)
+
+
+async def test_no_command_leaves_a_set_id_or_root_owned_file_on_the_host(
+    tier: tuple[Platform, Path],
+) -> None:
+    platform, work = tier
+    script = work / "set_id_files.py"
+    shutil.copyfile(ATTACKS / "set_id_files.py", script)
+    script.chmod(0o644)
+    result = await platform.call_tool(
+        "execute", {"command": f"python3 set_id_files.py {HOST_SETUID}", "cwd": "work://"}
+    )
+    assert result.data is not None and result.data["confinement"] == shells(platform).status.tier
+    rows = dict(row.split(" ", 1) for row in result.text.splitlines() if " " in row)
+    assert len([name for name in rows if "_" in name]) >= 16, result.text
+    # Judged on the host inodes: nothing set-id, no device, nothing owned by root.
+    bad = []
+    for folder, dirs, files in os.walk(work):
+        for name in [*dirs, *files]:
+            info = os.lstat(os.path.join(folder, name))
+            if info.st_mode & 0o6000 or stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+                bad.append(f"{name} {stat.filemode(info.st_mode)}")
+            if os.geteuid() == 0 and info.st_uid == 0 and name != "set_id_files.py":
+                bad.append(f"{name} owned by root")
+            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                bad.append(f"{name} is a hard link")
+            if _has_capability(os.path.join(folder, name)):
+                bad.append(f"{name} has file capabilities")
+    assert bad == [], (bad, result.text)
+    # The refusals are the filter's and the kernel's, each named (the rows say which).
+    for name in ("cp_chmod_4755", "chmod_u+s", "install_m_4755", "tar_xp_setuid"):
+        assert rows[name].startswith("exit"), (name, rows[name])
+    for name in ("os_chmod", "os_fchmod", "open_creat_4755", "mknod_setuid", "setgid_dir"):
+        assert rows[name] == "EPERM", (name, rows[name])
+    assert rows["openat2_4755"] == "ENOSYS"
+    assert rows["mknod_char"] == "EPERM" and rows["hard_link_setuid"] in ("EPERM", "EXDEV")
+    assert rows["file_capability"] == "EPERM"
+    assert rows["mkdir_2775"] == "EPERM"
+
+
+def _has_capability(path: str) -> bool:
+    try:
+        os.getxattr(path, "security.capability", follow_symlinks=False)
+    except OSError:
+        return False
+    return True

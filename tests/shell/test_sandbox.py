@@ -15,6 +15,8 @@ import corral
 from corral.platform import Platform
 from tests.shell.conftest import needs_bwrap, shells
 
+SANDBOX_UID = 65534
+
 
 def hidden(path: Path | str) -> str:
     """A Python expression for ``path`` that does not contain it literally."""
@@ -73,10 +75,12 @@ async def test_the_same_reads_succeed_unconfined(unconfined: Platform, tmp_path:
 
 @needs_bwrap
 async def test_read_only_sources_are_read_only_in_the_kernel(
-    fast: Platform, tmp_path: Path
+    fast: Platform, data_dir: Path
 ) -> None:
-    docs = tmp_path / "docs"
+    docs = data_dir.parent / "docs"  # reachable by the sandbox uid, unlike pytest's tree
     docs.mkdir()
+    if os.geteuid() == 0:  # commands run as the sandbox uid: a writable source is its own
+        os.chown(docs, SANDBOX_UID, SANDBOX_UID)
     await fast.admin.add_source("docs", str(docs))
     await fast.admin.grant_source("docs", principal_kind="role", principal="owner", rights="r")
     blocked = await run(fast, write_cmd(docs / "new.txt"))

@@ -17,6 +17,8 @@ from corral.shell.seccomp import (
     ARCHES,
     CLONE_NAMESPACE_FLAGS,
     DENIED,
+    MKNOD_RULES,
+    MODE_RULES,
     SeccompUnsupported,
     build_filter,
 )
@@ -35,6 +37,8 @@ def run(program: bytes, *, arch: int, nr: int, args: tuple[int, ...] = ()) -> st
         op, jt, jf, k = code[pc]
         if op == 0x20:
             acc = struct.unpack_from("<I", data, k)[0]
+        elif op == 0x54:
+            acc &= k
         elif op in (0x15, 0x35, 0x45):
             taken = {0x15: acc == k, 0x35: acc >= k, 0x45: acc & k != 0}[op]
             pc += jt if taken else jf
@@ -149,3 +153,61 @@ def test_socket_families_are_filtered_only_when_asked(arch: str) -> None:
 def test_an_unknown_architecture_is_refused_clearly() -> None:
     with pytest.raises(SeccompUnsupported, match="'riscv64'"):
         build_filter("riscv64")
+
+
+def test_no_set_id_bit_is_set_by_any_mode_call(arch: str) -> None:
+    table = ARCHES[arch]
+    program = build_filter(arch)
+    checked = 0
+    for name, (mode_arg, flags_arg, bits) in MODE_RULES.items():
+        if name not in table.numbers:
+            continue
+        checked += 1
+        nr = table.numbers[name]
+
+        def call(
+            mode: int,
+            flags: int = 0o100,
+            *,
+            nr: int = nr,
+            at: int = mode_arg,
+            fl: int | None = flags_arg,
+        ) -> str | int:
+            args = [0] * 6
+            args[at] = mode
+            if fl is not None:
+                args[fl] = flags
+            return run(program, arch=table.audit, nr=nr, args=tuple(args))
+
+        for mode in (0o4755, 0o2755, 0o6755, 0o104755, 0o4000 | 1 << 40):
+            if mode & bits:
+                assert call(mode) == errno.EPERM, (name, oct(mode))
+        assert call(0o755) == ALLOW and call(0o1777) == ALLOW, name  # sticky bit is fine
+        if flags_arg is not None:
+            # O_TMPFILE (with O_DIRECTORY) creates too; without O_CREAT the mode is unused.
+            assert call(0o4755, 0o20200000 | 2) == errno.EPERM, name
+            assert call(0o4755, 0) == ALLOW and call(0o4755, 0o2) == ALLOW, name
+    assert checked == (9 if arch == "x86_64" else 5)
+
+
+def test_mknod_of_a_device_or_a_set_id_file_is_refused(arch: str) -> None:
+    table = ARCHES[arch]
+    program = build_filter(arch)
+    for name, mode_arg in MKNOD_RULES.items():
+        if name not in table.numbers:
+            continue
+
+        def call(mode: int, *, nr: int = table.numbers[name], at: int = mode_arg) -> str | int:
+            args = [0] * 6
+            args[at] = mode
+            return run(program, arch=table.audit, nr=nr, args=tuple(args))
+
+        for refused in (0o020666, 0o060660, 0o104755, 0o102755, 0o024666):
+            assert call(refused) == errno.EPERM, (name, oct(refused))
+        for allowed in (0o010644, 0o140755, 0o100644, 0o644):  # fifo, socket, files
+            assert call(allowed) == ALLOW, (name, oct(allowed))
+
+
+def test_openat2_falls_back_to_openat(arch: str) -> None:
+    table = ARCHES[arch]
+    assert run(build_filter(arch), arch=table.audit, nr=table.numbers["openat2"]) == errno.ENOSYS

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.kernel.config import CONFIG_VERSION, bump_config_version
+from corral.kernel.drive_ownership import hand_drive_to_sandbox
 from corral.policy.grants import BUILTIN_ROLES
 from corral.settings import Settings
 from corral.store import tables as t
@@ -35,6 +36,7 @@ def prepare_folders(settings: Settings) -> None:
     settings.drive_dir.mkdir(exist_ok=True)
     settings.private_dir.mkdir(mode=0o700, exist_ok=True)
     os.chmod(settings.private_dir, 0o700)
+    hand_drive_to_sandbox(settings.data_dir, settings.drive_dir, uid=settings.sandbox_uid)
     database = settings.database_path
     if database is not None:
         _private_database(database)

@@ -4,7 +4,8 @@ The tiers, strongest first:
 
 - ``bubblewrap``: namespaces and a mount layout of the caller's sources
   (:mod:`corral.shell.sandbox`), an unprivileged uid in its own user namespace, the seccomp
-  filter (:mod:`corral.shell.seccomp`);
+  filter (:mod:`corral.shell.seccomp`); as root bubblewrap itself runs as the sandbox uid
+  with no groups, so its user namespace maps to that host uid and never to root;
 - ``landlock``: where user namespaces are unavailable, Landlock filesystem rules from the
   caller's sources (:mod:`corral.shell.landlock`) plus the same seccomp filter, which then
   also refuses sockets (no network namespace to lean on), applied by the child before exec;
@@ -138,7 +139,8 @@ class CommandSpec:
 
 
 def _sandbox_uid(configured: int) -> int | None:
-    """The Landlock tier switches uid only when it can and must: as root."""
+    """The host uid commands get, both tiers: the configured one as root (who can and must
+    switch), else None (the platform's own, already unprivileged)."""
     return configured if os.geteuid() == 0 else None
 
 
@@ -199,6 +201,7 @@ class Confiner:
                 cwd=cwd,
                 sandboxed=True,
                 seccomp=self.seccomp_program(None),
+                run_as=_sandbox_uid(self.sandbox_uid),
             )
             return CommandSpec(spec=spec, environment=environment)
         if tier == "landlock":
@@ -317,7 +320,12 @@ async def check_bubblewrap(
         found, mounts, network=False, cwd="/", argv=["/bin/sh", "-c", "true"], uid=uid
     )
     spec = ProcessSpec(
-        argv=argv, env={"PATH": "/usr/bin:/bin"}, cwd="/", sandboxed=True, seccomp=program
+        argv=argv,
+        env={"PATH": "/usr/bin:/bin"},
+        cwd="/",
+        sandboxed=True,
+        seccomp=program,
+        run_as=_sandbox_uid(uid),
     )
     failure = await _runs(spec, within)
     if failure is not None:

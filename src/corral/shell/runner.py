@@ -84,6 +84,10 @@ class ProcessSpec:
     seccomp: bytes | None = None
     """A BPF program for bubblewrap: the spawner hands it over as ``--seccomp FD``."""
     child: ChildSetup | None = None
+    run_as: int | None = None
+    """Host uid (and gid, no supplementary groups) bubblewrap itself runs as: its user
+    namespace then maps the sandbox's uid to this one, so nothing a command creates on the
+    host is owned by the platform's user (root). None: the platform's own identity."""
 
 
 class Spawner(Protocol):
@@ -127,7 +131,7 @@ async def spawn_process(spec: ProcessSpec) -> asyncio.subprocess.Process:
         passed.append(_seccomp_pipe(spec.seccomp))
         argv[1:1] = ["--seccomp", str(passed[0])]
     preexec: Callable[[], None] | None = None if spec.sandboxed else _die_with_parent
-    uid: int | None = None
+    uid = spec.run_as
     if spec.child is not None:
         preexec, uid = _confining(spec.child), spec.child.uid
     try:

@@ -9,7 +9,11 @@ so libc falls back to ``clone`` whose flags the filter can read, personality cha
 refused) and adds what Codex's Linux sandbox and Docker's default profile deny: ``ptrace``
 and cross-process memory access, ``io_uring`` (its operations bypass syscall filtering),
 module loading, ``kexec``, ``bpf``, ``reboot``, swap, raw port I/O, accounting, quotas and
-the clocks.
+the clocks. No set-id file comes out of a sandbox: ``chmod`` and its kin, file creation
+(``open``/``openat`` with ``O_CREAT`` or ``O_TMPFILE``, ``creat``) and ``mknod`` are refused
+when their mode carries ``S_ISUID``/``S_ISGID`` (``mkdir`` ``S_ISGID``), ``mknod`` of a
+device too; ``openat2``, whose mode travels in a struct, answers ``ENOSYS`` so libc falls
+back to ``openat``.
 
 No dependency: libseccomp's Python binding needs its C library and headers at install time,
 while this program is about a hundred instructions whose every line is tested here. Arches
@@ -31,6 +35,8 @@ __all__ = [
     "ARCHES",
     "CLONE_NAMESPACE_FLAGS",
     "DENIED",
+    "MKNOD_RULES",
+    "MODE_RULES",
     "SeccompLoader",
     "SeccompUnsupported",
     "build_filter",
@@ -39,6 +45,7 @@ __all__ = [
 
 # Classic BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h).
 _LD_W_ABS = 0x20
+_ALU_AND_K = 0x54
 _JEQ_K = 0x15
 _JGE_K = 0x35
 _JSET_K = 0x45
@@ -69,6 +76,27 @@ CLONE_NAMESPACE_FLAGS = (
 )
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
+_SET_ID_BITS = 0o6000  # S_ISUID | S_ISGID
+_S_ISGID = 0o2000
+_S_IFMT, _S_IFCHR, _S_IFBLK = 0o170000, 0o020000, 0o060000
+_CREATING = 0o100 | 0o20000000  # O_CREAT | __O_TMPFILE (same values on x86-64 and aarch64)
+MODE_RULES: dict[str, tuple[int, int | None, int]] = {
+    "chmod": (1, None, _SET_ID_BITS),
+    "fchmod": (1, None, _SET_ID_BITS),
+    "fchmodat": (2, None, _SET_ID_BITS),
+    "fchmodat2": (2, None, _SET_ID_BITS),
+    "mkdir": (1, None, _S_ISGID),
+    "mkdirat": (2, None, _S_ISGID),
+    "creat": (1, None, _SET_ID_BITS),
+    "open": (2, 1, _SET_ID_BITS),
+    "openat": (3, 2, _SET_ID_BITS),
+}
+"""Calls refused (EPERM) when their mode carries set-id bits: the mode's argument, the
+flags' argument (None: the call always creates; else only with O_CREAT or O_TMPFILE, the
+mode being ignored otherwise) and the refused bits. A setuid file a command makes would be
+one a host user can run (the drive is mounted nosuid only inside the sandbox)."""
+MKNOD_RULES = {"mknod": 1, "mknodat": 2}
+"""mknod calls (mode's argument) refused with set-id bits or for a device node."""
 _PERSONALITIES = (0x0, 0x8, 0xFFFF_FFFF)
 """PER_LINUX, PER_LINUX32 and the query value: what Flatpak lets through."""
 
@@ -101,7 +129,9 @@ _X86_64 = Arch(
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "lookup_dcookie": 212, "vhangup": 153, "sethostname": 170, "setdomainname": 171,
         "fanotify_init": 300, "clone": 56, "clone3": 435, "personality": 135, "ioctl": 16,
-        "socket": 41,
+        "socket": 41, "openat2": 437, "chmod": 90, "fchmod": 91, "fchmodat": 268,
+        "fchmodat2": 452, "mknod": 133, "mknodat": 259, "open": 2, "openat": 257, "creat": 85,
+        "mkdir": 83, "mkdirat": 258,
     },
     x32_bit=0x4000_0000,
 )  # fmt: skip
@@ -123,7 +153,8 @@ _AARCH64 = Arch(
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "lookup_dcookie": 18, "vhangup": 58, "sethostname": 161, "setdomainname": 162,
         "fanotify_init": 262, "clone": 220, "clone3": 435, "personality": 92, "ioctl": 29,
-        "socket": 198,
+        "socket": 198, "openat2": 437, "fchmod": 52, "fchmodat": 53, "fchmodat2": 452,
+        "mknodat": 33, "openat": 56, "mkdirat": 34,
     },
 )  # fmt: skip
 ARCHES = {arch.name: arch for arch in (_X86_64, _AARCH64)}
@@ -144,11 +175,12 @@ DENIED: dict[str, int] = {
         ),
         errno.EPERM,
     ),
-    # The new mount API and clone3 answer ENOSYS, so libc and tools fall back to calls
-    # the filter can judge (clone3's flags sit behind a pointer seccomp cannot read).
+    # The new mount API, clone3 and openat2 answer ENOSYS, so libc and tools fall back to
+    # calls the filter can judge (clone3's flags and openat2's mode sit behind a pointer
+    # seccomp cannot read).
     **dict.fromkeys(
         ("open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
-         "mount_setattr", "clone3"),
+         "mount_setattr", "clone3", "openat2"),
         errno.ENOSYS,
     ),
 }  # fmt: skip
@@ -204,6 +236,33 @@ def _arg_rule(
     ]
 
 
+def _mode_rule(mode_arg: int, flags_arg: int | None, bits: int) -> list[tuple[int, int, int, int]]:
+    """Refuse when the mode has ``bits`` (and, with ``flags_arg``, the call creates)."""
+    body: list[tuple[int, int, int, int]] = []
+    if flags_arg is not None:
+        body += [(_LD_W_ABS, 0, 0, _arg_low(flags_arg)), (_JSET_K, 0, 3, _CREATING)]
+    return [
+        *body,
+        (_LD_W_ABS, 0, 0, _arg_low(mode_arg)),
+        (_JSET_K, 0, 1, bits),
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
+        (_LD_W_ABS, 0, 0, _NR),
+    ]
+
+
+def _mknod_rule(mode_arg: int) -> list[tuple[int, int, int, int]]:
+    """Refuse set-id bits and character or block devices."""
+    return [
+        (_LD_W_ABS, 0, 0, _arg_low(mode_arg)),
+        (_JSET_K, 3, 0, _SET_ID_BITS),
+        (_ALU_AND_K, 0, 0, _S_IFMT),
+        (_JEQ_K, 1, 0, _S_IFCHR),
+        (_JEQ_K, 0, 1, _S_IFBLK),
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
+        (_LD_W_ABS, 0, 0, _NR),
+    ]
+
+
 def _socket_rule(families: Iterable[int]) -> list[tuple[int, int, int, int]]:
     allowed = sorted(set(families))
     body: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, _arg_low(0))]
@@ -256,6 +315,12 @@ def build_filter(arch: str | None = None, *, socket_families: Iterable[int] | No
                 (_LD_W_ABS, 0, 0, _NR),
             ],
         )
+    for name, (mode_arg, flags_arg, bits) in MODE_RULES.items():
+        if name in numbers:
+            program.when_nr(numbers[name], _mode_rule(mode_arg, flags_arg, bits))
+    for name, mode_arg in MKNOD_RULES.items():
+        if name in numbers:
+            program.when_nr(numbers[name], _mknod_rule(mode_arg))
     personality = [(_LD_W_ABS, 0, 0, _arg_low(0))]
     for position, value in enumerate(_PERSONALITIES):
         personality.append((_JEQ_K, len(_PERSONALITIES) - position, 0, value))

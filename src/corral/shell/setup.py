@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -24,9 +25,16 @@ from corral.shell.host.client import HostBrokerClient
 from corral.shell.sandbox import SandboxFiles
 from corral.shell.service import ShellService, StateSource
 
-__all__ = ["open_shell_service", "recover_shells"]
+__all__ = ["open_shell_service", "recover_shells", "sandbox_files_dir"]
 
 log = logging.getLogger("corral.shell")
+
+
+def sandbox_files_dir(settings: Settings) -> Path:
+    """Where the sandbox's ``/etc`` is prepared: in the data folder, not in ``private/``
+    (0700), because bubblewrap resolves its bind sources as the sandbox uid. It holds only
+    copies of world-readable host files and synthetic account files."""
+    return settings.data_dir / "sandbox"
 
 
 async def open_shell_service(
@@ -37,7 +45,7 @@ async def open_shell_service(
     reports: Callable[[], ReportSink | None],
     conversation_access: Callable[[], ConversationAccess | None],
 ) -> ShellService:
-    files = SandboxFiles.write(settings.private_dir / "sandbox", uid=settings.sandbox_uid)
+    files = SandboxFiles.write(sandbox_files_dir(settings), uid=settings.sandbox_uid)
     status = await detect_confinement(
         settings.sandbox, settings.bwrap_path, files, uid=settings.sandbox_uid
     )

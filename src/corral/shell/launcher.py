@@ -1,0 +1,74 @@
+"""Start a helper process (an MCP stdio server, an operator hook) never as root.
+
+``python -m corral.shell.launcher --uid UID -- COMMAND [ARG...]`` becomes ``UID`` (and gid,
+with no supplementary groups) when it runs as root, sets ``no_new_privs``, installs the
+sandbox's seccomp filter (:mod:`corral.shell.seccomp`: no set-id files, no namespaces, no
+ptrace...) and execs ``COMMAND``. For spawners that take an argv but no pre-exec hook (the
+MCP SDK's ``stdio_client``): prefix the argv with :func:`launcher_argv`.
+
+Every failure exits 126 with one line on stderr saying what failed: the command never runs
+with less confinement than asked.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from corral.shell.landlock import no_new_privs
+from corral.shell.seccomp import SeccompLoader, build_filter
+
+__all__ = ["launcher_argv", "main"]
+
+_CANNOT_RUN = 126
+
+
+def launcher_argv(command: Sequence[str], *, uid: int, python: str | None = None) -> list[str]:
+    """``command`` wrapped so it starts as ``uid`` (when root) under the seccomp filter."""
+    return [
+        python or sys.executable,
+        "-m",
+        "corral.shell.launcher",
+        "--uid",
+        str(uid),
+        "--",
+        *command,
+    ]
+
+
+def _drop_to(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid or os.getgroups():
+        raise OSError(f"the switch to uid {uid} did not hold")
+
+
+def _parse(argv: Sequence[str]) -> tuple[int, list[str]]:
+    if len(argv) < 4 or argv[0] != "--uid" or argv[2] != "--" or not argv[1].isdigit():
+        raise ValueError("usage: python -m corral.shell.launcher --uid UID -- COMMAND [ARG...]")
+    return int(argv[1]), list(argv[3:])
+
+
+def main(argv: Sequence[str]) -> int:
+    """Confine this process, then exec the command (returns only on failure)."""
+    try:
+        uid, command = _parse(argv)
+    except ValueError as exc:
+        print(f"corral launcher: {exc}", file=sys.stderr)
+        return _CANNOT_RUN
+    try:
+        if os.geteuid() == 0:
+            _drop_to(uid)
+        if no_new_privs() != 0:
+            raise OSError("prctl(PR_SET_NO_NEW_PRIVS) was refused")
+        SeccompLoader(build_filter()).load()
+        os.execvp(command[0], command)
+    except OSError as exc:
+        print(f"corral launcher: cannot start {command[0]!r} confined: {exc}", file=sys.stderr)
+    return _CANNOT_RUN
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through a real subprocess
+    sys.exit(main(sys.argv[1:]))
