@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.files import append_file, write_text_atomically
+from corral.files import append_file, make_folders, write_text_atomically
 from corral.runtime.timeline import TimelineRow
 from corral.settings import Settings
 
@@ -30,6 +30,13 @@ class RunFolder:
         self.root = settings.drive_dir
         self.path = settings.drive_dir / relative
         self.uri = f"data://{relative}"
+
+    @staticmethod
+    def prepare(settings: Settings, parent_conversation_id: str) -> None:
+        """Make the conversation's ``runs`` folder before a child starts, so that a link
+        planted on the way refuses the delegate call instead of a write after the start."""
+        runs = RUNS_PATH.format(conversation=parent_conversation_id, run="").rstrip("/")
+        make_folders(settings.drive_dir, settings.drive_dir / runs, mode=0o700)
 
     @property
     def status_uri(self) -> str:
