@@ -54,6 +54,14 @@ def _link_refused(root: Path, parts: tuple[str, ...]) -> PolicyDenied:
     )
 
 
+def _moved(root: Path, parts: tuple[str, ...]) -> PolicyDenied:
+    where = _shown(root, parts)
+    return PolicyDenied(
+        f"{where!r} was moved away while the platform was writing into it; try again",
+        data={"path": where, "rule": "moved"},
+    )
+
+
 def _not_a_folder(root: Path, parts: tuple[str, ...]) -> ToolError:
     where = _shown(root, parts)
     return ToolError(
@@ -130,7 +138,10 @@ def _open_child_folder(
             raise
     except OSError as err:
         if err.errno in (errno.ELOOP, errno.ENOTDIR):
-            entry = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            try:
+                entry = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                raise _moved(root, parts) from None
             if stat.S_ISLNK(entry.st_mode):
                 raise _link_refused(root, parts) from None
             raise _not_a_folder(root, parts) from None
@@ -138,7 +149,10 @@ def _open_child_folder(
     with contextlib.suppress(FileExistsError):
         os.mkdir(name, mode, dir_fd=parent)
     # Opened again without following: what stands there now is judged, not what was made.
-    child = _open_child_folder(parent, root, parts, create=False, mode=mode)
+    try:
+        child = _open_child_folder(parent, root, parts, create=False, mode=mode)
+    except FileNotFoundError:
+        raise _moved(root, parts) from None
     try:
         _adopt_owner(child, os.fstat(parent))
     except BaseException:
@@ -190,12 +204,13 @@ def _existing(folder: int, root: Path, parts: tuple[str, ...]) -> os.stat_result
 
 def write_file(
     root: Path, path: Path, data: bytes, *, mode: int | None = None, folder_mode: int = 0o755
-) -> None:
+) -> os.stat_result:
     """Replace ``path`` (below ``root``) with ``data`` atomically, never through a link.
 
     ``mode`` is the new file's permission bits; None keeps those of the file it replaces
     (without setuid and setgid) or gives a new file 0644 less the umask. The old file is
     replaced by a rename, never truncated, so a hard link to it elsewhere keeps its content.
+    Returns the written file's status (its path may have changed hands since).
     """
     parts = _parts(root, path)
     if not parts:
@@ -221,6 +236,7 @@ def write_file(
                 elif before is not None:
                     os.fchmod(out.fileno(), stat.S_IMODE(before.st_mode) & ~_PRIVILEGE_BITS)
                 os.fsync(out.fileno())
+                written = os.fstat(out.fileno())
             # Checked again right before the rename: a link or pipe put there meanwhile is
             # refused (a rename would replace a link, not follow it, but say so all the same).
             _existing(folder, root, parts)
@@ -229,6 +245,7 @@ def write_file(
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp, dir_fd=folder)
             raise
+    return written
 
 
 def write_text_atomically(root: Path, path: Path, text: str, *, mode: int = 0o600) -> None:

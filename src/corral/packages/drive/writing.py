@@ -86,8 +86,7 @@ async def fs_write(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         raise ToolError(f"{location.uri!r} is a folder; name a file in it", code="is_a_folder")
     if before is not None and not args.get("overwrite"):
         await _check_seen(drive, location, before.st_mtime_ns, ctx)
-    await asyncio.to_thread(write_file, _root(location), path, content)
-    after = path.stat()
+    after = await asyncio.to_thread(write_file, _root(location), path, content)
     lines = content.count(b"\n") + (0 if content.endswith(b"\n") or not content else 1)
     verb = "replaced" if before is not None else "created"
     return ToolResult(
@@ -190,8 +189,9 @@ async def fs_edit(args: dict[str, Any], ctx: CallContext) -> ToolResult:
             data={"count": count, "lines": found[:_SHOWN_LINES]},
         )
     changed = text.replace(old, new) if args.get("replace_all") else text.replace(old, new, 1)
-    await asyncio.to_thread(write_file, _root(location), location.path, changed.encode("utf-8"))
-    after = location.path.stat()
+    after = await asyncio.to_thread(
+        write_file, _root(location), location.path, changed.encode("utf-8")
+    )
     replaced = count if args.get("replace_all") else 1
     summary = f"Edited {location.uri}: {replaced} replacement(s)."
     data: dict[str, Any] = {
