@@ -31,6 +31,7 @@ __all__ = [
     "append_file",
     "make_folders",
     "make_private_folder",
+    "open_folder",
     "open_for_append",
     "write_file",
     "write_text_atomically",
@@ -173,6 +174,14 @@ def _folder(root: Path, names: tuple[str, ...], *, create: bool, mode: int) -> I
         yield fd
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def open_folder(root: Path, path: Path, *, mode: int = 0o755) -> Iterator[int]:
+    """A descriptor on the folder ``path`` below ``root`` (made if missing), for ``*at``
+    calls that must stay in it whatever its path leads to later."""
+    with _folder(root, _parts(root, path), create=True, mode=mode) as fd:
+        yield fd
 
 
 def make_folders(root: Path, path: Path, *, mode: int = 0o755) -> None:
