@@ -234,7 +234,10 @@ class Delegation:
         self, run: RunRecord, parent_conversation_id: str, reach: str | None
     ) -> ToolResult:
         folder = RunFolder(self._rt.kernel.settings, parent_conversation_id, run.id)
-        await folder.write_meta({**run_meta(run), "status": "running"})
+        try:
+            await folder.write_meta({**run_meta(run), "status": "running"})
+        except (OSError, ToolError):  # the run has started: its status is in the store
+            log.exception("could not write the status of run %s", run.id)
         lines = [
             f"Started background subagent run {run.id}. It keeps working after this turn; "
             "when it ends, its answer arrives in this conversation as a report by itself. "
