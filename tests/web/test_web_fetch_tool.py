@@ -6,6 +6,8 @@ test allowance; 127.0.0.1 stays non-public, so redirects there must be refused.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import AsyncIterator
 from ipaddress import ip_network
 from pathlib import Path
@@ -257,3 +259,20 @@ async def test_web_fetch_needs_core_web(web: tuple[Platform, LoopbackServer]) ->
     await platform.identity.create_user("olga", "offline")
     result = await platform.call_tool("web_fetch", {"url": url(site, "/")}, user="olga")
     assert result.error_code == "feature_missing"
+
+
+async def test_save_to_over_a_setuid_file_clears_setuid_and_setgid(
+    web: tuple[Platform, LoopbackServer], data_dir: Path
+) -> None:
+    platform, site = web
+    site.page("/article", ARTICLE)
+    target = data_dir / "drive" / "notes" / "tool"
+    target.parent.mkdir(parents=True)
+    target.write_text("#!/bin/sh\n")
+    os.chmod(target, 0o6755)
+    result = await platform.call_tool(
+        "web_fetch", {"url": url(site, "/article"), "save_to": "data://notes/tool"}
+    )
+    assert "saved to: data://notes/tool" in result.text, result.text
+    assert "Paragraph 3" in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755

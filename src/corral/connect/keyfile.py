@@ -75,6 +75,7 @@ class CredentialKey:
 
     def _write(self, keys: list[bytes]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # mkstemp creates the temporary file 0600, so the key is never readable by others.
-        write_text_atomically(self.path, "".join(k.decode("ascii") + "\n" for k in keys))
+        # The temporary file is made 0600 before the key is in it: never readable by others.
+        text = "".join(k.decode("ascii") + "\n" for k in keys)
+        write_text_atomically(self.path.parent, self.path, text)
         os.chmod(self.path, 0o600)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from corral.errors import ToolError
+from corral.files import open_for_append
 
 if TYPE_CHECKING:  # the SDK is imported where a server is used: it costs ~0.7 s at start-up
     from mcp import ClientSession
@@ -63,7 +65,9 @@ def stdio_opener(
     @contextlib.asynccontextmanager
     async def opened() -> Any:
         errlog.parent.mkdir(parents=True, exist_ok=True)
-        with errlog.open("a", encoding="utf-8") as sink:
+        # The server may write in its folder: a link it left as its log is never followed.
+        raw = open_for_append(errlog.parent, errlog, mode=0o600)
+        with io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8") as sink:
             async with stdio_client(params, errlog=sink) as streams:
                 yield streams
 

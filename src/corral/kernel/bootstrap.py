@@ -8,6 +8,8 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from corral.errors import ConfigError, ToolError
+from corral.files import make_private_folder
 from corral.kernel.config import CONFIG_VERSION, bump_config_version
 from corral.kernel.drive_ownership import hand_drive_to_sandbox
 from corral.policy.grants import BUILTIN_ROLES
@@ -32,14 +34,35 @@ SYSTEM_SOURCES: dict[str, str] = {
 
 
 def prepare_folders(settings: Settings) -> None:
+    """The data folder, the drive, and the platform's private folders as real folders.
+
+    ``data://.corral`` is made here, before any command runs, so that the sandbox masks it
+    from the first call: left missing, a command could plant a link there and the platform's
+    run folders would follow it out of the data folder."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     settings.drive_dir.mkdir(exist_ok=True)
-    settings.private_dir.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(settings.private_dir, 0o700)
+    _private_folder(settings.data_dir, settings.private_dir)
+    _private_folder(settings.drive_dir, settings.drive_private_dir)
+    _private_folder(settings.drive_dir, settings.drive_private_dir / "conversations")
     hand_drive_to_sandbox(settings.data_dir, settings.drive_dir, uid=settings.sandbox_uid)
     database = settings.database_path
     if database is not None:
         _private_database(database)
+
+
+def _private_folder(root: Path, path: Path) -> None:
+    """A real folder at ``path`` for the platform's files; refuse to start on anything else.
+
+    A link or a file there is refused rather than moved aside: it was not made by the
+    platform, and the operator should see what it is (and where it points) before it goes."""
+    try:
+        make_private_folder(root, path)
+    except ToolError as err:
+        raise ConfigError(
+            f"cannot start: {err.message}. The platform keeps its private files in "
+            f"{str(path)!r}; after checking what is there, remove it (the platform makes the "
+            "folder again on start)"
+        ) from None
 
 
 def _private_database(path: Path) -> None:

@@ -144,7 +144,9 @@ class BackgroundShells:
             )
         shell_id = new_shell_id()
         path = self.log_path(shell_id, launch.run_id)
-        shell_log = ShellLog(path, cap_bytes=int(live["background_shell_log_cap"]))
+        shell_log = ShellLog(
+            self._settings.private_dir, path, cap_bytes=int(live["background_shell_log_cap"])
+        )
         head = HeadBuffer(int(live["shell_report_tail_chars"]))
         changed = asyncio.Event()
 

@@ -16,16 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corral.files import open_for_append
+
 __all__ = ["LogExcerpt", "ShellLog", "excerpt", "read_rows"]
 
 
 class ShellLog:
     """Appends rows to one shell's JSONL file."""
 
-    def __init__(self, path: Path, *, cap_bytes: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    def __init__(self, root: Path, path: Path, *, cap_bytes: int) -> None:
+        """A log at ``path``, opened from ``root`` without following a link on the way."""
         self.path = path
-        self._handle = open(path, "ab", buffering=0)
+        self._handle = open_for_append(root, path, mode=0o600, folder_mode=0o700)
         self._cap = cap_bytes
         self._written = 0
         self._seq = 0

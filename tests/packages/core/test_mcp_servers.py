@@ -171,3 +171,18 @@ async def test_a_stored_server_that_no_longer_starts_is_listed_down_and_removabl
     async with corral.open(data_dir) as platform:
         empty = await platform.call_tool("connect", {"list": ["mcp"]})
         assert (empty.data or {})["lists"][0]["rows"] == []
+
+
+async def test_a_link_left_as_the_servers_log_is_never_followed(
+    platform: Platform, data_dir: Path, mcp_command: list[str], tmp_path: Path
+) -> None:
+    """A stdio server may write in its own folder; a link it leaves as ``stderr.log`` must not
+    make the platform create or append to a file elsewhere when it starts the server."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    home = data_dir / "private" / "mcp" / "demo"
+    home.mkdir(parents=True)
+    (home / "stderr.log").symlink_to(outside / "planted")
+    added = await platform.call_tool("connect", add_demo(mcp_command))
+    assert list(outside.iterdir()) == []
+    assert "symbolic link" in added.text and str(home / "stderr.log") in added.text, added.text

@@ -200,3 +200,24 @@ def test_links_cannot_point_a_skill_elsewhere(tmp_path: Path) -> None:
     (moved / "skills").symlink_to(tmp_path / "elsewhere")  # the whole folder, elsewhere
     [error] = SkillCatalog(packages={}, drive_dir=moved).load().errors
     assert "leads outside the drive" in error.message
+
+
+@pytest.mark.parametrize("planted", ["skills", "skills/wiki-notes"])
+def test_an_import_never_follows_a_link_planted_in_the_drive(tmp_path: Path, planted: str) -> None:
+    """A command turned data://skills (or the skill's own folder) into a link to a folder
+    outside; the operator's import must neither write there nor delete what is there."""
+    source = write_bundle(tmp_path / "download", "wiki-notes")
+    outside = tmp_path / "outside"
+    (outside / "keep").mkdir(parents=True)
+    (outside / "keep" / "file").write_text("keep\n")
+    skills = tmp_path / "drive" / "skills"
+    link = tmp_path / "drive" / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    if planted == "skills":
+        with pytest.raises(UsageError, match="symbolic link"):
+            import_bundle(source, skills, replace=True)
+    else:
+        import_bundle(source, skills, replace=True)  # the link itself is replaced, not followed
+        assert (skills / "wiki-notes").is_dir() and not (skills / "wiki-notes").is_symlink()
+    assert sorted(str(p.relative_to(outside)) for p in outside.rglob("*")) == ["keep", "keep/file"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import ToolError
-from corral.files import write_text_atomically
+from corral.files import write_file
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
 from corral.tools.services import Web
@@ -53,7 +53,8 @@ def _header(
     return lines
 
 
-def _save_path(target: str, url: str, ctx: CallContext) -> tuple[Path, str]:
+def _save_path(target: str, url: str, ctx: CallContext) -> tuple[Path, Path, str]:
+    """Where save_to stores the text: the source's root, the file below it, its URI."""
     if target == "tmp":
         host = re.sub(r"[^A-Za-z0-9.-]", "_", url.split("//", 1)[-1].split("/", 1)[0])[:60]
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{host}-{secrets.token_hex(3)}.md"
@@ -64,7 +65,8 @@ def _save_path(target: str, url: str, ctx: CallContext) -> tuple[Path, str]:
             code="invalid_arguments",
         )
     resolved = ctx.sources.check(ctx.caller, target, "write")
-    return resolved.path, resolved.uri
+    assert resolved.source is not None  # check() refuses a path no source covers
+    return resolved.source.real_root, resolved.path, resolved.uri
 
 
 async def web_fetch(args: dict[str, Any], ctx: CallContext) -> ToolResult:
@@ -101,8 +103,8 @@ async def web_fetch(args: dict[str, Any], ctx: CallContext) -> ToolResult:
     header = _header(response, extraction, returned=len(returned), total=len(text), cut=cut)
     saved_uri = None
     if save is not None:
-        path, saved_uri = save
-        await asyncio.to_thread(write_text_atomically, path, text)
+        root, path, saved_uri = save
+        await asyncio.to_thread(write_file, root, path, text.encode("utf-8"))
         header.append(f"saved to: {saved_uri} ({len(text):,} characters, not cut)")
     body = "\n".join(header) + "\n\n" + returned
     return ToolResult(

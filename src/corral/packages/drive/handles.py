@@ -1,24 +1,21 @@
-"""Opening and replacing the exact file the policy approved.
+"""Opening the exact file the policy approved.
 
 Policy resolves a target to a real path, then the tool opens it. Between the two, a command
 in a sandbox could swap a folder on that path for a symlink; so a file is opened without
-following a final symlink and then checked to be the approved path (``/proc/self/fd``), and
-a write goes through a handle on the approved folder: temp file and rename both happen in
-that folder, wherever its path may point by then.
+following a final symlink and then checked to be the approved path (``/proc/self/fd``).
+Writes go through :mod:`corral.files`, which never follows a link below the source's root.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
 
 from corral.errors import PolicyDenied, ToolError
 
-__all__ = ["open_verified", "replace_atomically"]
+__all__ = ["open_verified"]
 
 
 def _fd_path(fd: int) -> str:
@@ -60,35 +57,3 @@ def open_verified(path: Path) -> BinaryIO:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
-
-
-def replace_atomically(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` beside ``path`` and rename it over ``path``, inside the approved folder.
-
-    Missing parent folders are created first (they lie under the approved path, which policy
-    already judged). ``mode`` keeps an existing file's permission bits.
-    """
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        if os.path.exists("/proc/self/fd") and _fd_path(dir_fd) != str(folder):
-            raise _moved(folder)
-        temp = f".{path.name}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(
-            temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=dir_fd
-        )
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            if mode is not None:
-                os.chmod(temp, stat.S_IMODE(mode), dir_fd=dir_fd)
-            os.rename(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp, dir_fd=dir_fd)
-            raise
-    finally:
-        os.close(dir_fd)

@@ -54,6 +54,9 @@ class Location:
     """How results name it (a source URI where one covers it)."""
     path: Path | None
     """The real path; None for a rendered document."""
+    root: Path | None = None
+    """The real root of the source covering ``path``: writes go from it, never through a
+    link below it (:mod:`corral.files`)."""
     document: str | None = None
     """The text of a rendered document (a shell's status)."""
     durable: bool = False
@@ -100,7 +103,8 @@ class Locator:
         if private is not None:  # protected for every source; run files are owner-checked
             return await self._run_file(resolved, private, caller, access)
         sources.require(caller, resolved, access)
-        return Location(target=target, uri=resolved.uri, path=resolved.path)
+        root = resolved.source.real_root if resolved.source is not None else None
+        return Location(target=target, uri=resolved.uri, path=resolved.path, root=root)
 
     async def _shell(
         self, target: str, caller: Caller, access: Access, shells: Shells | None

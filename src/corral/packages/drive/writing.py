@@ -3,7 +3,9 @@
 fs_write replaces an existing file only when the model has seen its current state in this
 conversation (:mod:`~corral.packages.drive.read_log`) or says ``overwrite: true``. fs_edit
 needs its ``old`` text exactly once (or ``replace_all``) and answers with a short diff.
-Both write a temp file in the approved folder and rename it over the target.
+Both write a temp file in the approved folder and rename it over the target, going from the
+source's root without following a link (:mod:`corral.files`); a replaced file keeps its
+permission bits but never setuid or setgid.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from corral.errors import InvalidArguments, ToolError
-from corral.packages.drive.handles import open_verified, replace_atomically
+from corral.files import write_file
+from corral.packages.drive.handles import open_verified
 from corral.packages.drive.locations import Location
 from corral.packages.drive.service import Drive, drive_of
 from corral.tools.context import CallContext
@@ -32,6 +35,12 @@ _SHOWN_LINES = 8
 async def fs_write_policy(args: dict[str, Any], ctx: CallContext) -> None:
     """The pipeline's policy step for fs_write and fs_edit: write access to the target."""
     await drive_of(ctx).locate(str(args["uri"]), ctx, "write")
+
+
+def _root(location: Location) -> Path:
+    if location.root is None:  # durable files are refused for writing before this
+        raise ToolError(f"{location.uri!r} cannot be written", code="read_only")
+    return location.root
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -77,9 +86,7 @@ async def fs_write(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         raise ToolError(f"{location.uri!r} is a folder; name a file in it", code="is_a_folder")
     if before is not None and not args.get("overwrite"):
         await _check_seen(drive, location, before.st_mtime_ns, ctx)
-    mode = before.st_mode if before is not None else None
-    await asyncio.to_thread(replace_atomically, path, content, mode=mode)
-    after = path.stat()
+    after = await asyncio.to_thread(write_file, _root(location), path, content)
     lines = content.count(b"\n") + (0 if content.endswith(b"\n") or not content else 1)
     verb = "replaced" if before is not None else "created"
     return ToolResult(
@@ -182,10 +189,9 @@ async def fs_edit(args: dict[str, Any], ctx: CallContext) -> ToolResult:
             data={"count": count, "lines": found[:_SHOWN_LINES]},
         )
     changed = text.replace(old, new) if args.get("replace_all") else text.replace(old, new, 1)
-    await asyncio.to_thread(
-        replace_atomically, location.path, changed.encode("utf-8"), mode=stat.st_mode
+    after = await asyncio.to_thread(
+        write_file, _root(location), location.path, changed.encode("utf-8")
     )
-    after = location.path.stat()
     replaced = count if args.get("replace_all") else 1
     summary = f"Edited {location.uri}: {replaced} replacement(s)."
     data: dict[str, Any] = {

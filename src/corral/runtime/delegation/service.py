@@ -10,6 +10,7 @@ A subagent's own ``background: true`` child runs in the foreground, and the resu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -99,6 +100,7 @@ class Delegation:
                 "background: true is for the top level only; this subagent's own subagent ran "
                 "in the foreground and its answer is below."
             )
+        await asyncio.to_thread(RunFolder.prepare, rt.kernel.settings, ctx.conversation_id)
         if background:
             # Counted and started as one step on every worker: the limit holds cluster-wide.
             async with held_lock(rt.kernel.engine, f"delegate-background:{ctx.caller.user_id}"):
@@ -113,7 +115,10 @@ class Delegation:
         run, opening_rows = started
         # From here the transcript grows as the child stores rows: a mid-run read shows work.
         self._growing[child.id] = ctx.conversation_id
-        RunFolder(rt.kernel.settings, ctx.conversation_id, run.id).append(opening_rows)
+        try:
+            RunFolder(rt.kernel.settings, ctx.conversation_id, run.id).append(opening_rows)
+        except (OSError, ToolError):  # swapped for a link since prepare(): the store has them
+            log.exception("could not start the transcript of run %s", run.id)
         if background:
             return await self._detached(run, ctx.conversation_id, reach.describe())
         unregister = ctx.cancellation.on_cancel(lambda: self._stop_child(run.id))
@@ -229,7 +234,10 @@ class Delegation:
         self, run: RunRecord, parent_conversation_id: str, reach: str | None
     ) -> ToolResult:
         folder = RunFolder(self._rt.kernel.settings, parent_conversation_id, run.id)
-        await folder.write_meta({**run_meta(run), "status": "running"})
+        try:
+            await folder.write_meta({**run_meta(run), "status": "running"})
+        except (OSError, ToolError):  # the run has started: its status is in the store
+            log.exception("could not write the status of run %s", run.id)
         lines = [
             f"Started background subagent run {run.id}. It keeps working after this turn; "
             "when it ends, its answer arrives in this conversation as a report by itself. "
@@ -258,7 +266,7 @@ class Delegation:
             mine = [r for r in rows if r.run_id == run_id]
             try:
                 RunFolder(self._rt.kernel.settings, parent, run_id).append(mine)
-            except OSError:
+            except (OSError, ToolError):  # a link planted meanwhile: the store keeps the rows
                 log.exception("could not add to the transcript of run %s", run_id)
 
     # -- answers ------------------------------------------------------------------------------
@@ -351,7 +359,10 @@ class Delegation:
             "task": delegation.task,
             "tools": delegation.reach,
         }
-        await folder.write(meta, rows)
+        try:
+            await folder.write(meta, rows)
+        except (OSError, ToolError):  # the folder is a copy of the store's rows, never the truth
+            log.exception("could not write the folder of run %s", run.id)
 
     # -- people's API (routes and CLI) -------------------------------------------------------
 

@@ -4,17 +4,22 @@ The copy lands in ``data://skills/<name>/`` under the name its front matter give
 is refused whole, naming the file and field, when its ``SKILL.md`` breaks a rule, when it
 holds a symbolic link (a link would point the drive somewhere the bundle's author chose),
 when it is larger than :data:`IMPORT_MAX_BYTES`, or when the name is taken and ``replace``
-is not set. The copy goes to a temporary folder first and is renamed into place.
+is not set. The copy goes to a temporary folder first and is renamed into place, every
+write made from the drive's root without following a link (:mod:`corral.files`): a command
+that turned ``data://skills`` into a link cannot make an import land outside the drive.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
-import tempfile
+import stat
 from pathlib import Path
 
-from corral.errors import UsageError
+from corral.errors import ToolError, UsageError
+from corral.files import make_folders, open_folder, write_file
 from corral.runtime.skills.bundle import SkillBundle, SkillError, parse_skill
 
 __all__ = ["IMPORT_MAX_BYTES", "import_bundle"]
@@ -41,6 +46,33 @@ def _check_tree(source: Path) -> None:
         )
 
 
+def _copy_into(source: Path, skills_dir: Path, name: str) -> None:
+    drive = skills_dir.parent
+    drive.mkdir(parents=True, exist_ok=True)  # the drive itself is the operator's folder
+    staging = skills_dir / f".import-{name}-{secrets.token_hex(4)}"
+    try:
+        for folder, _dirs, files in os.walk(source):
+            below = staging / name / Path(folder).relative_to(source)
+            make_folders(drive, below)
+            for file in files:
+                data = (Path(folder) / file).read_bytes()
+                mode = (Path(folder) / file).stat().st_mode & 0o777
+                write_file(drive, below / file, data, mode=mode)
+        with open_folder(drive, skills_dir) as skills, open_folder(drive, staging) as staged:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISDIR(os.stat(name, dir_fd=skills, follow_symlinks=False).st_mode):
+                    shutil.rmtree(name, dir_fd=skills)
+                else:
+                    os.unlink(name, dir_fd=skills)
+            os.rename(name, name, src_dir_fd=staged, dst_dir_fd=skills)
+    finally:
+        with (
+            contextlib.suppress(FileNotFoundError, ToolError),
+            open_folder(drive, skills_dir) as skills,
+        ):
+            shutil.rmtree(staging.name, dir_fd=skills)
+
+
 def import_bundle(source: Path, skills_dir: Path, *, replace: bool = False) -> SkillBundle:
     """Copy the bundle at ``source`` into ``skills_dir/<name>``; the imported bundle."""
     if not source.is_dir():
@@ -57,16 +89,10 @@ def import_bundle(source: Path, skills_dir: Path, *, replace: bool = False) -> S
             f"skill {found.name!r} already exists in the drive ({str(target)!r}); pass "
             "--replace to overwrite it"
         )
-    skills_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".import-{found.name}-", dir=skills_dir))
     try:
-        copy = staging / found.name
-        shutil.copytree(source, copy, symlinks=True)
-        if target.exists():
-            shutil.rmtree(target)
-        copy.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _copy_into(source, skills_dir, found.name)
+    except ToolError as err:  # a link or a file where the drive's skills folder should be
+        raise UsageError(f"cannot import: {err.message}") from None
     imported = parse_skill(target, origin="drive")
     if isinstance(imported, SkillError):  # the copy reads as the source did
         raise UsageError(f"cannot import: {imported.describe()}")

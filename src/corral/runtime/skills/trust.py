@@ -90,5 +90,7 @@ class SkillTrust:
         who = PROJECT if project else user_id
         records.setdefault(who, {})[name] = digest
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(self._path, json.dumps(records, indent=1, sort_keys=True))
+        write_text_atomically(
+            self._path.parent, self._path, json.dumps(records, indent=1, sort_keys=True)
+        )
         return Trusted(name=name, digest=digest, scope="project" if project else "user")

@@ -51,7 +51,7 @@ class SessionKeys:
         """The key stored at ``<private_dir>/ui-session.key``, created on first use."""
         path = private_dir / _KEY_FILE
         if not path.exists():
-            write_text_atomically(path, secrets.token_hex(32))
+            write_text_atomically(private_dir, path, secrets.token_hex(32))
         return cls(bytes.fromhex(path.read_text().strip()))
 
     def _sign(self, purpose: str, text: str) -> str:
