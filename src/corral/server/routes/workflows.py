@@ -69,9 +69,9 @@ def _summary(workflow: Any) -> dict[str, Any]:
 async def list_workflows(
     platform: PlatformDep, caller: CallerDep, status: Status | None = None
 ) -> dict[str, Any]:
-    service = _service(platform)
-    service.need(caller, "workflow.read", "reading workflows")
-    return {"workflows": [_summary(w) for w in await service.store.list_workflows(status=status)]}
+    """Only the workflows the caller may reach (owned, shared with them, or workflow.manage)."""
+    visible = await _service(platform).visible(caller, status=status)
+    return {"workflows": [_summary(w) for w in visible]}
 
 
 @router.post("/workflows", status_code=201)
@@ -163,8 +163,7 @@ async def show_run(
     wait_seconds: int = Query(default=0, ge=0, le=300),
 ) -> dict[str, Any]:
     service = _service(platform)
-    link = await service.run_link(run_id)
-    await service.readable(link.workflow_id, caller)
+    await service.readable_run(run_id, caller)
     return await service.snapshot(run_id, wait_seconds=wait_seconds)
 
 

@@ -118,8 +118,7 @@ async def change_setting(key: str, who: Acting, value: Annotated[str, Form()]) -
 @router.get("/workflows")
 async def workflows_page(who: PageCaller) -> Response:
     service = who.platform.services.require(Workflows)
-    service.need(who.caller, "workflow.read", "reading workflows")
-    found = await service.store.list_workflows()
+    found = await service.visible(who.caller)
     return _page("workflows.html", who, workflows=found)
 
 
