@@ -116,6 +116,21 @@ CASES: dict[tuple[str, str], Any] = {
 }
 
 
+# The same run reached from the side: its Run, its conversation, the delegate views.
+ADJACENT: dict[tuple[str, str], Any] = {
+    ("GET", "/runs/{run_id}"): None,
+    ("POST", "/runs/{run_id}/stop"): None,
+    ("GET", "/delegates/{run_id}"): None,
+    ("POST", "/delegates/{run_id}/stop"): None,
+    ("POST", "/delegates/{run_id}/continue"): {"message": "go on"},
+    ("GET", "/conversations/{conversation_id}"): None,
+    ("GET", "/conversations/{conversation_id}/meta"): None,
+    ("GET", "/conversations/{conversation_id}/delegates"): None,
+    ("GET", "/conversations/{conversation_id}/events?follow=false"): None,
+    ("POST", "/conversations/{conversation_id}/messages"): {"message": "tell me the answer"},
+}
+
+
 def routes_with_ids() -> set[tuple[str, str]]:
     found = set()
     for route in workflow_routes.router.routes:
@@ -151,16 +166,23 @@ async def test_a_stranger_learns_nothing_a_wrong_id_would_not_tell_and_changes_n
         "hook_id": owned.hook_id,
         "key_id": owned.key_id,
     }
-    fake = {**UNKNOWN, "hook_id": UNKNOWN_HOOK, "key_id": UNKNOWN_KEY}
+    fake = {
+        **UNKNOWN,
+        "hook_id": UNKNOWN_HOOK,
+        "key_id": UNKNOWN_KEY,
+        "conversation_id": "c_000000000000",
+    }
     before_runs = await runs(api_platform)
     before = (await http.get(f"/workflows/{owned.workflow_id}")).json()
     escaped = []
-    for (method, template), body in CASES.items():
+    for (method, template), body in {**CASES, **ADJACENT}.items():
         for run_id in (owned.finished_run, owned.held_run):
-            answer = await ask(stranger, method, template, {**real, "run_id": run_id}, body)
+            run = (await http.get(f"/workflow-runs/{run_id}")).json()
+            ids = {**real, "run_id": run_id, "conversation_id": run["conversation_id"]}
+            answer = await ask(stranger, method, template, ids, body)
             blind = await ask(stranger, method, template, fake, body)
             seen = answer.text
-            for name, value in {**real, "run_id": run_id}.items():
+            for name, value in ids.items():
                 seen = seen.replace(value, fake[name])
             same = (answer.status_code, seen) == (blind.status_code, blind.text)
             if not same or answer.status_code not in (403, 404):
@@ -214,6 +236,15 @@ async def test_the_ui_pages_hide_the_owners_workflow(
         blind = await page.get(f"/ui/workflows/{UNKNOWN['workflow_id']}")
         assert shown.status_code == blind.status_code == 404
         assert "Triaged" not in shown.text and owned.finished_run not in shown.text
+        # The run's transcript and delegate pages, by the ids a snapshot would show.
+        run = await api_platform.runtime.runs.get(owned.finished_run)
+        for real, unknown in (
+            (f"/ui/c/{run.conversation_id}", "/ui/c/c_000000000000"),
+            (f"/ui/delegates/{run.id}", "/ui/delegates/r_000000000000"),
+        ):
+            answer, blind = await page.get(real), await page.get(unknown)
+            assert answer.status_code == blind.status_code == 404, real
+            assert "Triaged" not in answer.text
 
 
 async def test_a_share_lets_a_user_or_role_run_and_read_as_the_owner_and_unsharing_ends_it(
