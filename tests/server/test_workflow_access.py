@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 from fastapi.routing import APIRoute
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from corral.platform import Platform
 from corral.server import create_app
@@ -23,7 +26,9 @@ from corral.server.routes import workflows as workflow_routes
 from corral.server.ui.access import UiState
 from corral.server.ui.sessions import COOKIE_NAME
 from tests.runtime.conftest import call
+from tests.server.loopback import serving
 from tests.server.test_conversations_api import api_platform, http, script
+from tests.server.test_mcp_http import text_of
 from tests.server.test_workflows_api import hooked_workflow, runs
 
 __all__ = ["api_platform", "http"]  # the fixtures these tests use
@@ -289,3 +294,27 @@ async def test_a_malformed_share_is_refused_with_what_to_send(
     answer = await http.patch(f"/workflows/{owned.workflow_id}", json={"shared_with": entries})
     assert answer.status_code == 422, answer.text
     assert "user:NAME" in answer.json()["detail"] or "user:max" in answer.json()["detail"]
+
+
+async def test_over_mcp_a_stranger_can_neither_run_nor_read_the_owners_workflow(
+    api_platform: Platform, owned: Owned, strangers: dict[str, httpx.AsyncClient]
+) -> None:
+    token = (await api_platform.identity.create_token("max", "mcp")).token
+    before = await runs(api_platform)
+    async with (
+        serving(create_app(api_platform)) as base,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as client,
+        streamable_http_client(f"{base}/mcp", http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        for verb in (
+            {"run": {"workflow_id": owned.workflow_id, "wait_seconds": 5}},
+            {"get": {"workflow_id": owned.workflow_id, "run_id": owned.finished_run}},
+            {"list": {}},
+        ):
+            answer = await session.call_tool("workflow", verb)
+            shown = text_of(answer.content) + str(answer.structured_content)
+            assert "Triaged." not in shown and owned.finished_run not in shown, shown
+            assert "list" in verb or f"no workflow {owned.workflow_id!r}" in shown, shown
+    assert await runs(api_platform) == before
