@@ -26,6 +26,7 @@ from corral.runtime.workflows.access import (
     hidden_workflow,
     reachable,
 )
+from corral.runtime.workflows.deliveries import HookDeliveries
 from corral.runtime.workflows.hooks import HookStore, RateLimiter, body_problems
 from corral.runtime.workflows.runs import RunStart, run_snapshot, start_workflow_run, wait_settled
 from corral.runtime.workflows.setup import apply_changes, new_setup
@@ -59,6 +60,7 @@ class Workflows:
         self.clock = clock
         self.store = WorkflowStore(rt.kernel.sessions)
         self.hooks = HookStore(rt.kernel.sessions)
+        self.deliveries = HookDeliveries(rt.kernel.sessions)
         self.templates = TemplateStore(rt.kernel.sessions)
         self.hook_rate = RateLimiter()
 
