@@ -145,6 +145,26 @@ async def test_a_key_past_the_window_is_forgotten(
     assert await runs(api_platform) == 2
 
 
+async def test_a_claim_left_by_a_dead_process_is_taken_over(
+    http: httpx.AsyncClient, api_platform: Platform, tmp_path: Path, data_dir: Path
+) -> None:
+    workflow_id, hook_id, key = await hooked_workflow(http, tmp_path)
+    path = f"/hooks/{workflow_id}/{hook_id}"
+    assert (await deliver(http, path, key, BODY, "evt-dead")).status_code == 202
+    # As if the process had died between claiming the key and starting the run.
+    with sqlite3.connect(data_dir / "corral.db") as raw:
+        raw.execute("UPDATE workflow_hook_deliveries SET run_id = NULL")
+    starting = await deliver(http, path, key, BODY, "evt-dead")
+    assert starting.status_code == 409 and "still starting" in starting.json()["detail"]
+    with sqlite3.connect(data_dir / "corral.db") as raw:
+        raw.execute(
+            "UPDATE workflow_hook_deliveries SET created_at = datetime('now', '-6 minutes')"
+        )
+    taken = await deliver(http, path, key, BODY, "evt-dead")
+    assert taken.status_code == 202, taken.text
+    assert await runs(api_platform) == 2
+
+
 async def test_concurrent_deliveries_of_one_key_start_one_run(
     http: httpx.AsyncClient, api_platform: Platform, tmp_path: Path
 ) -> None:

@@ -250,6 +250,14 @@ async def test_the_ui_pages_hide_the_owners_workflow(
             answer, blind = await page.get(real), await page.get(unknown)
             assert answer.status_code == blind.status_code == 404, real
             assert "Triaged" not in answer.text
+        # Shared, the page shows the runs; no link to the owner's transcripts, which would 404.
+        await api_platform.workflows.set(
+            {"workflow_id": owned.workflow_id, "shared_with": ["user:max"]},
+            await api_platform.caller(),
+        )
+        shared = await page.get(f"/ui/workflows/{owned.workflow_id}")
+        assert shared.status_code == 200 and owned.finished_run in shared.text
+        assert f"/ui/c/{run.conversation_id}" not in shared.text
 
 
 async def test_a_share_lets_a_user_or_role_run_and_read_as_the_owner_and_unsharing_ends_it(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -28,6 +28,8 @@ from corral.store import workflow_tables as wt
 __all__ = ["Claim", "HookDeliveries", "body_hash", "normalised_key"]
 
 KEY_MAX = 255
+ABANDONED = timedelta(minutes=5)
+"""A claim still without a run after this was left by a process that died mid-delivery."""
 _VISIBLE = re.compile(r"[\x21-\x7e]+")
 
 
@@ -70,11 +72,18 @@ class HookDeliveries:
         key_hash = hashlib.sha256(key.encode()).hexdigest()
         try:
             async with self._sessions.begin() as session:
-                # A key past the window is forgotten, so it may be claimed afresh.
+                # A key past the window is forgotten, so it may be claimed afresh; so is a
+                # claim whose process died before its run started (it would answer 409 all day).
                 await session.execute(
                     delete(wt.WorkflowHookDelivery).where(
                         wt.WorkflowHookDelivery.hook_id == hook_id,
-                        wt.WorkflowHookDelivery.created_at < now - window,
+                        or_(
+                            wt.WorkflowHookDelivery.created_at < now - window,
+                            and_(
+                                wt.WorkflowHookDelivery.run_id.is_(None),
+                                wt.WorkflowHookDelivery.created_at < now - ABANDONED,
+                            ),
+                        ),
                     )
                 )
                 session.add(
