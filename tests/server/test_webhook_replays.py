@@ -4,6 +4,7 @@ the key, concurrent deliveries, a restart or a second process."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,35 @@ async def test_a_key_holds_across_a_restart_and_a_second_process(
         again = await deliver(after, path, key, BODY, "evt-restart")
         assert again.status_code == 200 and again.json()["run_id"] == started.json()["run_id"]
         assert await runs(reopened) == 2
+
+
+async def test_on_postgresql_two_platforms_start_one_run_per_key(
+    database_url: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "pg-data"
+    data.mkdir()
+    (data / "corral.toml").write_text(f"database_url = {json.dumps(database_url)}\n")
+
+    def opened() -> Any:
+        return corral.open(data, package_paths=[DEMO, RTKIT])
+
+    async with opened() as first, opened() as second:
+        owner = await first.identity.create_token("owner")
+        async with (
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=create_app(first)),
+                base_url="http://corral.test",
+                headers={"Authorization": f"Bearer {owner.token}"},
+            ) as one,
+            serving(create_app(second)) as base,
+            httpx.AsyncClient(base_url=base) as two,
+        ):
+            workflow_id, hook_id, key = await hooked_workflow(one, tmp_path)
+            path = f"/hooks/{workflow_id}/{hook_id}"
+            answers = await asyncio.gather(
+                *(deliver(c, path, key, BODY, "evt-pg") for c in (one, two) * 4)
+            )
+            statuses = sorted(a.status_code for a in answers)
+            assert statuses.count(202) == 1, [a.text for a in answers]
+            assert set(statuses) <= {200, 202, 409}
+            assert await runs(first) == 1
