@@ -129,10 +129,14 @@ async def test_another_users_workflow_is_not_theirs_to_change(rt_platform: Platf
     )
     # Issue 28: not shared with ana, the workflow does not exist for her (the unknown-id answer).
     assert result.is_error and f"no workflow {workflow_id!r}" in text(result)
-    shared = await rt_platform.call_tool(
+    # The tool cannot share (a share lends the owner's rights to people): a person does.
+    by_tool = await rt_platform.call_tool(
         "workflow", {"set": {"workflow_id": workflow_id, "shared_with": ["user:ana"]}}
     )
-    assert not shared.is_error, text(shared)
+    assert by_tool.is_error and "shared_with" in text(by_tool)
+    await rt_platform.workflows.set(
+        {"workflow_id": workflow_id, "shared_with": ["user:ana"]}, await rt_platform.caller()
+    )
     result = await rt_platform.call_tool(
         "workflow",
         {"set": {"workflow_id": workflow_id, "instruction": "rm everything"}},

@@ -326,3 +326,46 @@ async def test_over_mcp_a_stranger_can_neither_run_nor_read_the_owners_workflow(
             assert "Triaged." not in shown and owned.finished_run not in shown, shown
             assert "list" in verb or f"no workflow {owned.workflow_id!r}" in shown, shown
     assert await runs(api_platform) == before
+
+
+async def test_only_a_person_shares_never_a_script_a_template_or_the_tool(
+    http: httpx.AsyncClient, api_platform: Platform, owned: Owned
+) -> None:
+    """An agent under a prompt injection must not lend its user's workflow to another account."""
+    run = await api_platform.runtime.runs.get(owned.held_run)
+    ticket = await api_platform.identity.tickets.for_run(
+        run_id=run.id, user_id=run.user_id, conversation_id=run.conversation_id
+    )
+    as_script = {"Authorization": f"Bearer {ticket}"}
+    grab = {"shared_with": ["user:max"]}
+    for method, path, body in (
+        ("PATCH", f"/workflows/{owned.workflow_id}", grab),
+        ("POST", "/workflows", {"title": "t", "instruction": "i", **grab}),
+    ):
+        answer = await http.request(method, path, json=body, headers=as_script)
+        assert answer.status_code == 403 and "a person shares" in answer.json()["detail"]
+    # The same script may still change what is not a share.
+    renamed = await http.patch(
+        f"/workflows/{owned.workflow_id}", json={"title": "Renamed"}, headers=as_script
+    )
+    assert renamed.status_code == 200, renamed.text
+    # Nor through a template it saves and then makes a workflow from.
+    saved = await http.put(
+        "/workflow-templates/leaky",
+        json={"setup": {"instruction": "i", **grab}},
+        headers=as_script,
+    )
+    assert saved.status_code == 422 and "cannot hold shared_with" in saved.json()["detail"]
+    made = await http.put("/workflow-templates/plain", json={"setup": {"instruction": "i"}})
+    assert made.status_code == 200
+    from_template = await http.post(
+        "/workflow-templates/plain/workflows", json={"title": "t", **grab}, headers=as_script
+    )
+    assert from_template.status_code == 403
+    # Nor through the tool (its schema has no shared_with; a person's route or CLI does it).
+    result = await api_platform.call_tool(
+        "workflow", {"set": {"workflow_id": owned.workflow_id, **grab}}
+    )
+    assert result.is_error and result.error_code == "invalid_arguments"
+    shown = (await http.get(f"/workflows/{owned.workflow_id}")).json()
+    assert shown["setup"]["shared_with"] == []

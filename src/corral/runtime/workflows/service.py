@@ -322,6 +322,12 @@ class Workflows:
         evolve: str | None = None,
     ) -> Template:
         self.need(caller, "workflow.write", "saving workflow templates")
+        if setup.get("shared_with"):
+            raise InvalidArguments(
+                "a template cannot hold shared_with: a share is one workflow owner's decision; "
+                "send the setup without it and share the workflow made from it instead"
+            )
+        setup = {k: v for k, v in setup.items() if k != "shared_with"}
         return await self.templates.save(
             name, setup, by=caller.user_id, description=description, evolve=evolve
         )
