@@ -280,6 +280,8 @@ async def test_a_share_lets_a_user_or_role_run_and_read_as_the_owner_and_unshari
     # A sharee cancels only their own runs, never the owner's.
     theirs = await member.post(f"/workflow-runs/{owned.finished_run}/cancel")
     assert theirs.status_code == 403 and "runs you started" in theirs.json()["detail"]
+    mine = await member.post(f"/workflow-runs/{started.json()['run_id']}/cancel")
+    assert mine.status_code == 200 and mine.json()["status"] == "finished"
     # A sharee may not change the share (or anything else) of the owner's workflow.
     author = strangers["author"]
     await http.patch(f"/workflows/{wid}", json={"shared_with": ["role:author"]})
