@@ -368,6 +368,17 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="Runs one webhook may start per minute; more are answered 429.",
     ),
     LiveSettingDef(
+        key="workflow_hook_idempotency_hours",
+        type=int,
+        default=24,
+        minimum=1,
+        maximum=24 * 30,
+        description=(
+            "How long a webhook remembers a delivery's Idempotency-Key: a repeat within it "
+            "starts no run (same body: answered with the first run's id; other body: 422)."
+        ),
+    ),
+    LiveSettingDef(
         key="mcp_http_profile",
         type=str,
         default="balanced",

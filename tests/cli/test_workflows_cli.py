@@ -52,3 +52,28 @@ def test_workflows_from_the_command_line(data_dir: Path, tmp_path: Path) -> None
     assert run(data_dir, "workflows", "delete", workflow_id, "--yes").returncode == 0
     gone = run(data_dir, "workflows", "show", workflow_id)
     assert gone.returncode == 2 and f"no workflow '{workflow_id}'" in flat(gone.stderr)
+
+
+def test_sharing_a_workflow_from_the_command_line(data_dir: Path, tmp_path: Path) -> None:
+    created = run(
+        data_dir,
+        "workflows", "set", "--title", "Digest", "--instruction", "Write the digest.",
+        "--model", script(tmp_path, "wf", {"text": "ok"}),
+    )  # fmt: skip
+    workflow_id = created.stdout.split()[-1]
+    shown = run(data_dir, "workflows", "show", workflow_id).stdout
+    assert "Shared with: nobody" in flat(shown)
+    shared = run(
+        data_dir,
+        "workflows", "set", workflow_id,
+        "--fields", json.dumps({"shared_with": ["user:max", "role:ops"]}),
+    )  # fmt: skip
+    assert shared.stdout.strip() == f"{workflow_id}: shared_with", shared.stderr
+    shown = flat(run(data_dir, "workflows", "show", workflow_id).stdout)
+    assert (
+        "Shared with: role:ops, user:max; whoever starts a run, it runs with the owner's" in shown
+    )
+    bad = run(
+        data_dir, "workflows", "set", workflow_id, "--fields", json.dumps({"shared_with": ["max"]})
+    )
+    assert bad.returncode == 2 and "'max' is not 'user:NAME' or 'role:NAME'" in flat(bad.stderr)

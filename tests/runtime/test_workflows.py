@@ -127,8 +127,24 @@ async def test_another_users_workflow_is_not_theirs_to_change(rt_platform: Platf
         {"set": {"workflow_id": workflow_id, "instruction": "rm everything"}},
         user="ana",
     )
+    # Issue 28: not shared with ana, the workflow does not exist for her (the unknown-id answer).
+    assert result.is_error and f"no workflow {workflow_id!r}" in text(result)
+    # The tool cannot share (a share lends the owner's rights to people): a person does.
+    by_tool = await rt_platform.call_tool(
+        "workflow", {"set": {"workflow_id": workflow_id, "shared_with": ["user:ana"]}}
+    )
+    assert by_tool.is_error and "shared_with" in text(by_tool)
+    await rt_platform.workflows.set(
+        {"workflow_id": workflow_id, "shared_with": ["user:ana"]}, await rt_platform.caller()
+    )
+    result = await rt_platform.call_tool(
+        "workflow",
+        {"set": {"workflow_id": workflow_id, "instruction": "rm everything"}},
+        user="ana",
+    )
+    # Shared, she may read and run it, but changing it stays with its owner.
     assert result.is_error and "runs with its owner's rights" in text(result)
-    assert await count(rt_platform, wt.WorkflowVersion) == 1
+    assert await count(rt_platform, wt.WorkflowVersion) == 2
 
 
 async def test_tools_off_hides_a_tool_from_the_run_and_a_call_to_it_is_refused(

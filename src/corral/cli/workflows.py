@@ -70,7 +70,7 @@ def list_workflows(
                 "status": w.status,
                 "next_fire_at": w.next_fire_at.isoformat() if w.next_fire_at else None,
             }
-            for w in await service.store.list_workflows(status=status)
+            for w in await service.visible(await platform.caller(), status=status)
         ]
 
     rows = run_with_platform(ctx, work)
@@ -94,7 +94,9 @@ def show(
 
     async def work(platform: Platform) -> Any:
         service = _service(platform)
-        return await describe_setup(service, await service.store.get(workflow_id))
+        return await describe_setup(
+            service, await service.readable(workflow_id, await platform.caller())
+        )
 
     shown = run_with_platform(ctx, work)
     if as_json:

@@ -86,9 +86,12 @@ class ConversationInfo:
         }
 
     def check_access(self, caller: Caller) -> None:
-        """Only the owner (or a holder of ``conversations.manage``) reads and writes it."""
+        """Only the owner (or a holder of ``conversations.manage``) reads and writes it.
+
+        Anyone else gets the unknown-id answer word for word, so ids cannot be probed.
+        """
         if caller.user_id != self.owner_id and not caller.grants.has(MANAGE_FEATURE):
-            raise NotFound(f"no conversation {self.id!r} of yours; `corral conversations list`")
+            raise NotFound(f"no conversation {self.id!r}; `corral conversations list`")
 
 
 async def claim_conversation(session: AsyncSession, conversation_id: str, run_id: str) -> bool:

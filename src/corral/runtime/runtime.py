@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from corral.errors import UsageError
+from corral.errors import NotFound, UsageError
 from corral.kernel import ApprovalRecord, Decision, Kernel
 from corral.policy.identity import Caller
 from corral.runtime import chat as chat_module
@@ -171,7 +171,11 @@ class Runtime(RunHost):
 
     async def run(self, run_id: str, *, user: str | None = None) -> RunRecord:
         run = await self.runs.get(run_id)
-        await self.conversation(run.conversation_id, user=user)  # NotFound unless readable
+        try:
+            await self.conversation(run.conversation_id, user=user)
+        except NotFound:
+            # Someone else's run reads as no run at all: not its conversation's id.
+            raise NotFound(f"no run {run_id!r}") from None
         return run
 
     async def wait_idle(self, conversation_id: str) -> None:

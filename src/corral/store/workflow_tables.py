@@ -3,8 +3,9 @@
 A workflow's setup is a JSON document; every change writes a new ``workflow_versions`` row
 and moves ``workflows.version``, so an earlier setup stays readable. ``workflow_fires`` has
 one row per schedule slot, keyed by (workflow, slot): inserting it is how a scheduler claims
-a slot, so a slot fires once whichever process or restart gets there. Webhook keys are kept
-only as SHA-256 hashes.
+a slot, so a slot fires once whichever process or restart gets there. ``workflow_hook_deliveries``
+does the same for a webhook delivery's ``Idempotency-Key``, keyed by (hook, key hash). Webhook
+keys are kept only as SHA-256 hashes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "Workflow",
     "WorkflowFire",
     "WorkflowHook",
+    "WorkflowHookDelivery",
     "WorkflowHookKey",
     "WorkflowRun",
     "WorkflowTemplate",
@@ -110,6 +112,22 @@ class WorkflowHookKey(Base):
     created_by: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class WorkflowHookDelivery(Base):
+    """A webhook delivery that sent an ``Idempotency-Key``: inserting it claims the key."""
+
+    __tablename__ = "workflow_hook_deliveries"
+    hook_id: Mapped[str] = mapped_column(
+        ForeignKey("workflow_hooks.id", ondelete="CASCADE"), primary_key=True
+    )
+    key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """SHA-256 of the key as normalised (outer whitespace stripped, case folded)."""
+    body_hash: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of the body as canonical JSON: a repeat with another body is refused."""
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The run the first delivery started; None while it is still starting."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class WorkflowTemplate(Base):

@@ -447,14 +447,19 @@ class Delegation:
     async def _readable(
         self, run_id: str, user: str | None, *, own: bool = False
     ) -> tuple[RunRecord, dt.Delegation]:
+        caller = await self._rt.kernel.caller(user)
         run = await self._rt.runs.get(run_id)
         if run.kind != "delegate":
+            # Someone else's run reads as no run at all, whatever its kind: ids cannot be probed.
+            await self._rt.run(run_id, user=caller.user_id)
             raise NotFound(f"run {run_id!r} is not a delegate run; `corral runs show` shows it")
         delegation = await self._delegation(run.conversation_id)
-        caller = await self._rt.kernel.caller(user)
+        try:
+            await self._rt.conversation(delegation.parent_conversation_id, user=caller.user_id)
+        except NotFound:
+            raise NotFound(f"no run {run_id!r}") from None
         if own and caller.user_id != delegation.user_id:
             raise UsageError(f"only the person who started run {run_id!r} may do that")
-        await self._rt.conversation(delegation.parent_conversation_id, user=caller.user_id)
         return run, delegation
 
     # -- bookkeeping --------------------------------------------------------------------------

@@ -119,6 +119,12 @@ async def describe_setup(service: Workflows, workflow: WorkflowRecord) -> Shown:
     for name in ("tools_off", "packages_off", "delivery"):
         if setup.get(name):
             lines.append(f"{name}: {', '.join(setup[name])}.")
+    shared = setup.get("shared_with") or []
+    lines.append(
+        "Shared with: "
+        + (", ".join(shared) if shared else "nobody (its owner and workflow.manage only)")
+        + "; whoever starts a run, it runs with the owner's rights."
+    )
     if runs:
         lines.append("Recent runs: " + ", ".join(f"{r.run_id} ({r.trigger})" for r in runs) + ".")
     return Shown("\n".join(lines), data)

@@ -1,9 +1,10 @@
 """Workflows for people, the tool and the scheduler: one service, the same checks for all.
 
 Rights: reading needs ``workflow.read``; creating and changing need ``workflow.write``;
-starting a run needs ``workflow.dispatch``. A workflow runs with its owner's rights, so only
-its owner (or a holder of ``workflow.manage``) may change it, issue its webhook keys, or
-archive and delete it. ``check_*`` methods write nothing, so a caller can check every part
+starting a run needs ``workflow.dispatch``. A workflow runs with its owner's rights, so who may
+reach it at all (read, run, cancel) is :mod:`~corral.runtime.workflows.access`'s one rule, and
+only its owner (or a holder of ``workflow.manage``) may change it, share it, issue its webhook
+keys, or archive and delete it. ``check_*`` methods write nothing, so a caller can check every part
 of a request before any of it is applied.
 """
 
@@ -17,6 +18,15 @@ from typing import TYPE_CHECKING, Any
 from corral.errors import FeatureMissing, InvalidArguments, NotFound, UsageError
 from corral.policy.identity import Caller
 from corral.runtime.runs import TERMINAL, RunRecord
+from corral.runtime.workflows.access import (
+    MANAGE,
+    can_cancel,
+    can_reach,
+    hidden_run,
+    hidden_workflow,
+    reachable,
+)
+from corral.runtime.workflows.deliveries import HookDeliveries
 from corral.runtime.workflows.hooks import HookStore, RateLimiter, body_problems
 from corral.runtime.workflows.runs import RunStart, run_snapshot, start_workflow_run, wait_settled
 from corral.runtime.workflows.setup import apply_changes, new_setup
@@ -32,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = ["CheckedSet", "Workflows"]
 
 Clock = Callable[[], datetime]
-MANAGE = "workflow.manage"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +60,7 @@ class Workflows:
         self.clock = clock
         self.store = WorkflowStore(rt.kernel.sessions)
         self.hooks = HookStore(rt.kernel.sessions)
+        self.deliveries = HookDeliveries(rt.kernel.sessions)
         self.templates = TemplateStore(rt.kernel.sessions)
         self.hook_rate = RateLimiter()
 
@@ -66,6 +76,9 @@ class Workflows:
             )
 
     def need_owner(self, caller: Caller, workflow: WorkflowRecord, doing: str) -> None:
+        """Owner or ``workflow.manage``; a caller who may not even reach it is told 404."""
+        if not can_reach(caller, workflow):
+            raise hidden_workflow(workflow.id)
         if caller.user_id != workflow.owner_id and not caller.grants.has(MANAGE):
             raise FeatureMissing(
                 f"workflow {workflow.id!r} runs with its owner's rights, so {doing} is for its "
@@ -73,9 +86,33 @@ class Workflows:
                 data={"features": [MANAGE]},
             )
 
+    async def reached(self, workflow_id: str, caller: Caller) -> WorkflowRecord:
+        """The workflow, if the access rule lets ``caller`` reach it; else the unknown-id 404."""
+        workflow = await self.store.get(workflow_id)
+        if not can_reach(caller, workflow):
+            raise hidden_workflow(workflow_id)
+        return workflow
+
     async def readable(self, workflow_id: str, caller: Caller) -> WorkflowRecord:
         self.need(caller, "workflow.read", "reading workflows")
-        return await self.store.get(workflow_id)
+        return await self.reached(workflow_id, caller)
+
+    async def visible(self, caller: Caller, *, status: str | None = None) -> list[WorkflowRecord]:
+        """The workflows ``caller`` may reach; the others are not listed at all."""
+        self.need(caller, "workflow.read", "reading workflows")
+        return reachable(caller, await self.store.list_workflows(status=status))
+
+    async def readable_run(
+        self, run_id: str, caller: Caller, workflow_id: str | None = None
+    ) -> WorkflowRunLink:
+        """A run's link, if ``caller`` may read its workflow; else the unknown-run 404."""
+        self.need(caller, "workflow.read", "reading workflow runs")
+        link = await self.run_link(run_id, workflow_id)
+        try:
+            await self.reached(link.workflow_id, caller)
+        except NotFound:
+            raise hidden_run(run_id, workflow_id) from None
+        return link
 
     # -- set ---------------------------------------------------------------------------------
 
@@ -145,7 +182,7 @@ class Workflows:
 
     async def check_run(self, workflow_id: str, run_input: Any, caller: Caller) -> WorkflowRecord:
         self.need(caller, "workflow.dispatch", "starting a workflow run")
-        workflow = await self.store.get(workflow_id)
+        workflow = await self.reached(workflow_id, caller)
         if workflow.status == "archived":
             raise InvalidArguments(f"workflow {workflow_id!r} is archived; restore it to run it")
         contract = (workflow.setup.get("webhook") or {}).get("body_schema")
@@ -170,8 +207,7 @@ class Workflows:
     async def run_link(self, run_id: str, workflow_id: str | None = None) -> WorkflowRunLink:
         link = await self.store.run_link(run_id)
         if link is None or (workflow_id is not None and link.workflow_id != workflow_id):
-            where = f" of workflow {workflow_id!r}" if workflow_id else ""
-            raise NotFound(f"no workflow run {run_id!r}{where}; `get` lists recent runs")
+            raise hidden_run(run_id, workflow_id)
         return link
 
     async def wait_cap(self) -> int:
@@ -203,8 +239,15 @@ class Workflows:
     async def cancel(self, run_id: str, caller: Caller) -> RunRecord:
         link = await self.run_link(run_id)
         workflow = await self.store.get(link.workflow_id)
-        if caller.user_id != link.started_by:
-            self.need_owner(caller, workflow, "cancelling its runs")
+        if not can_reach(caller, workflow):
+            raise hidden_run(run_id)
+        if not can_cancel(caller, workflow, link):
+            raise FeatureMissing(
+                f"run {run_id!r} was started by someone else; a workflow shared with you lets "
+                f"you cancel only the runs you started (its owner or a holder of {MANAGE!r} "
+                "may cancel any)",
+                data={"features": [MANAGE]},
+            )
         run = await self.rt.runs.get(run_id)
         return await self.rt.stop(run_id, user=run.user_id)
 
@@ -215,7 +258,9 @@ class Workflows:
 
     async def restore(self, workflow_id: str, caller: Caller) -> WorkflowRecord:
         """Back to the status it had before it was archived (paused if that is unknown)."""
+        self.need(caller, "workflow.write", "restored workflows")
         workflow = await self.store.get(workflow_id)
+        self.need_owner(caller, workflow, "having it restored")
         if workflow.status != "archived":
             raise UsageError(f"workflow {workflow_id!r} is {workflow.status}, not archived")
         before = "paused"
@@ -277,6 +322,12 @@ class Workflows:
         evolve: str | None = None,
     ) -> Template:
         self.need(caller, "workflow.write", "saving workflow templates")
+        if setup.get("shared_with"):
+            raise InvalidArguments(
+                "a template cannot hold shared_with: a share is one workflow owner's decision; "
+                "send the setup without it and share the workflow made from it instead"
+            )
+        setup = {k: v for k, v in setup.items() if k != "shared_with"}
         return await self.templates.save(
             name, setup, by=caller.user_id, description=description, evolve=evolve
         )

@@ -9,6 +9,7 @@ naming every field that was wrong and what to send instead.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -45,8 +46,13 @@ EDITABLE = (
     "max_runtime_minutes",
     "status",
     "delivery",
+    "shared_with",
 )
 """Fields the tool's ``set`` may send."""
+
+SHARE_ENTRY = re.compile(r"(user|role):[A-Za-z0-9_.@-]{1,100}")
+"""``user:NAME`` or ``role:NAME``, with the characters user and role names may hold."""
+SHARE_MAX = 50
 
 TITLE_MAX = 200
 INSTRUCTION_MAX = 20_000
@@ -67,6 +73,7 @@ def new_setup() -> dict[str, Any]:
         "tools_off": [],
         "max_runtime_minutes": None,
         "delivery": [],
+        "shared_with": [],
         "template": None,
         "evolve": None,
     }
@@ -135,6 +142,8 @@ def _checked(
         return _names(value, packages, "package", "`corral packages list` shows them")
     if name == "delivery":
         return sorted({str(v).strip() for v in value if str(v).strip()})
+    if name == "shared_with":
+        return _share(value)
     if name in ("model", "goal"):
         text = str(value).strip() if value is not None else ""
         return text or None
@@ -147,6 +156,21 @@ def _names(value: Any, known: frozenset[str], kind: str, hint: str) -> list[str]
     if unknown:
         raise ValueError(f"no {kind} named {', '.join(map(repr, unknown))}; {hint}")
     return names
+
+
+def _share(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        raise ValueError('send a list such as ["user:max", "role:ops"], or [] to stop sharing')
+    entries = sorted({str(v).strip() for v in value})
+    wrong = [e for e in entries if not SHARE_ENTRY.fullmatch(e)]
+    if wrong:
+        raise ValueError(
+            f"{', '.join(map(repr, wrong))} is not 'user:NAME' or 'role:NAME' (a user's or a "
+            "role's name, as `corral users list` shows them)"
+        )
+    if len(entries) > SHARE_MAX:
+        raise ValueError(f"names {len(entries)} entries; the most is {SHARE_MAX}")
+    return entries
 
 
 def _schedule(value: Any, now: datetime) -> dict[str, str] | None:

@@ -66,7 +66,7 @@ async def workflow_call(
         try:
             await service.readable(get["workflow_id"], caller)
             if get.get("run_id"):
-                await service.run_link(get["run_id"], get["workflow_id"])
+                await service.readable_run(get["run_id"], caller, get["workflow_id"])
         except NotFound as exc:
             problems.append(f"get: {_message(exc)}")
     if problems:
@@ -124,11 +124,13 @@ async def workflow_call(
             sections.append(describe_run(snapshot, started=False))
             card["run"] = snapshot
         else:
-            shown = await describe_setup(service, await service.store.get(get["workflow_id"]))
+            shown = await describe_setup(
+                service, await service.readable(get["workflow_id"], caller)
+            )
             sections.append(shown.text)
             card["setup"] = shown.data
     if "list" in args:
-        listed = await service.store.list_workflows(status=args["list"].get("status"))
+        listed = await service.visible(caller, status=args["list"].get("status"))
         sections.append(describe_workflows(listed))
         card["list"] = [{"workflow_id": w.id, "title": w.title, "status": w.status} for w in listed]
     if refused:

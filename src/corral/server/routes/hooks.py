@@ -3,7 +3,10 @@
 No bearer token: the hook's own key, sent as ``Authorization: Bearer <key>`` or in the
 ``X-Corral-Hook-Key`` header. A wrong key, hook or workflow is one 401; a body that breaks
 the hook's contract is a 422 naming each problem by JSON pointer and starts nothing; a
-hook past its rate is a 429; a body past ``http_body_max_bytes`` a 413.
+hook past its rate is a 429; a body past ``http_body_max_bytes`` a 413. An optional
+``Idempotency-Key`` header makes a retry safe: a repeat within
+``workflow_hook_idempotency_hours`` starts nothing and is answered 200 with the first run's id
+(``Idempotent-Replayed: true``), or 422 if its body differs; a malformed key is a 400.
 """
 
 from __future__ import annotations
@@ -51,11 +54,19 @@ async def receive(
             },
             status_code=422,
         )
-    received = await platform.services.require(Webhooks).receive(workflow_id, hook_id, key, body)
+    received = await platform.services.require(Webhooks).receive(
+        workflow_id, hook_id, key, body, request.headers.getlist("idempotency-key")
+    )
     answer: dict[str, Any] = {"detail": received.message}
     if received.run_id is not None:
         answer["run_id"] = received.run_id
+    if received.replayed:
+        answer["replayed"] = True
     if received.problems:
         answer["problems"] = [p.to_json() for p in received.problems]
-    headers = {"WWW-Authenticate": "Bearer"} if received.status == 401 else None
+    headers: dict[str, str] = {}
+    if received.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    if received.replayed:
+        headers["Idempotent-Replayed"] = "true"
     return JSONResponse(answer, status_code=received.status, headers=headers)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
 from corral.runtime.workflows import Webhooks, Workflows
 from corral.runtime.workflows.render import describe_setup
-from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep
+from corral.server.deps import PERSON_ONLY, CallerDep, PlatformDep, TicketDep
 
 router = APIRouter(tags=["workflows"])
 
@@ -55,6 +55,16 @@ def _webhooks(platform: Any) -> Webhooks:
     return service
 
 
+def _person_shares(body: dict[str, Any], ticket: Any) -> None:
+    """A share lends the owner's rights to other people: a person's decision, not a script's."""
+    if "shared_with" in body and ticket is not None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "a person shares a workflow: shared_with lends its owner's rights to other people, "
+            "so a session ticket (what a skill's scripts send) may not set it; ask your user",
+        )
+
+
 def _summary(workflow: Any) -> dict[str, Any]:
     return {
         "workflow_id": workflow.id,
@@ -69,16 +79,17 @@ def _summary(workflow: Any) -> dict[str, Any]:
 async def list_workflows(
     platform: PlatformDep, caller: CallerDep, status: Status | None = None
 ) -> dict[str, Any]:
-    service = _service(platform)
-    service.need(caller, "workflow.read", "reading workflows")
-    return {"workflows": [_summary(w) for w in await service.store.list_workflows(status=status)]}
+    """Only the workflows the caller may reach (owned, shared with them, or workflow.manage)."""
+    visible = await _service(platform).visible(caller, status=status)
+    return {"workflows": [_summary(w) for w in visible]}
 
 
 @router.post("/workflows", status_code=201)
 async def create_workflow(
-    body: dict[str, Any], platform: PlatformDep, caller: CallerDep
+    body: dict[str, Any], platform: PlatformDep, caller: CallerDep, ticket: TicketDep
 ) -> dict[str, Any]:
     """Create a workflow: the fields the tool's ``set`` takes, title and instruction required."""
+    _person_shares(body, ticket)
     body.pop("workflow_id", None)
     return _summary(await _service(platform).set(body, caller))
 
@@ -94,9 +105,14 @@ async def show_workflow(
 
 @router.patch("/workflows/{workflow_id}")
 async def change_workflow(
-    workflow_id: str, body: dict[str, Any], platform: PlatformDep, caller: CallerDep
+    workflow_id: str,
+    body: dict[str, Any],
+    platform: PlatformDep,
+    caller: CallerDep,
+    ticket: TicketDep,
 ) -> dict[str, Any]:
-    """Change only the fields sent."""
+    """Change only the fields sent (``shared_with`` only with a person's token)."""
+    _person_shares(body, ticket)
     service = _service(platform)
     checked = await service.check_set({**body, "workflow_id": workflow_id}, caller)
     changed = await service.apply_set(checked, caller)
@@ -163,8 +179,7 @@ async def show_run(
     wait_seconds: int = Query(default=0, ge=0, le=300),
 ) -> dict[str, Any]:
     service = _service(platform)
-    link = await service.run_link(run_id)
-    await service.readable(link.workflow_id, caller)
+    await service.readable_run(run_id, caller)
     return await service.snapshot(run_id, wait_seconds=wait_seconds)
 
 
@@ -237,7 +252,8 @@ async def save_template(
 
 @router.post("/workflow-templates/{name}/workflows", status_code=201)
 async def create_from_template(
-    name: str, body: dict[str, Any], platform: PlatformDep, caller: CallerDep
+    name: str, body: dict[str, Any], platform: PlatformDep, caller: CallerDep, ticket: TicketDep
 ) -> dict[str, Any]:
     """A workflow from the template; the fields sent override the template's."""
+    _person_shares(body, ticket)
     return _summary(await _service(platform).create_from_template(name, caller, body))

@@ -118,8 +118,7 @@ async def change_setting(key: str, who: Acting, value: Annotated[str, Form()]) -
 @router.get("/workflows")
 async def workflows_page(who: PageCaller) -> Response:
     service = who.platform.services.require(Workflows)
-    service.need(who.caller, "workflow.read", "reading workflows")
-    found = await service.store.list_workflows()
+    found = await service.visible(who.caller)
     return _page("workflows.html", who, workflows=found)
 
 
@@ -129,4 +128,10 @@ async def workflow_page(workflow_id: str, who: PageCaller) -> Response:
     workflow = await service.readable(workflow_id, who.caller)
     setup = await describe_setup(service, workflow)
     runs = await service.runs(workflow_id, who.caller)
-    return _page("workflow.html", who, workflow=workflow, setup=setup, runs=runs)
+    # A run's conversation is its owner's: a sharee would only meet a 404 behind the link.
+    transcripts = who.caller.user_id == workflow.owner_id or who.caller.grants.has(
+        "conversations.manage"
+    )
+    return _page(
+        "workflow.html", who, workflow=workflow, setup=setup, runs=runs, transcripts=transcripts
+    )

@@ -16,7 +16,7 @@ case $verb in
     setup=$(printf '%s\n' "$found" | python3 -c '
 import json, sys
 setup = json.load(sys.stdin)["setup"]
-print(json.dumps({"setup": {k: v for k, v in setup.items() if k not in ("status", "delivery")}}))')
+print(json.dumps({"setup": {k: v for k, v in setup.items() if k not in ("status", "delivery", "shared_with")}}))')
     api PUT "/workflow-templates/$1" "$setup" ;;
   archive|restore) need 1 "$@"; api POST "/workflows/$1/$verb" ;;
   delete) need 1 "$@"; api DELETE "/workflows/$1" ;;
