@@ -1,7 +1,9 @@
 """The evasion corpora must be refused with the expected rule; ordinary commands must pass.
 
 ``evasions.txt`` is refused in both modes, ``hardening.txt`` (issue 19, tagged by class) in
-unconfined mode, where the analysis is the boundary; ``allowed.txt`` passes in both.
+unconfined mode, where the analysis is the boundary; ``allowed.txt`` passes in both, except
+its entries tagged ``[unconfined: unreadable_code]``: they run code the analysis cannot read,
+which unconfined mode refuses (issue 28).
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ class Case:
     source: str
     command: str
     line: int
+
+    @property
+    def unreadable_unconfined(self) -> bool:
+        """An ordinary command that runs code the analysis cannot read (see the module)."""
+        return self.source.endswith(UNREADABLE_TAG)
+
+
+UNREADABLE_TAG = "[unconfined: unreadable_code]"
 
 
 def load(name: str) -> list[Case]:
@@ -66,7 +76,7 @@ UNCONFINED_HOME = "/tmp/corral-home-XXXXXXXX"
 """An unconfined command's HOME as the check sees it (see ``corral.shell.check``)."""
 CLASSES = {
     "tilde", "subscript", "exec_option", "startup", "loader", "git_write", "written_script",
-    "inline_code", "host", "env_wrapper",
+    "inline_code", "host", "env_wrapper", "unreadable",
 }  # fmt: skip
 MODES = {"sandboxed": (HOME, False), "unconfined": (UNCONFINED_HOME, True)}
 
@@ -131,6 +141,10 @@ def test_ordinary_command_passes(case: Case, mode: str) -> None:
     result = analyze(
         case.command, home=home, cwd=CWD, protected_paths=PROTECTED, unconfined=unconfined
     )
+    if unconfined and case.unreadable_unconfined:
+        assert not result.allowed and result.rule == "unreadable_code", case.command
+        assert "unconfined_allowed_commands" in result.detail
+        return
     assert result.allowed, (case.command, result.rule, result.word, result.detail)
     assert result.rule is None and result.word is None
     assert result.commands, "an allowed command reports what it runs"

@@ -72,6 +72,15 @@ def _tar(walker: Walking, call: Call, base: str) -> None:
                 nested(walker, call, text_word(value[5:], word.text), word.text)
 
 
+def _sort(walker: Walking, call: Call, base: str) -> None:
+    """``sort --compress-program=PROG`` runs PROG on its temporary files."""
+    longs = ("compress-program", "temporary-directory", "buffer-size", "field-separator",
+             "key", "output", "files0-from", "parallel", "batch-size", "random-source")  # fmt: skip
+    for name, word in option_values(call.argv, "kotST", longs):
+        if name == "compress-program":
+            nested(walker, call, word, "sort --compress-program")
+
+
 # -- sed ---------------------------------------------------------------------------------
 
 
@@ -332,6 +341,7 @@ def _netcat(walker: Walking, call: Call, base: str) -> None:
 COMMAND_OPTIONS: dict[str, Check] = {
     "tar": _tar, "gtar": _tar, "bsdtar": _tar,
     "sed": _sed, "gsed": _sed,
+    "sort": _sort, "gsort": _sort,
     "sqlite3": _sqlite, "sqlite": _sqlite,
     "vim": _vim, "vi": _vim, "nvim": _vim, "view": _vim, "vimdiff": _vim, "ex": _vim,
     "rvim": _vim, "gvim": _vim, "evim": _vim, "exim": _vim, "gview": _vim,

@@ -24,6 +24,7 @@ from corral.shell.analysis._shells import source as shell_source
 from corral.shell.analysis._state import BasesAfter, Call
 from corral.shell.analysis._tables import SHELLS, is_interpreter
 from corral.shell.analysis._types import Access, Chain
+from corral.shell.analysis._unreadable import check_interpreter
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 from corral.shell.analysis._wrappers import Unwrapped
@@ -267,6 +268,8 @@ def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
     if is_interpreter(base) and call.stdin.kind in ("heredoc", "herestring"):
         if call.stdin.text is not None:
             walker.recorder.scan_text(call.stdin.text, call.argv[0].text, call.bases)
+    if is_interpreter(base):
+        check_interpreter(walker, call, base)
     chdir = _chdir_step(fx.chdir) if fx.chdir is not None else ()
     walker.recorder.record(
         call,

@@ -11,7 +11,7 @@ from typing import Literal
 from corral.shell.analysis._consumed import is_consumed
 from corral.shell.analysis._escaped import is_glob, literal_chars, quote, to_pyglob
 from corral.shell.analysis._paths import Protection, looks_like_path, normalize, split_tokens
-from corral.shell.analysis._refusal import refuse
+from corral.shell.analysis._refusal import Refused, refuse
 from corral.shell.analysis._state import Bases, Call, Loc, Redir
 from corral.shell.analysis._tables import SAFE_DEVICES, is_block_device
 from corral.shell.analysis._types import (
@@ -46,12 +46,24 @@ class Recorder:
     """Collects the extracted commands and paths; refuses protected and device paths."""
 
     def __init__(
-        self, *, home: str | None, cwd: str | None, protection: Protection, unconfined: bool
+        self,
+        *,
+        home: str | None,
+        cwd: str | None,
+        protection: Protection,
+        unconfined: bool,
+        allowed: tuple[tuple[str, ...], ...] = (),
     ) -> None:
         self.home = home
         self.cwd = cwd
         self.unconfined = unconfined
         """No kernel sandbox will contain the command: refuse what cannot be known."""
+        self.allowed = allowed
+        """The admin's allowed invocations: argv prefixes whose unreadable code may run."""
+        self.appended: set[int] = set()
+        """Ids of written refs that add to a file (``>>``, ``tee -a``), not replace it."""
+        self.unreadable: Refused | None = None
+        """The first refusal of code the analysis cannot read, raised when the walk ends."""
         self.protection = protection
         self.commands: list[Command] = []
         self.paths: list[PathRef] = []
@@ -210,6 +222,10 @@ class Recorder:
             ref = self.path_ref(redir.word, redir.access, "redirect", base, call.bases, chdir)
             if ref is not None:
                 refs.append(ref)
+                if redir.operator not in (">", ">|", "&>"):
+                    self.appended.add(id(ref))
+        if base == "tee" and any((w.value or "").startswith(("-a", "--a")) for w in call.argv):
+            self.appended.update(id(ref) for ref in refs)
         produced = produced_text(call, base) if base in _PRINTERS else None
         self.last_output = produced
         self.output_sets += 1

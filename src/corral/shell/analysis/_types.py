@@ -45,6 +45,7 @@ Rule = Literal[
     "dynamic_script",
     "exec_option",
     "interpreter_code",
+    "unreadable_code",
     "shell_stdin",
     "env_hijack",
     "config_hijack",

@@ -1,0 +1,190 @@
+"""Code the analysis cannot read, which unconfined mode refuses unless an admin allows it.
+
+Judging arbitrary code statically fails (``operator.attrgetter('sys'+'tem')``, a path
+computed at run time, ``require('fs')``), and files on disk (``./run.sh``, ``python3
+x.py``, a makefile, ``package.json`` scripts) are never read at all. Under a kernel tier the
+kernel contains them; without one the analysis is the boundary, so such code is refused:
+inline interpreter code beyond a provably harmless subset (awk that only prints fields),
+scripts run by path or through an interpreter or ``source``, build tools that run project
+files, and interpreters or shells handed their program at run time (``xargs python3``).
+
+The one way through is the admin's allowlist, the ``unconfined_allowed_commands`` setting:
+word lists matched as a prefix of the parsed argv after wrappers are removed (never of the
+raw string). Each entry is a small prefix rule, the shape issue 34's per-command rules take.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from corral.shell.analysis._codescan import language_of
+from corral.shell.analysis._inline import inline_code
+from corral.shell.analysis._optwords import option_values
+from corral.shell.analysis._refusal import Refused
+from corral.shell.analysis._state import Call
+from corral.shell.analysis._walking import Walking
+from corral.shell.analysis._words import ResolvedWord
+
+__all__ = [
+    "ALLOWLIST_SETTING",
+    "SYSTEM_PROGRAM_DIRS",
+    "Invocations",
+    "allowed_invocation",
+    "check_interpreter",
+    "harmless_awk",
+    "project_code_runner",
+    "refuse_unreadable",
+]
+
+Invocations = tuple[tuple[str, ...], ...]
+"""Allowed argv prefixes, each a tuple of words."""
+
+ALLOWLIST_SETTING = "unconfined_allowed_commands"
+"""The start-up setting (``CORRAL_UNCONFINED_ALLOWED_COMMANDS``) an admin lists them in."""
+
+SYSTEM_PROGRAM_DIRS = (
+    "/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/bin/", "/usr/local/sbin/",
+    "/lib/", "/lib64/", "/lib32/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/",
+)  # fmt: skip
+"""Folders of installed programs and the loader: root-owned, so no project file."""
+
+_ANY = None
+# Build tools and runners that execute project files (makefiles, package.json scripts,
+# build.rs, conftest.py, setup.py…): every call (None), or the calls naming one of these words.
+_PROJECT_CODE: dict[str, frozenset[str] | None] = {
+    "make": _ANY, "gmake": _ANY, "ninja": _ANY, "just": _ANY, "rake": _ANY, "scons": _ANY,
+    "cmake": _ANY, "meson": _ANY, "gradle": _ANY, "gradlew": _ANY, "mvn": _ANY, "ant": _ANY,
+    "bazel": _ANY, "pytest": _ANY, "py.test": _ANY, "tox": _ANY, "nox": _ANY, "hatch": _ANY,
+    "yarn": _ANY, "pnpm": _ANY, "npx": _ANY, "bunx": _ANY, "pnpx": _ANY, "corepack": _ANY,
+    "configure": _ANY,
+    "npm": frozenset("run run-script rum urn test tst t start stop restart install i in ins "
+                     "inst insta instal isnt isnta isntal add ci clean-install install-test "
+                     "it cit rebuild rb exec x pack publish explore init create link ln "
+                     "install-ci-test update up upgrade".split()),
+    "bun": frozenset("run test x install i add create build".split()),
+    "cargo": frozenset("build b run r test t bench check c clippy doc d fix install "
+                       "package publish rustc rustdoc script".split()),
+    "go": frozenset("run test generate tool vet build install get".split()),
+    "pip": frozenset("install wheel download".split()),
+    "pip3": frozenset("install wheel download".split()),
+    "uv": frozenset("run pip sync build tool tools add lock".split()),
+    "uvx": _ANY,
+    "pipx": frozenset("run install".split()),
+    "poetry": frozenset("run install build add update lock".split()),
+    "pipenv": frozenset("run install sync".split()),
+    "pdm": frozenset("run install build sync add".split()),
+    "bundle": frozenset("exec install update".split()),
+    "composer": frozenset("run run-script install update require exec".split()),
+    "deno": frozenset("run task test bench eval repl compile install".split()),
+    "dotnet": frozenset("run test build msbuild pack publish".split()),
+}  # fmt: skip
+
+
+def allowed_invocation(argv: Sequence[ResolvedWord], allowed: Invocations) -> bool:
+    """True when ``argv`` starts with one of the admin's word lists, word for word.
+
+    Only literal words match: a word known only at run time never matches, and the program
+    must be named as the entry names it (``python3`` matches ``python3``, not
+    ``./python3`` or ``/tmp/python3``).
+    """
+    for prefix in allowed:
+        if not prefix or len(prefix) > len(argv):
+            continue
+        if all(argv[i].value == word for i, word in enumerate(prefix)):
+            return True
+    return False
+
+
+def refuse_unreadable(walker: Walking, call: Call, word: ResolvedWord, what: str) -> None:
+    """Without the sandbox, refuse ``call`` (``word`` is the culprit) unless allowed."""
+    if not walker.recorder.unconfined:
+        return
+    if allowed_invocation(call.argv, walker.recorder.allowed):
+        return
+    if walker.recorder.unreadable is not None:
+        return
+    shown = [w.value if w.value is not None else w.text for w in call.argv[:3]]
+    # Kept until the walk ends, so a sharper rule met later (a blocked program, a protected
+    # path) names the real problem; the command is refused either way.
+    walker.recorder.unreadable = Refused(
+        "unreadable_code",
+        word.text or "?",
+        f"{what}, which the analysis cannot read; without the sandbox the analysis is the "
+        "only boundary, so code it cannot read does not run. Run it where a kernel sandbox "
+        f"(bubblewrap or Landlock) works, or an admin can allow this invocation with setting "
+        f"{ALLOWLIST_SETTING!r} (a word list such as {shown!r}).",
+    )
+
+
+def project_code_runner(base: str, argv: Sequence[ResolvedWord]) -> ResolvedWord | None:
+    """The word that makes ``base`` run project files (its name, or a subcommand)."""
+    if base not in _PROJECT_CODE:
+        return None
+    words = _PROJECT_CODE[base]
+    if words is None:
+        return argv[0]
+    for word in argv[1:]:
+        if word.value is None or word.value in words:
+            return word
+    return None
+
+
+# Awk that only selects and prints. Judged on the raw text, strings included, because
+# telling strings, regex literals and division apart is where a scanner gets fooled:
+# no getline, system(), pipes, close/fflush, directives (@include, @load), ENVIRON or
+# PROCINFO, no ARGV/ARGC (which name the files read), and no ">" once a print appears.
+_AWK_BANNED = re.compile(r"\b(getline|system|close|fflush|ENVIRON|PROCINFO|ARGV|ARGC)\b|[|@`]|\\\n")
+_AWK_PRINT = re.compile(r"\bprintf?\b")
+
+
+def harmless_awk(program: str) -> bool:
+    """True for an awk program that cannot run commands or touch files beyond its input."""
+    if _AWK_BANNED.search(program):
+        return False
+    first_print = _AWK_PRINT.search(program)
+    return first_print is None or ">" not in program[first_print.start() :]
+
+
+_VERSION_ONLY = frozenset({"--version", "-V", "-v", "--help", "-h", "-VV", "-version"})
+_AWK_FILES = ("f", "file", "E", "exec", "i", "include", "l", "load")
+
+
+def check_interpreter(walker: Walking, call: Call, base: str) -> None:
+    """An interpreter runs code: refused unconfined unless it is harmless awk or a version
+    query (``-r ./x.rb``, ``-M``, ``-m``, a script operand, a program on stdin all load code)."""
+    if not walker.recorder.unconfined:
+        return
+    argv = call.argv
+    language = language_of(base)
+    if language is not None and language.name == "awk":
+        for name, word in option_values(
+            argv, "FvfilEe", ("file", "include", "load", "exec", "source", "assign")
+        ):
+            if name in _AWK_FILES:
+                refuse_unreadable(walker, call, word, f"{base} would load the file {word.text!r}")
+        code, _ = inline_code(base, argv)
+        for word in code:
+            if word.value is None or not harmless_awk(word.value):
+                refuse_unreadable(
+                    walker,
+                    call,
+                    word,
+                    f"The {base} program {word.text!r} "
+                    "reads files, runs commands or writes files itself",
+                )
+        if not code and call.dynamic_args:
+            refuse_unreadable(walker, call, argv[0], f"{base} gets its program at run time")
+        return
+    for word in argv[1:]:
+        if word.value not in _VERSION_ONLY:
+            refuse_unreadable(
+                walker,
+                call,
+                word,
+                f"{base} {word.text} runs code (inline, from a file or a module)",
+            )
+    if call.dynamic_args:
+        refuse_unreadable(walker, call, argv[0], f"{base} gets its program at run time")
+    if len(argv) == 1 and call.stdin.kind not in ("inherit", "closed"):
+        refuse_unreadable(walker, call, argv[0], f"{base} runs the program on its standard input")
