@@ -76,7 +76,7 @@ UNCONFINED_HOME = "/tmp/corral-home-XXXXXXXX"
 """An unconfined command's HOME as the check sees it (see ``corral.shell.check``)."""
 CLASSES = {
     "tilde", "subscript", "exec_option", "startup", "loader", "git_write", "written_script",
-    "inline_code", "host", "env_wrapper", "unreadable",
+    "inline_code", "host", "env_wrapper", "unreadable", "bypass",
 }  # fmt: skip
 MODES = {"sandboxed": (HOME, False), "unconfined": (UNCONFINED_HOME, True)}
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import os
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -126,6 +127,9 @@ class UriGate:
                 self._check_glob(ref, candidate, access)
             else:
                 self._check_path(ref, candidate, access)
+        for unresolved in ref.physical:
+            # link/../x: the kernel follows the link before it takes "..".
+            self._check_path(ref, os.path.realpath(unresolved), access)
 
     def _check_glob(self, ref: PathRef, pattern: str, access: Access) -> None:
         matches = []

@@ -241,6 +241,7 @@ def _systemctl(walker: Walking, call: Call, base: str) -> BasesAfter:
 
 
 def _declare(walker: Walking, call: Call, base: str) -> BasesAfter:
+    _assign.check_exported_functions(walker, base, call.argv)
     _assign.declaration_argv(walker, call.argv, call.frame)
     walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()

@@ -26,6 +26,7 @@ from corral.shell.analysis._optwords import (
     stdin_text,
     text_word,
 )
+from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._sedscript import read_sed
 from corral.shell.analysis._state import Call
 from corral.shell.analysis._walking import Walking
@@ -59,6 +60,8 @@ def _tar_old_style(argv: list[ResolvedWord]) -> list[ResolvedWord]:
 
 def _tar(walker: Walking, call: Call, base: str) -> None:
     argv = _tar_old_style(list(call.argv))
+    if walker.recorder.unconfined:
+        _tar_absolute(argv)
     longs = (*_TAR_COMMANDS, "checkpoint-action", "file", "directory", "files-from",
              "exclude-from", "blocking-factor", "format")  # fmt: skip
     for name, word in option_values(argv, _TAR_ARG_LETTERS, longs):
@@ -79,6 +82,62 @@ def _sort(walker: Walking, call: Call, base: str) -> None:
     for name, word in option_values(call.argv, "kotST", longs):
         if name == "compress-program":
             nested(walker, call, word, "sort --compress-program")
+
+
+def _tar_absolute(argv: list[ResolvedWord]) -> None:
+    """``tar -P``/``--absolute-names`` writes members wherever their names point."""
+    for word in argv[1:]:
+        value = word.value or ""
+        if value == "--":
+            break
+        long = (
+            value.startswith("--")
+            and len(value) > 4
+            and "absolute-names".startswith(value[2:].partition("=")[0])
+        )
+        if long or (value.startswith("-") and not value.startswith("--") and "P" in value):
+            refuse(
+                "absolute_paths",
+                word.text,
+                "tar would keep absolute member names and write wherever the archive says, "
+                "paths the gate never sees, and without the sandbox that is the host; extract "
+                "without -P/--absolute-names (into a folder with -C).",
+            )
+
+
+# -- curl and wget ---------------------------------------------------------------------------
+
+_URL_SCHEME = re.compile(r"^\s*([^/]*?)://")
+_NETWORK_SCHEMES = frozenset({"http", "https", "ftp", "ftps"})
+
+
+def _fetcher(walker: Walking, call: Call, base: str) -> None:
+    """URLs of other schemes (``file://``, ``dict://``, a ``{file,http}`` glob) read local
+    files or services; a config file (``-K``) holds URLs and options the analysis cannot read."""
+    if not walker.recorder.unconfined:
+        return
+    for word in call.argv[1:]:
+        value = word.value
+        if value is None:
+            continue
+        match = _URL_SCHEME.match(value)
+        if match is not None and match.group(1).lower() not in _NETWORK_SCHEMES:
+            refuse(
+                "local_url",
+                word.text,
+                f"{base} would fetch {value!r}, whose scheme reads local files or services "
+                "the gate cannot check, and without the sandbox that is the host; use an "
+                "http(s) URL, or read local files with cat.",
+            )
+    if base == "curl":
+        for _, word in option_values(call.argv, "K", ("config",)):
+            refuse(
+                "unreadable_code",
+                word.text,
+                f"curl -K {word.text} reads URLs and options from a file the analysis cannot "
+                "read, and without the sandbox they reach the host; pass them on the command "
+                "line.",
+            )
 
 
 # -- sed ---------------------------------------------------------------------------------
@@ -342,6 +401,7 @@ COMMAND_OPTIONS: dict[str, Check] = {
     "tar": _tar, "gtar": _tar, "bsdtar": _tar,
     "sed": _sed, "gsed": _sed,
     "sort": _sort, "gsort": _sort,
+    "curl": _fetcher, "wget": _fetcher, "wget2": _fetcher,
     "sqlite3": _sqlite, "sqlite": _sqlite,
     "vim": _vim, "vi": _vim, "nvim": _vim, "view": _vim, "vimdiff": _vim, "ex": _vim,
     "rvim": _vim, "gvim": _vim, "evim": _vim, "exim": _vim, "gview": _vim,

@@ -56,9 +56,12 @@ def wrapper(walker: Walking, call: Call, base: str, unwrapped: Unwrapped) -> Bas
         value = ResolvedWord(assignment.text, tail)
         _assign.check(walker, name.split("[")[0] if name else None, value, frame, scope="env")
     chdir = call.chdir + _chdir_step(unwrapped.chdir)
+    extra = list(call.extra_paths)
     if unwrapped.chdir is not None:
         walker.recorder.scan_word(unwrapped.chdir, call.bases)
-    extra = list(call.extra_paths)
+        if walker.recorder.unconfined:
+            # env -C DIR: the folder is entered like a cd target, so the gate checks it.
+            extra.append((unwrapped.chdir, "read"))
     for word, access in unwrapped.paths:
         walker.recorder.scan_word(word, call.bases)
         walker.recorder.check_device(word)

@@ -161,6 +161,9 @@ class Recorder:
         resolved: tuple[str, ...] = ()
         if path is not None and self.cwd is not None:
             resolved = _resolve_all(path, chains, self.cwd, self.home)
+        physical: tuple[str, ...] = ()
+        if resolved and not glob and value is not None and _CANCELS_A_NAME.search(value):
+            physical = _physical(value, chains, self.cwd, self.home)
         return PathRef(
             text=word.text,
             path=path,
@@ -170,6 +173,7 @@ class Recorder:
             glob=glob,
             bases=chains,
             resolved=resolved,
+            physical=physical,
         )
 
     def record_redirects(self, redirs: Sequence[Redir], command: str, bases: Bases) -> None:
@@ -329,6 +333,27 @@ def _decode(text: str) -> str:
         return _ESCAPES.get(code, "\\" + code)
 
     return _ESCAPE.sub(one, text.replace("%%", "%"))
+
+
+_CANCELS_A_NAME = re.compile(r"(^|/)(?!\.\.?/)[^/]+/+(\./+)*\.\.(/|$)")
+
+
+def _physical(
+    value: str, chains: tuple[Chain, ...], cwd: str | None, home: str | None
+) -> tuple[str, ...]:
+    """``value`` made absolute against each chain with every ``..`` kept (see PathRef)."""
+    if value.startswith("~"):
+        if not home:
+            return ()
+        value = home + value[1:]
+    if value.startswith("/") or cwd is None:
+        return (value,) if value.startswith("/") else ()
+    out: list[str] = []
+    for chain in chains:
+        base = resolve_chain(cwd, chain)
+        if base is not None and base + "/" + value not in out:
+            out.append(base + "/" + value)
+    return tuple(out)
 
 
 def _resolve_all(

@@ -17,6 +17,8 @@ __all__ = [
     "SAFE_DEVICES",
     "SHELLS",
     "SYSTEMCTL_POWER",
+    "UNCONFINED_HIJACK_VARS",
+    "WRITE_DIR_VARS",
     "is_block_device",
     "is_interpreter",
 ]
@@ -113,6 +115,23 @@ HIJACK_VARS = frozenset(
     }
 )  # fmt: skip
 HIJACK_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_")
+
+# Without the sandbox, also refused: bash's command hash and alias tables (which program
+# a name runs) and the directory memory ``cd -``, ``~-`` and ``popd`` read.
+UNCONFINED_HIJACK_VARS = frozenset({"BASH_CMDS", "BASH_ALIASES", "OLDPWD", "DIRSTACK"})
+
+# Variables that move where a program writes: without the sandbox their value is a path
+# the command writes, checked by the gate like any other.
+WRITE_DIR_VARS = frozenset(
+    {
+        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "TMPDIR", "TMP", "TEMP", "TEMPDIR",
+        "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+        "PYTHONPYCACHEPREFIX", "CARGO_HOME", "CARGO_TARGET_DIR", "GOPATH", "GOCACHE",
+        "GOMODCACHE", "PIP_CACHE_DIR", "NPM_CONFIG_CACHE", "NPM_CONFIG_PREFIX",
+        "npm_config_cache", "npm_config_prefix", "HISTFILE", "LESSHISTFILE", "TEXMFVAR",
+    }
+)  # fmt: skip
 
 # Variables whose value a program runs as a command: allowed when that command passes.
 COMMAND_VARS = frozenset(

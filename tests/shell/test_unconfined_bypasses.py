@@ -1,0 +1,93 @@
+"""Issue 28 finding 6, the other bypasses: through ``check_command`` on a real unconfined
+platform (analysis and gate together) with a real symlink on disk. Nothing runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from corral.platform import Platform
+
+REFUSED = [
+    "OLDPWD=/etc; cd - && cat passwd",
+    "export OLDPWD=/etc; cd -",
+    "read OLDPWD <<< /etc; cd -",
+    "DIRSTACK[1]=/etc; pushd +1",
+    "BASH_CMDS[ls]=/bin/rm; ls -rf x",
+    "BASH_ALIASES[ls]=rm; ls",
+    "declare -A BASH_CMDS=([ls]=/bin/rm); ls",
+    "env -C /etc cat passwd",
+    "env --chdir=/etc cat passwd",
+    "env --chd /etc cat passwd",
+    "curl file:///etc/passwd",
+    "curl -o out.txt FILE:///etc/passwd",
+    "curl '{file,http}:///etc/passwd'",
+    "curl --url file:///etc/passwd",
+    "curl dict://127.0.0.1:6379/info",
+    "curl -K cfg http://example.org",
+    "curl --config=cfg http://example.org",
+    "wget file:///etc/passwd",
+    'command_not_found_handle() { cat /etc/sha"$1"; }; nosuchcommand dow',
+    'function command_not_found_handle { cat "$1"; }; /etc/shadow',
+    "f() { cat /etc/sha\"$1\"; }; export -f f; bash -c 'f dow'",
+    "f() { cat /etc/sha\"$1\"; }; declare -fx f; bash -c 'f dow'",
+    "f() { cat /etc/sha\"$1\"; }; typeset -xf f; sh -c 'f dow'",
+    "tar -xPf a.tar",
+    "tar --absolute-names -xf a.tar",
+    "tar --abs -xf a.tar",
+    "tar xPf a.tar",
+    "busybox tar -xPf a.tar",
+    "sort --compress-program=./x.sh big.txt",
+    "GIT_DIR=/outside git init",
+    "GIT_WORK_TREE=/outside git checkout .",
+    "GIT_INDEX_FILE=/outside/idx git add .",
+    "TMPDIR=/outside mktemp",
+    "env TMPDIR=/outside mktemp",
+    "export TMPDIR=/outside; mktemp",
+    'TMPDIR="$X" mktemp',
+    "XDG_CACHE_HOME=/outside pip --version",
+]
+
+
+@pytest.mark.parametrize("command", REFUSED)
+async def test_each_bypass_is_refused_unconfined(unconfined: Platform, command: str) -> None:
+    verdict = await unconfined.check_command(command)
+    assert not verdict.allowed, (command, verdict)
+    assert verdict.detail and verdict.rule
+
+
+async def test_the_same_ordinary_forms_still_pass(unconfined: Platform) -> None:
+    for command in (
+        "curl -s https://example.org",
+        "tar -xf a.tar",
+        "tar -czf a.tar.gz a.txt",
+        "TMPDIR=./tmp mktemp",
+        "cd sub; cd -",
+        "f() { echo hi; }; f",
+        "export A=1",
+        "awk -F, '{ print $1 }' a.csv",
+    ):
+        verdict = await unconfined.check_command(command)
+        assert verdict.allowed, (command, verdict)
+
+
+async def test_a_link_then_dotdot_is_judged_where_the_kernel_goes(
+    unconfined: Platform, data_dir: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "secret.txt").write_text("s")
+    drive = data_dir / "drive"
+    os.symlink(outside / "deep", drive / "link")
+    for command in (
+        "cat link/../secret.txt",
+        "cat ./link/../secret.txt",
+        "cat link/./../secret.txt",
+        "cat link//../secret.txt",
+        "cp link/../secret.txt copy.txt",
+    ):
+        verdict = await unconfined.check_command(command)
+        assert not verdict.allowed, (command, verdict)
+        assert verdict.path == str(outside / "secret.txt"), (command, verdict)
