@@ -2,13 +2,14 @@
 
 ``evasions.txt`` is refused in both modes, ``hardening.txt`` (issue 19, tagged by class) in
 unconfined mode, where the analysis is the boundary; ``allowed.txt`` passes in both, except
-its entries tagged ``[unconfined: unreadable_code]``: they run code the analysis cannot read,
-which unconfined mode refuses (issue 28).
+its entries tagged ``[unconfined: <rule>]``: they run code the analysis cannot read (or put a
+project folder on PATH), which unconfined mode refuses with that rule (issue 28).
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +32,13 @@ class Case:
     line: int
 
     @property
-    def unreadable_unconfined(self) -> bool:
-        """An ordinary command that runs code the analysis cannot read (see the module)."""
-        return self.source.endswith(UNREADABLE_TAG)
+    def refused_unconfined(self) -> str | None:
+        """The rule that refuses this ordinary command in unconfined mode (see the module)."""
+        tag = UNCONFINED_TAG.search(self.source)
+        return tag.group(1) if tag else None
 
 
-UNREADABLE_TAG = "[unconfined: unreadable_code]"
+UNCONFINED_TAG = re.compile(r"\[unconfined: (\w+)\]$")
 
 
 def load(name: str) -> list[Case]:
@@ -141,9 +143,11 @@ def test_ordinary_command_passes(case: Case, mode: str) -> None:
     result = analyze(
         case.command, home=home, cwd=CWD, protected_paths=PROTECTED, unconfined=unconfined
     )
-    if unconfined and case.unreadable_unconfined:
-        assert not result.allowed and result.rule == "unreadable_code", case.command
-        assert "unconfined_allowed_commands" in result.detail
+    expected = case.refused_unconfined
+    if unconfined and expected is not None:
+        assert not result.allowed and result.rule == expected, (case.command, result.rule)
+        if expected == "unreadable_code":
+            assert "unconfined_allowed_commands" in result.detail
         return
     assert result.allowed, (case.command, result.rule, result.word, result.detail)
     assert result.rule is None and result.word is None

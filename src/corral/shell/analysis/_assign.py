@@ -14,12 +14,15 @@ from corral.shell.analysis._checks import path_entry_problem
 from corral.shell.analysis._escaped import MARK, quote, unescape
 from corral.shell.analysis._host import OWN_PID_WORDS
 from corral.shell.analysis._parser import Node, adjacent, first_error, parse
+from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Frame
 from corral.shell.analysis._tables import (
     COMMAND_VARS,
     HIJACK_PREFIXES,
     HIJACK_VARS,
+    SYSTEM_PROGRAM_DIRS,
+    UNCONFINED_HIJACK_PREFIXES,
     UNCONFINED_HIJACK_VARS,
     WRITE_DIR_VARS,
 )
@@ -126,6 +129,8 @@ def check(
                 f"PATH would contain {problem}, so which program runs depends on the current "
                 "folder; use absolute directories only.",
             )
+        if walker.recorder.unconfined:
+            _unconfined_path(name, value)
     if base == "IFS" and not (scope == "prefix" and command in _READERS) and scope != "env":
         refuse(
             "env_hijack",
@@ -139,16 +144,35 @@ def check(
     walker.recorder.scan_word(value, frame.bases)
 
 
+def _unconfined_path(name: str, value: ResolvedWord) -> None:
+    """Without the sandbox PATH keeps to installed programs' folders (and itself): a
+    project folder on it runs files the analysis cannot read under any name."""
+    text = value.text.removeprefix(f"{name}=")
+    for entry in text.replace('"', "").replace("'", "").split(":"):
+        if entry in ("", "$PATH", "${PATH}"):
+            continue
+        literal = not any(ch in entry for ch in "$`~\\")
+        if literal and (normalize(entry) + "/").startswith(SYSTEM_PROGRAM_DIRS):
+            continue
+        refuse(
+            "env_hijack",
+            f"{name}={value.text}",
+            f"PATH would look up programs in {entry!r}, where the project's own files "
+            "(which the analysis cannot read) could answer to any name, and without the "
+            "sandbox they run on the host; keep PATH to installed programs' folders.",
+        )
+
+
 def _unconfined_check(
     walker: Walking, name: str, base: str, value: ResolvedWord, frame: Frame
 ) -> None:
-    if base in UNCONFINED_HIJACK_VARS:
+    if base in UNCONFINED_HIJACK_VARS or base.startswith(UNCONFINED_HIJACK_PREFIXES):
         refuse(
             "env_hijack",
             name,
-            f"Setting {base} changes which program a name runs or where cd -, ~- and popd "
-            "go, which the analysis cannot follow without the sandbox; name programs and "
-            "folders literally instead.",
+            f"Setting {base} changes which program or file runs (or where cd -, ~- and popd "
+            "go), which the analysis cannot follow without the sandbox; name programs, files "
+            "and folders literally instead.",
         )
     if base in WRITE_DIR_VARS:
         if value.value is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable
+from typing import Literal
 
 from corral.shell.analysis._buildopts import BUILD_OPTIONS, makefile_recipes
 from corral.shell.analysis._escaped import quote
@@ -138,6 +139,42 @@ def _fetcher(walker: Walking, call: Call, base: str) -> None:
                 "read, and without the sandbox they reach the host; pass them on the command "
                 "line.",
             )
+    call.extra_paths = [*call.extra_paths, *_fetcher_files(base, call.argv)]
+
+
+_CURL_READS = ("data", "data-binary", "data-ascii", "data-urlencode", "json", "header",
+               "form", "form-string", "cookie", "proxy-header", "variable")  # fmt: skip
+_CURL_WRITES = ("trace", "trace-ascii", "stderr", "libcurl", "etag-save", "hsts", "alt-svc")
+_WGET_READS = ("post-file", "body-file", "input-file", "load-cookies")
+_WGET_WRITES = ("save-cookies", "rejected-log", "warc-file", "output-document")
+_AT_FILE = re.compile(r"^(?:[^=@<]*[=]?)[@<](.+?)(?:;type=.*)?$")
+
+
+def _fetcher_files(
+    base: str, argv: list[ResolvedWord]
+) -> list[tuple[ResolvedWord, Literal["read", "write"]]]:
+    """Local files curl/wget read or write through options (``-d @file``, ``-F x=@file``,
+    ``--post-file``, ``--trace``): without the sandbox the gate must see them."""
+    out: list[tuple[ResolvedWord, Literal["read", "write"]]] = []
+    if base == "curl":
+        values = option_values(argv, "dHFb", (*_CURL_READS, *_CURL_WRITES))
+        for name, word in values:
+            value = word.value
+            if name in _CURL_WRITES:
+                out.append((word, "write"))
+            elif value is None:
+                out.append((word, "read"))
+            elif name in ("b", "cookie"):
+                if "=" not in value:
+                    out.append((word, "read"))
+            else:
+                found = _AT_FILE.match(value)
+                if found is not None and found.group(1) != "-":
+                    out.append((text_word(found.group(1), word.text), "read"))
+        return out
+    for name, word in option_values(argv, "i", (*_WGET_READS, *_WGET_WRITES)):
+        out.append((word, "write" if name in _WGET_WRITES else "read"))
+    return out
 
 
 # -- sed ---------------------------------------------------------------------------------

@@ -10,7 +10,13 @@ from typing import Literal
 
 from corral.shell.analysis._consumed import is_consumed
 from corral.shell.analysis._escaped import is_glob, literal_chars, quote, to_pyglob
-from corral.shell.analysis._paths import Protection, looks_like_path, normalize, split_tokens
+from corral.shell.analysis._paths import (
+    Protection,
+    cancels_a_name,
+    looks_like_path,
+    normalize,
+    split_tokens,
+)
 from corral.shell.analysis._refusal import Refused, refuse
 from corral.shell.analysis._state import Bases, Call, Loc, Redir
 from corral.shell.analysis._tables import SAFE_DEVICES, is_block_device
@@ -162,7 +168,7 @@ class Recorder:
         if path is not None and self.cwd is not None:
             resolved = _resolve_all(path, chains, self.cwd, self.home)
         physical: tuple[str, ...] = ()
-        if resolved and not glob and value is not None and _CANCELS_A_NAME.search(value):
+        if resolved and not glob and value is not None and cancels_a_name(value):
             physical = _physical(value, chains, self.cwd, self.home)
         return PathRef(
             text=word.text,
@@ -333,9 +339,6 @@ def _decode(text: str) -> str:
         return _ESCAPES.get(code, "\\" + code)
 
     return _ESCAPE.sub(one, text.replace("%%", "%"))
-
-
-_CANCELS_A_NAME = re.compile(r"(^|/)(?!\.\.?/)[^/]+/+(\./+)*\.\.(/|$)")
 
 
 def _physical(

@@ -23,6 +23,7 @@ from corral.shell.analysis._inline import inline_code
 from corral.shell.analysis._optwords import option_values
 from corral.shell.analysis._refusal import Refused
 from corral.shell.analysis._state import Call
+from corral.shell.analysis._tables import SYSTEM_PROGRAM_DIRS
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 
@@ -43,11 +44,6 @@ Invocations = tuple[tuple[str, ...], ...]
 ALLOWLIST_SETTING = "unconfined_allowed_commands"
 """The start-up setting (``CORRAL_UNCONFINED_ALLOWED_COMMANDS``) an admin lists them in."""
 
-SYSTEM_PROGRAM_DIRS = (
-    "/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/bin/", "/usr/local/sbin/",
-    "/lib/", "/lib64/", "/lib32/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/",
-)  # fmt: skip
-"""Folders of installed programs and the loader: root-owned, so no project file."""
 
 _ANY = None
 # Build tools and runners that execute project files (makefiles, package.json scripts,
