@@ -88,9 +88,10 @@ class Settings(BaseSettings):
         description="Without a kernel sandbox (sandbox = 'unconfined', and the host plane) "
         "commands that run code the analysis cannot read (inline interpreter code, scripts, "
         "make, npm run, pytest…) are refused; each entry here allows the invocations whose "
-        'parsed argv, after wrappers, starts with these words, e.g. [["make", "test"], '
-        '["python3", "scripts/build.py"]]. Set only by the operator (settings file or '
-        "CORRAL_UNCONFINED_ALLOWED_COMMANDS as JSON); no API or tool changes it.",
+        "parsed argv, after wrappers, is exactly these words, or starts with them when the "
+        'last word is "...", e.g. [["make", "test"], ["python3", "scripts/build.py", "..."]]. '
+        "Set only by the operator (settings file or CORRAL_UNCONFINED_ALLOWED_COMMANDS as "
+        "JSON); no API or tool changes it.",
     )
     sandbox_uid: int = Field(
         default=65534,

@@ -9,8 +9,9 @@ scripts run by path or through an interpreter or ``source``, build tools that ru
 files, and interpreters or shells handed their program at run time (``xargs python3``).
 
 The one way through is the admin's allowlist, the ``unconfined_allowed_commands`` setting:
-word lists matched as a prefix of the parsed argv after wrappers are removed (never of the
-raw string). Each entry is a small prefix rule, the shape issue 34's per-command rules take.
+word lists matched against the parsed argv after wrappers are removed (never the raw
+string), exactly, or as a prefix when the list ends in ``"..."``. Each entry is a small
+prefix rule, the shape issue 34's per-command rules take.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from corral.shell.analysis._words import ResolvedWord
 
 __all__ = [
     "ALLOWLIST_SETTING",
+    "ANY_FURTHER",
     "SYSTEM_PROGRAM_DIRS",
     "Invocations",
     "allowed_invocation",
@@ -46,6 +48,10 @@ ALLOWLIST_SETTING = "unconfined_allowed_commands"
 
 
 _ANY = None
+_CONTAINER = frozenset(
+    "run exec build buildx compose create start restart cp load import plugin commit "
+    "container image service stack swarm context".split()
+)
 # Build tools and runners that execute project files (makefiles, package.json scripts,
 # build.rs, conftest.py, setup.py…): every call (None), or the calls naming one of these words.
 _PROJECT_CODE: dict[str, frozenset[str] | None] = {
@@ -53,7 +59,26 @@ _PROJECT_CODE: dict[str, frozenset[str] | None] = {
     "cmake": _ANY, "meson": _ANY, "gradle": _ANY, "gradlew": _ANY, "mvn": _ANY, "ant": _ANY,
     "bazel": _ANY, "pytest": _ANY, "py.test": _ANY, "tox": _ANY, "nox": _ANY, "hatch": _ANY,
     "yarn": _ANY, "pnpm": _ANY, "npx": _ANY, "bunx": _ANY, "pnpx": _ANY, "corepack": _ANY,
-    "configure": _ANY,
+    "configure": _ANY, "ctest": _ANY, "bazelisk": _ANY, "sbt": _ANY, "lein": _ANY,
+    "mix": _ANY, "rebar3": _ANY, "stack": _ANY, "cabal": _ANY, "dune": _ANY, "zig": _ANY,
+    "swift": _ANY, "java": _ANY, "javac": _ANY, "kotlinc": _ANY, "scalac": _ANY,
+    # test runners, linters and servers that import project code or JS/Python configuration
+    "jest": _ANY, "vitest": _ANY, "mocha": _ANY, "ava": _ANY, "karma": _ANY,
+    "playwright": _ANY, "cypress": _ANY, "eslint": _ANY, "prettier": _ANY, "stylelint": _ANY,
+    "webpack": _ANY, "vite": _ANY, "rollup": _ANY, "esbuild": _ANY, "babel": _ANY,
+    "next": _ANY, "nuxt": _ANY, "ts-node": _ANY, "tsx": _ANY, "mypy": _ANY, "pylint": _ANY,
+    "sphinx-build": _ANY, "mkdocs": _ANY, "alembic": _ANY, "django-admin": _ANY,
+    "uvicorn": _ANY, "gunicorn": _ANY, "flask": _ANY, "celery": _ANY, "streamlit": _ANY,
+    "ipython": _ANY, "jupyter": _ANY, "pre-commit": _ANY, "invoke": _ANY, "fab": _ANY,
+    "ansible": _ANY, "ansible-playbook": _ANY, "nix": _ANY, "nix-shell": _ANY,
+    "direnv": _ANY, "parallel": _ANY, "gdb": _ANY, "lldb": _ANY,
+    # small languages that run commands: dc's "!", m4's syscmd, gnuplot's system()
+    "dc": _ANY, "m4": _ANY, "gnuplot": _ANY, "expect": _ANY,
+    # containers run images and mount the host
+    "docker": _CONTAINER, "podman": _CONTAINER, "nerdctl": _CONTAINER, "docker-compose": _ANY,
+    # terminal multiplexers run their command in a server that outlives this one
+    "tmux": _ANY, "screen": _ANY, "byobu": _ANY, "daemonize": _ANY,
+    "start-stop-daemon": _ANY,
     "npm": frozenset("run run-script rum urn test tst t start stop restart install i in ins "
                      "inst insta instal isnt isnta isntal add ci clean-install install-test "
                      "it cit rebuild rb exec x pack publish explore init create link ln "
@@ -77,15 +102,24 @@ _PROJECT_CODE: dict[str, frozenset[str] | None] = {
 }  # fmt: skip
 
 
-def allowed_invocation(argv: Sequence[ResolvedWord], allowed: Invocations) -> bool:
-    """True when ``argv`` starts with one of the admin's word lists, word for word.
+ANY_FURTHER = "..."
+"""An entry's last word that lets any further words follow (``["pytest", "..."]``)."""
 
-    Only literal words match: a word known only at run time never matches, and the program
-    must be named as the entry names it (``python3`` matches ``python3``, not
-    ``./python3`` or ``/tmp/python3``).
+
+def allowed_invocation(argv: Sequence[ResolvedWord], allowed: Invocations) -> bool:
+    """True when ``argv`` is one of the admin's word lists, word for word, or starts with
+    one that ends in ``"..."``.
+
+    Exact by default because further words change what a build tool reads: ``make test -f
+    /tmp/x.mk``, ``make test SHELL=./x``, ``pytest -p plugin``. Only literal words match (a
+    word known only at run time never does), and the program must be named as the entry
+    names it (``python3`` matches ``python3``, not ``./python3`` or ``/tmp/python3``).
     """
-    for prefix in allowed:
+    for entry in allowed:
+        prefix = entry[:-1] if entry and entry[-1] == ANY_FURTHER else entry
         if not prefix or len(prefix) > len(argv):
+            continue
+        if len(prefix) == len(entry) and len(argv) != len(prefix):
             continue
         if all(argv[i].value == word for i, word in enumerate(prefix)):
             return True
@@ -100,7 +134,7 @@ def refuse_unreadable(walker: Walking, call: Call, word: ResolvedWord, what: str
         return
     if walker.recorder.unreadable is not None:
         return
-    shown = [w.value if w.value is not None else w.text for w in call.argv[:3]]
+    shown = [w.value if w.value is not None else w.text for w in call.argv[:4]]
     # Kept until the walk ends, so a sharper rule met later (a blocked program, a protected
     # path) names the real problem; the command is refused either way.
     walker.recorder.unreadable = Refused(
@@ -109,12 +143,23 @@ def refuse_unreadable(walker: Walking, call: Call, word: ResolvedWord, what: str
         f"{what}, which the analysis cannot read; without the sandbox the analysis is the "
         "only boundary, so code it cannot read does not run. Run it where a kernel sandbox "
         f"(bubblewrap or Landlock) works, or an admin can allow this invocation with setting "
-        f"{ALLOWLIST_SETTING!r} (a word list such as {shown!r}).",
+        f"{ALLOWLIST_SETTING!r} (the exact words, such as {shown!r}, or a prefix ending in "
+        f"{ANY_FURTHER!r}).",
     )
 
 
+# Compiler and linker options that load or run other programs.
+_COMPILERS = frozenset({"gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "ld.bfd",
+                        "ld.gold", "ld.lld", "tcc"})  # fmt: skip
+_LOADING_OPTIONS = ("-fplugin", "-wrapper", "-B", "-specs", "--specs", "-plugin", "--plugin",
+                    "-Xclang", "-fpass-plugin", "-load")  # fmt: skip
+
+
 def project_code_runner(base: str, argv: Sequence[ResolvedWord]) -> ResolvedWord | None:
-    """The word that makes ``base`` run project files (its name, or a subcommand)."""
+    """The word that makes ``base`` run code the analysis cannot read (its name, or a
+    subcommand or option)."""
+    if base in _COMPILERS:
+        return next((w for w in argv[1:] if (w.value or "-B").startswith(_LOADING_OPTIONS)), None)
     if base not in _PROJECT_CODE:
         return None
     words = _PROJECT_CODE[base]

@@ -521,8 +521,8 @@ class Walker:
                 self,
                 call,
                 runner,
-                f"{base} runs commands from project files "
-                "(makefiles, package.json scripts, build scripts, tests)",
+                f"{base} runs code from files it finds (makefiles, package.json scripts, "
+                "build, test and configuration scripts, images)",
             )
         try:
             unwrapped = unwrap(base, argv)
