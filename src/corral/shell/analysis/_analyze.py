@@ -50,7 +50,7 @@ def analyze(
     again (it is immutable).
     """
     protected = platform_sequence(protected_paths)
-    allowed = tuple(tuple(words) for words in allowed_invocations)
+    allowed = tuple(tuple(words) for words in allowed_invocations) if allowed_invocations else ()
     if len(command) <= CACHED_COMMAND_CHARS:
         return _remembered(command, protected, home, cwd, unconfined, allowed)
     return _analyze(command, protected, home, cwd, unconfined, allowed)
