@@ -38,6 +38,7 @@ __all__ = [
     "harmless_awk",
     "project_code_runner",
     "refuse_unreadable",
+    "sql_script_on_stdin",
 ]
 
 Invocations = tuple[tuple[str, ...], ...]
@@ -76,6 +77,11 @@ _PROJECT_CODE: dict[str, frozenset[str] | None] = {
     "dc": _ANY, "m4": _ANY, "gnuplot": _ANY, "expect": _ANY,
     # containers run images and mount the host
     "docker": _CONTAINER, "podman": _CONTAINER, "nerdctl": _CONTAINER, "docker-compose": _ANY,
+    # shells and interpreters the tables do not name
+    "xonsh": _ANY, "nu": _ANY, "elvish": _ANY, "osh": _ANY, "ysh": _ANY, "oil": _ANY,
+    "rc": _ANY, "es": _ANY, "ion": _ANY, "murex": _ANY, "qjs": _ANY, "bb": _ANY,
+    "clojure": _ANY, "clj": _ANY, "jjs": _ANY, "rhino": _ANY, "gjs": _ANY, "d8": _ANY,
+    "cling": _ANY, "crystal": _ANY, "nim": _ANY, "v": _ANY, "dart": _ANY, "ts": _ANY,
     # terminal multiplexers run their command in a server that outlives this one
     "tmux": _ANY, "screen": _ANY, "byobu": _ANY, "daemonize": _ANY,
     "start-stop-daemon": _ANY,
@@ -151,8 +157,26 @@ def refuse_unreadable(walker: Walking, call: Call, word: ResolvedWord, what: str
 # Compiler and linker options that load or run other programs.
 _COMPILERS = frozenset({"gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "ld.bfd",
                         "ld.gold", "ld.lld", "tcc"})  # fmt: skip
+# SQL clients: script files and the meta-commands that run a shell (psql's \!, mysql's system).
+_SQL_CLIENTS = frozenset({"psql", "mysql", "mariadb", "sqlcmd", "duckdb", "clickhouse-client"})
+_SQL_CODE = re.compile(r"^(-f|--file|--init-command|-i)|\\!|\\o|\bsystem\b|\.shell|\.system")
+_VERSIONED_RUNTIME = re.compile(r"^(node|nodejs|deno|bun|java|php|ruby|perl|lua)[0-9][0-9.]*$")
 _LOADING_OPTIONS = ("-fplugin", "-wrapper", "-B", "-specs", "--specs", "-plugin", "--plugin",
                     "-Xclang", "-fpass-plugin", "-load")  # fmt: skip
+
+
+def sql_script_on_stdin(base: str, call: Call) -> ResolvedWord | None:
+    """A SQL client fed a script it may run shell commands from (``psql < x.sql``)."""
+    if base not in _SQL_CLIENTS:
+        return None
+    stdin = call.stdin
+    if stdin.kind in ("inherit", "closed"):
+        return None
+    # An empty text stands for a body the parser could not follow (one opening with "\!").
+    if stdin.kind in ("heredoc", "herestring") and stdin.text:
+        if not any(_SQL_CODE.search(line.strip()) for line in stdin.text.split("\n")):
+            return None
+    return stdin.word or call.argv[0]
 
 
 def project_code_runner(base: str, argv: Sequence[ResolvedWord]) -> ResolvedWord | None:
@@ -160,6 +184,16 @@ def project_code_runner(base: str, argv: Sequence[ResolvedWord]) -> ResolvedWord
     subcommand or option)."""
     if base in _COMPILERS:
         return next((w for w in argv[1:] if (w.value or "-B").startswith(_LOADING_OPTIONS)), None)
+    if base in _SQL_CLIENTS:
+        return next((w for w in argv[1:] if _SQL_CODE.search(w.value or "-f")), None)
+    if base == "ldd":
+        # ldd may run the program it inspects; installed ones are no project file.
+        return next(
+            (w for w in argv[1:] if not (w.value or "").startswith(("-", *SYSTEM_PROGRAM_DIRS))),
+            None,
+        )
+    if _VERSIONED_RUNTIME.match(base):
+        return argv[0]
     if base not in _PROJECT_CODE:
         return None
     words = _PROJECT_CODE[base]
@@ -187,6 +221,9 @@ def harmless_awk(program: str) -> bool:
     return first_print is None or ">" not in program[first_print.start() :]
 
 
+# gawk/mawk options that write profiles or variable dumps, start the debugger, or pass
+# implementation options (-W exec, -W dump…).
+_AWK_SIDE_OPTION = re.compile(r"^(-[podDW]|--(pr|du|de|p$|d$))")
 _VERSION_ONLY = frozenset({"--version", "-V", "-v", "--help", "-h", "-VV", "-version"})
 _AWK_FILES = ("f", "file", "E", "exec", "i", "include", "l", "load")
 
@@ -204,6 +241,14 @@ def check_interpreter(walker: Walking, call: Call, base: str) -> None:
         ):
             if name in _AWK_FILES:
                 refuse_unreadable(walker, call, word, f"{base} would load the file {word.text!r}")
+        for word in argv[1:]:
+            if _AWK_SIDE_OPTION.match(word.value or ""):
+                refuse_unreadable(
+                    walker,
+                    call,
+                    word,
+                    f"{base} {word.text} writes or debugs through files the analysis does not see",
+                )
         code, _ = inline_code(base, argv)
         for word in code:
             if word.value is None or not harmless_awk(word.value):

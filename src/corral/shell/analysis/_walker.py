@@ -37,6 +37,7 @@ from corral.shell.analysis._unreadable import (
     SYSTEM_PROGRAM_DIRS,
     project_code_runner,
     refuse_unreadable,
+    sql_script_on_stdin,
 )
 from corral.shell.analysis._words import ResolvedWord, WordResolver
 from corral.shell.analysis._wrappers import found_paths, unwrap
@@ -515,7 +516,7 @@ class Walker:
         if info is not None:
             self.recorder.record(call, base, mutating=False)
             return _functions.call(self, info, call)
-        runner = project_code_runner(base, argv)
+        runner = project_code_runner(base, argv) or sql_script_on_stdin(base, call)
         if runner is not None:
             refuse_unreadable(
                 self,
