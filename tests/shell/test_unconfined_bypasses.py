@@ -105,6 +105,9 @@ async def test_a_link_then_dotdot_is_judged_where_the_kernel_goes(
         "cat link/./../secret.txt",
         "cat link//../secret.txt",
         "cp link/../secret.txt copy.txt",
+        "cat link/../*.txt",
+        "cat link/../secret.t?t",
+        "echo x > link/../secret.txt",
     ):
         verdict = await unconfined.check_command(command)
         assert not verdict.allowed, (command, verdict)

@@ -157,8 +157,8 @@ class Recorder:
         if value is None:
             path = None
         elif glob:
-            pattern = to_pyglob(word.escaped)
-            path = normalize(pattern) if pattern else None
+            value = to_pyglob(word.escaped)
+            path = normalize(value) if value else None
         else:
             path = normalize(value)
         if path is not None and (path in SAFE_DEVICES or path.startswith("/dev/fd/")):
@@ -168,7 +168,7 @@ class Recorder:
         if path is not None and self.cwd is not None:
             resolved = _resolve_all(path, chains, self.cwd, self.home)
         physical: tuple[str, ...] = ()
-        if resolved and not glob and value is not None and cancels_a_name(value):
+        if resolved and value and cancels_a_name(value):
             physical = _physical(value, chains, self.cwd, self.home)
         return PathRef(
             text=word.text,
