@@ -81,6 +81,7 @@ _PROJECT_CODE: dict[str, frozenset[str] | None] = {
     "xonsh": _ANY, "nu": _ANY, "elvish": _ANY, "osh": _ANY, "ysh": _ANY, "oil": _ANY,
     "rc": _ANY, "es": _ANY, "ion": _ANY, "murex": _ANY, "qjs": _ANY, "bb": _ANY,
     "clojure": _ANY, "clj": _ANY, "jjs": _ANY, "rhino": _ANY, "gjs": _ANY, "d8": _ANY,
+    "original-awk": _ANY, "goawk": _ANY, "onetrue-awk": _ANY, "bwk-awk": _ANY,
     "cling": _ANY, "crystal": _ANY, "nim": _ANY, "v": _ANY, "dart": _ANY, "ts": _ANY,
     # terminal multiplexers run their command in a server that outlives this one
     "tmux": _ANY, "screen": _ANY, "byobu": _ANY, "daemonize": _ANY,
@@ -160,6 +161,10 @@ _COMPILERS = frozenset({"gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "ld
 # SQL clients: script files and the meta-commands that run a shell (psql's \!, mysql's system).
 _SQL_CLIENTS = frozenset({"psql", "mysql", "mariadb", "sqlcmd", "duckdb", "clickhouse-client"})
 _SQL_CODE = re.compile(r"^(-f|--file|--init-command|-i)|\\!|\\o|\bsystem\b|\.shell|\.system")
+# Script files given by option: sed's (e, w and r commands) the analysis reads only inline.
+_SCRIPT_FILE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sed": ("f", ("file",)), "gsed": ("f", ("file",)),
+}  # fmt: skip
 _VERSIONED_RUNTIME = re.compile(r"^(node|nodejs|deno|bun|java|php|ruby|perl|lua)[0-9][0-9.]*$")
 _LOADING_OPTIONS = ("-fplugin", "-wrapper", "-B", "-specs", "--specs", "-plugin", "--plugin",
                     "-Xclang", "-fpass-plugin", "-load")  # fmt: skip
@@ -184,6 +189,12 @@ def project_code_runner(base: str, argv: Sequence[ResolvedWord]) -> ResolvedWord
     subcommand or option)."""
     if base in _COMPILERS:
         return next((w for w in argv[1:] if (w.value or "-B").startswith(_LOADING_OPTIONS)), None)
+    file_options = _SCRIPT_FILE_OPTIONS.get(base)
+    if file_options is not None:
+        shorts, longs = file_options
+        return next((word for _, word in option_values(argv, shorts, longs)), None)
+    if base in ("sqlite3", "sqlite"):
+        return next((w for w in argv[1:] if (w.value or "").lstrip("-") == "init"), None)
     if base in _SQL_CLIENTS:
         return next((w for w in argv[1:] if _SQL_CODE.search(w.value or "-f")), None)
     if base == "ldd":
