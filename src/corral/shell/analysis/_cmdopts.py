@@ -114,7 +114,8 @@ _NETWORK_SCHEMES = frozenset({"http", "https", "ftp", "ftps"})
 
 def _fetcher(walker: Walking, call: Call, base: str) -> None:
     """URLs of other schemes (``file://``, ``dict://``, a ``{file,http}`` glob) read local
-    files or services; a config file (``-K``) holds URLs and options the analysis cannot read."""
+    files or services. (Config files, ``curl -K`` and ``wget -e``, are unreadable code: see
+    :mod:`corral.shell.analysis._unreadable`.)"""
     if not walker.recorder.unconfined:
         return
     for word in call.argv[1:]:
@@ -129,15 +130,6 @@ def _fetcher(walker: Walking, call: Call, base: str) -> None:
                 f"{base} would fetch {value!r}, whose scheme reads local files or services "
                 "the gate cannot check, and without the sandbox that is the host; use an "
                 "http(s) URL, or read local files with cat.",
-            )
-    if base == "curl":
-        for _, word in option_values(call.argv, "K", ("config",)):
-            refuse(
-                "unreadable_code",
-                word.text,
-                f"curl -K {word.text} reads URLs and options from a file the analysis cannot "
-                "read, and without the sandbox they reach the host; pass them on the command "
-                "line.",
             )
     call.extra_paths = [*call.extra_paths, *_fetcher_files(base, call.argv)]
 

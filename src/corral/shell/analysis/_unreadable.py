@@ -161,9 +161,11 @@ _COMPILERS = frozenset({"gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "ld
 # SQL clients: script files and the meta-commands that run a shell (psql's \!, mysql's system).
 _SQL_CLIENTS = frozenset({"psql", "mysql", "mariadb", "sqlcmd", "duckdb", "clickhouse-client"})
 _SQL_CODE = re.compile(r"^(-f|--file|--init-command|-i)|\\!|\\o|\bsystem\b|\.shell|\.system")
-# Script files given by option: sed's (e, w and r commands) the analysis reads only inline.
+# Script and configuration files given by option: sed's (e, w and r commands), curl's
+# (URLs, output files), wget's wgetrc commands (output files, proxies).
 _SCRIPT_FILE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "sed": ("f", ("file",)), "gsed": ("f", ("file",)),
+    "sed": ("f", ("file",)), "gsed": ("f", ("file",)), "curl": ("K", ("config",)),
+    "wget": ("e", ("execute", "config")), "wget2": ("e", ("execute", "config")),
 }  # fmt: skip
 _VERSIONED_RUNTIME = re.compile(r"^(node|nodejs|deno|bun|java|php|ruby|perl|lua)[0-9][0-9.]*$")
 _LOADING_OPTIONS = ("-fplugin", "-wrapper", "-B", "-specs", "--specs", "-plugin", "--plugin",
