@@ -91,6 +91,8 @@ async def test_the_same_ordinary_forms_still_pass(unconfined: Platform) -> None:
         "awk -F, '{ print $1 }' a.csv",
         "export PATH=/usr/local/bin:$PATH",
         "curl -d 'a=b' -b 'c=d' https://example.org",
+        "tar -I zstd -xf a.tar",
+        "sort --compress-program=gzip -S 1 a.txt",
     ):
         verdict = await unconfined.check_command(command)
         assert verdict.allowed, (command, verdict)

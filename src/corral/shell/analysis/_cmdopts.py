@@ -33,7 +33,13 @@ from corral.shell.analysis._state import Call
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 
-__all__ = ["COMMAND_OPTIONS", "check_command_options", "makefile_recipes", "option_values"]
+__all__ = [
+    "COMMAND_OPTIONS",
+    "check_command_options",
+    "makefile_recipes",
+    "option_values",
+    "tar_old_style",
+]
 
 Check = Callable[[Walking, Call, str], None]
 
@@ -46,7 +52,7 @@ _TAR_COMMANDS = ("to-command", "use-compress-program", "info-script", "new-volum
 _TAR_ARG_LETTERS = "fCTXbHKNgVLIF"
 
 
-def _tar_old_style(argv: list[ResolvedWord]) -> list[ResolvedWord]:
+def tar_old_style(argv: list[ResolvedWord]) -> list[ResolvedWord]:
     """``tar cIf PROG x.tar``: each letter that takes a value takes the next word in turn."""
     if len(argv) < 2 or not argv[1].value or argv[1].value.startswith("-"):
         return argv
@@ -60,7 +66,7 @@ def _tar_old_style(argv: list[ResolvedWord]) -> list[ResolvedWord]:
 
 
 def _tar(walker: Walking, call: Call, base: str) -> None:
-    argv = _tar_old_style(list(call.argv))
+    argv = tar_old_style(list(call.argv))
     if walker.recorder.unconfined:
         _tar_absolute(argv)
     longs = (*_TAR_COMMANDS, "checkpoint-action", "file", "directory", "files-from",

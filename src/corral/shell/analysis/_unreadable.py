@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from corral.shell.analysis._cmdopts import tar_old_style
 from corral.shell.analysis._codescan import language_of
 from corral.shell.analysis._inline import inline_code
 from corral.shell.analysis._optwords import option_values
@@ -155,6 +156,11 @@ def refuse_unreadable(walker: Walking, call: Call, word: ResolvedWord, what: str
     )
 
 
+_TARS = frozenset({"tar", "gtar", "bsdtar"})
+_COMPRESSORS = frozenset(
+    "gzip gunzip pigz bzip2 bunzip2 pbzip2 lbzip2 xz unxz pixz zstd unzstd pzstd lz4 lzop "
+    "lzip plzip brotli compress uncompress lzma unlzma".split()
+)
 # Compiler and linker options that load or run other programs.
 _COMPILERS = frozenset({"gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "ld.bfd",
                         "ld.gold", "ld.lld", "tcc"})  # fmt: skip
@@ -186,9 +192,25 @@ def sql_script_on_stdin(base: str, call: Call) -> ResolvedWord | None:
     return stdin.word or call.argv[0]
 
 
+def _compressor(base: str, argv: Sequence[ResolvedWord]) -> ResolvedWord | None:
+    """A compress program that is no known compressor: tar and sort pipe the archive or
+    the data through it, so ``tar -I sh`` or ``sort --compress-program=sh`` runs them."""
+    if base in _TARS:
+        values = option_values(tar_old_style(list(argv)), "I", ("use-compress-program",))
+    else:
+        values = option_values(argv, "", ("compress-program",))
+    for _, word in values:
+        program = (word.value or "").split(" ", 1)[0].rsplit("/", 1)[-1]
+        if program not in _COMPRESSORS:
+            return word
+    return None
+
+
 def project_code_runner(base: str, argv: Sequence[ResolvedWord]) -> ResolvedWord | None:
     """The word that makes ``base`` run code the analysis cannot read (its name, or a
     subcommand or option)."""
+    if base in _TARS or base in ("sort", "gsort"):
+        return _compressor(base, argv)
     if base in _COMPILERS:
         return next((w for w in argv[1:] if (w.value or "-B").startswith(_LOADING_OPTIONS)), None)
     file_options = _SCRIPT_FILE_OPTIONS.get(base)
