@@ -516,15 +516,16 @@ class Walker:
         if info is not None:
             self.recorder.record(call, base, mutating=False)
             return _functions.call(self, info, call)
-        runner = project_code_runner(base, argv) or sql_script_on_stdin(base, call)
-        if runner is not None:
-            refuse_unreadable(
-                self,
-                call,
-                runner,
-                f"{base} runs code from files it finds (makefiles, package.json scripts, "
-                "build, test and configuration scripts, images)",
-            )
+        if self.recorder.unconfined:
+            runner = project_code_runner(base, argv) or sql_script_on_stdin(base, call)
+            if runner is not None:
+                refuse_unreadable(
+                    self,
+                    call,
+                    runner,
+                    f"{base} runs code from files it finds (makefiles, package.json scripts, "
+                    "build, test and configuration scripts, images)",
+                )
         try:
             unwrapped = unwrap(base, argv)
         except OptionError as exc:
