@@ -83,6 +83,16 @@ class Settings(BaseSettings):
         "insist on one tier (commands are refused when it does not work); 'unconfined' is "
         "an explicit operator opt-out. `corral doctor` shows which tiers work.",
     )
+    unconfined_allowed_commands: list[list[str]] = Field(
+        default_factory=list,
+        description="Without a kernel sandbox (sandbox = 'unconfined', and the host plane) "
+        "commands that run code the analysis cannot read (inline interpreter code, scripts, "
+        "make, npm run, pytest…) are refused; each entry here allows the invocations whose "
+        "parsed argv, after wrappers, is exactly these words, or starts with them when the "
+        'last word is "...", e.g. [["make", "test"], ["python3", "scripts/build.py", "..."]]. '
+        "Set only by the operator (settings file or CORRAL_UNCONFINED_ALLOWED_COMMANDS as "
+        "JSON); no API or tool changes it.",
+    )
     sandbox_uid: int = Field(
         default=65534,
         ge=1,
@@ -186,6 +196,17 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return Path(os.path.abspath(value.expanduser()))
+
+    @field_validator("unconfined_allowed_commands")
+    @classmethod
+    def _word_lists(cls, value: list[list[str]]) -> list[list[str]]:
+        for entry in value:
+            if not entry or any(not word or "\x00" in word for word in entry):
+                raise ValueError(
+                    f"unconfined_allowed_commands entry {entry!r} must be a non-empty list of "
+                    'non-empty words, such as ["make", "test"]'
+                )
+        return value
 
     @field_validator("cluster_sweep_seconds")
     @classmethod

@@ -1,12 +1,15 @@
 """The evasion corpora must be refused with the expected rule; ordinary commands must pass.
 
 ``evasions.txt`` is refused in both modes, ``hardening.txt`` (issue 19, tagged by class) in
-unconfined mode, where the analysis is the boundary; ``allowed.txt`` passes in both.
+unconfined mode, where the analysis is the boundary; ``allowed.txt`` passes in both, except
+its entries tagged ``[unconfined: <rule>]``: they run code the analysis cannot read (or put a
+project folder on PATH), which unconfined mode refuses with that rule (issue 28).
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,15 @@ class Case:
     source: str
     command: str
     line: int
+
+    @property
+    def refused_unconfined(self) -> str | None:
+        """The rule that refuses this ordinary command in unconfined mode (see the module)."""
+        tag = UNCONFINED_TAG.search(self.source)
+        return tag.group(1) if tag else None
+
+
+UNCONFINED_TAG = re.compile(r"\[unconfined: (\w+)\]$")
 
 
 def load(name: str) -> list[Case]:
@@ -66,7 +78,7 @@ UNCONFINED_HOME = "/tmp/corral-home-XXXXXXXX"
 """An unconfined command's HOME as the check sees it (see ``corral.shell.check``)."""
 CLASSES = {
     "tilde", "subscript", "exec_option", "startup", "loader", "git_write", "written_script",
-    "inline_code", "host", "env_wrapper",
+    "inline_code", "host", "env_wrapper", "unreadable", "bypass",
 }  # fmt: skip
 MODES = {"sandboxed": (HOME, False), "unconfined": (UNCONFINED_HOME, True)}
 
@@ -131,6 +143,12 @@ def test_ordinary_command_passes(case: Case, mode: str) -> None:
     result = analyze(
         case.command, home=home, cwd=CWD, protected_paths=PROTECTED, unconfined=unconfined
     )
+    expected = case.refused_unconfined
+    if unconfined and expected is not None:
+        assert not result.allowed and result.rule == expected, (case.command, result.rule)
+        if expected == "unreadable_code":
+            assert "unconfined_allowed_commands" in result.detail
+        return
     assert result.allowed, (case.command, result.rule, result.word, result.detail)
     assert result.rule is None and result.word is None
     assert result.commands, "an allowed command reports what it runs"

@@ -61,16 +61,22 @@ async def test_an_interpreter_cannot_read_outside_its_sources(
     assert "FileNotFoundError" in secret.text and "the vault key" not in secret.text
 
 
-async def test_the_same_reads_succeed_unconfined(unconfined: Platform, tmp_path: Path) -> None:
+async def test_the_same_reads_succeed_unconfined(data_dir: Path, tmp_path: Path) -> None:
+    # Unconfined, analysis refuses code it cannot read (issue 28), so the control needs the
+    # operator to allow these interpreter invocations; then nothing stands in the way.
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "key.txt").write_text("the vault key")
-    secret = await run(unconfined, read_cmd(vault / "key.txt"))
-    assert "the vault key" in secret.text
-    assert secret.data is not None and secret.data["confinement"] == "unconfined"
-    hostname = _host_name()
-    etc = await run(unconfined, "python3 -c \"print(open('/etc/hostname').read())\"")
-    assert hostname in etc.text
+    allowed = [["python3", "-c", "..."]]
+    async with corral.open(
+        data_dir, sandbox="unconfined", unconfined_allowed_commands=allowed
+    ) as unconfined:
+        secret = await run(unconfined, read_cmd(vault / "key.txt"))
+        assert "the vault key" in secret.text
+        assert secret.data is not None and secret.data["confinement"] == "unconfined"
+        hostname = _host_name()
+        etc = await run(unconfined, "python3 -c \"print(open('/etc/hostname').read())\"")
+        assert hostname in etc.text
 
 
 @needs_bwrap

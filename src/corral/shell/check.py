@@ -142,6 +142,7 @@ def check_command(
         home=home,
         cwd=cwd_path,
         unconfined=not sandboxed,
+        allowed_invocations=settings.unconfined_allowed_commands,
     )
     if not analysis.allowed:
         verdict = Verdict(

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 import glob
+import itertools
+import os
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -126,6 +128,18 @@ class UriGate:
                 self._check_glob(ref, candidate, access)
             else:
                 self._check_path(ref, candidate, access)
+        for unresolved in ref.physical:
+            # link/../x: the kernel follows the link before it takes "..".
+            if ref.glob:
+                found = list(itertools.islice(glob.iglob(unresolved), GLOB_LIMIT + 1))
+                if len(found) > GLOB_LIMIT and not self.sandboxed:
+                    self._refuse(ref, unresolved, "glob_too_broad",
+                                 f"{ref.text!r} matches more than {GLOB_LIMIT:,} paths; "
+                                 "narrow the pattern")  # fmt: skip
+                for match in found or [_glob_prefix(unresolved)]:
+                    self._check_path(ref, os.path.realpath(match), access)
+            else:
+                self._check_path(ref, os.path.realpath(unresolved), access)
 
     def _check_glob(self, ref: PathRef, pattern: str, access: Access) -> None:
         matches = []

@@ -10,8 +10,10 @@ It also follows what bash evaluates out of sight: array subscripts, options that
 command string (``tar --to-command``, ``sed 's/x/y/e'``…), inline interpreter code, the
 dynamic loader and multi-call binaries, and files the command writes and then runs
 (scripts, ``.git/config`` and hooks, makefiles). With the sandbox this layer is defence in
-depth; with ``unconfined=True`` it is the boundary, and what it cannot know statically is
-refused.
+depth; with ``unconfined=True`` it is the boundary: what it cannot know statically is
+refused, and so is code it cannot read at all (inline interpreter code, scripts and build
+files on disk) unless the admin's ``allowed_invocations`` name the invocation (see
+:mod:`corral.shell.analysis._unreadable`).
 """
 
 from corral.shell.analysis._analyze import MAX_COMMAND_BYTES, analyze

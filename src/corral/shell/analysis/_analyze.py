@@ -10,6 +10,7 @@ from corral.shell.analysis._paths import normalize, platform_sequence, protectio
 from corral.shell.analysis._records import Recorder
 from corral.shell.analysis._refusal import Refused
 from corral.shell.analysis._types import Analysis, Rule
+from corral.shell.analysis._unreadable import Invocations
 from corral.shell.analysis._walker import Walker
 from corral.shell.analysis._written import git_kind, refuse_unknown_git
 
@@ -30,6 +31,7 @@ def analyze(
     home: str | None = None,
     cwd: str | None = None,
     unconfined: bool = False,
+    allowed_invocations: Sequence[Sequence[str]] = (),
 ) -> Analysis:
     """Analyse a bash command line without running anything.
 
@@ -40,24 +42,39 @@ def analyze(
     ``unconfined`` says no kernel sandbox will contain the command: the analysis is then
     the boundary, and what it cannot know statically (a computed command in inline
     interpreter code, a file this command writes and then runs) is refused instead of left
-    to the sandbox. The analysis is pure and thread-safe, so the verdict on a short command
-    line is remembered for the same inputs and handed out again (it is immutable).
+    to the sandbox. Code the analysis cannot read at all (inline interpreter code, scripts
+    and build files on disk, programs run by options) is then refused unless its argv
+    starts with one of ``allowed_invocations``, the admin's word lists (see
+    :mod:`corral.shell.analysis._unreadable`). The analysis is pure and thread-safe, so
+    the verdict on a short command line is remembered for the same inputs and handed out
+    again (it is immutable).
     """
     protected = platform_sequence(protected_paths)
+    allowed = tuple(tuple(words) for words in allowed_invocations) if allowed_invocations else ()
     if len(command) <= CACHED_COMMAND_CHARS:
-        return _remembered(command, protected, home, cwd, unconfined)
-    return _analyze(command, protected, home, cwd, unconfined)
+        return _remembered(command, protected, home, cwd, unconfined, allowed)
+    return _analyze(command, protected, home, cwd, unconfined, allowed)
 
 
 @lru_cache(maxsize=CACHED_VERDICTS)
 def _remembered(
-    command: str, protected: tuple[str, ...], home: str | None, cwd: str | None, unconfined: bool
+    command: str,
+    protected: tuple[str, ...],
+    home: str | None,
+    cwd: str | None,
+    unconfined: bool,
+    allowed: Invocations,
 ) -> Analysis:
-    return _analyze(command, protected, home, cwd, unconfined)
+    return _analyze(command, protected, home, cwd, unconfined, allowed)
 
 
 def _analyze(
-    command: str, protected: tuple[str, ...], home: str | None, cwd: str | None, unconfined: bool
+    command: str,
+    protected: tuple[str, ...],
+    home: str | None,
+    cwd: str | None,
+    unconfined: bool,
+    allowed: Invocations = (),
 ) -> Analysis:
     shielded = protection(home, protected)
     base = (command, cwd, shielded.platform)
@@ -93,7 +110,9 @@ def _analyze(
     # function body from a deliberately deeper stack (see _functions.define); it walks
     # every body again at each call, as from the same depth as the first.
     for reuse in (True, False):
-        recorder = Recorder(home=home, cwd=cwd, protection=shielded, unconfined=unconfined)
+        recorder = Recorder(
+            home=home, cwd=cwd, protection=shielded, unconfined=unconfined, allowed=allowed
+        )
         walker = Walker(recorder, reuse=reuse)
         try:
             walker.walk_source(command, depth=0, origin=command[:40])
@@ -102,6 +121,8 @@ def _analyze(
                     if content is None and git_kind(written) is not None:
                         # Written by a whole compound's redirect, whose text is not known.
                         refuse_unknown_git(written.text)
+            if recorder.unreadable is not None:
+                raise recorder.unreadable
         except Refused as refusal:
             return _refused(base, refusal.rule, refusal.word, refusal.detail)
         except RecursionError:

@@ -14,9 +14,18 @@ from corral.shell.analysis._checks import path_entry_problem
 from corral.shell.analysis._escaped import MARK, quote, unescape
 from corral.shell.analysis._host import OWN_PID_WORDS
 from corral.shell.analysis._parser import Node, adjacent, first_error, parse
+from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import Frame
-from corral.shell.analysis._tables import COMMAND_VARS, HIJACK_PREFIXES, HIJACK_VARS
+from corral.shell.analysis._tables import (
+    COMMAND_VARS,
+    HIJACK_PREFIXES,
+    HIJACK_VARS,
+    SYSTEM_PROGRAM_DIRS,
+    UNCONFINED_HIJACK_PREFIXES,
+    UNCONFINED_HIJACK_VARS,
+    WRITE_DIR_VARS,
+)
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord, WordResolver, unquoted
 from corral.shell.analysis._wrappers import ASSIGNMENT
@@ -109,6 +118,8 @@ def check(
             f"Setting {base} would make programs load code or configuration the command does "
             "not show; run the command without it.",
         )
+    if walker.recorder.unconfined:
+        _unconfined_check(walker, name, base, value, frame)
     if base == "PATH":
         problem = path_entry_problem(value.escaped, append=append)
         if problem:
@@ -118,6 +129,8 @@ def check(
                 f"PATH would contain {problem}, so which program runs depends on the current "
                 "folder; use absolute directories only.",
             )
+        if walker.recorder.unconfined:
+            _unconfined_path(name, value)
     if base == "IFS" and not (scope == "prefix" and command in _READERS) and scope != "env":
         refuse(
             "env_hijack",
@@ -129,6 +142,50 @@ def check(
         walker.script(value, frame, origin=f"{name}={value.text}", same_shell=False)
     embedded(walker, value, frame)
     walker.recorder.scan_word(value, frame.bases)
+
+
+def _unconfined_path(name: str, value: ResolvedWord) -> None:
+    """Without the sandbox PATH keeps to installed programs' folders (and itself): a
+    project folder on it runs files the analysis cannot read under any name."""
+    text = value.text.removeprefix(f"{name}=")
+    for entry in text.replace('"', "").replace("'", "").split(":"):
+        if entry in ("", "$PATH", "${PATH}"):
+            continue
+        literal = not any(ch in entry for ch in "$`~\\")
+        if literal and (normalize(entry) + "/").startswith(SYSTEM_PROGRAM_DIRS):
+            continue
+        refuse(
+            "env_hijack",
+            f"{name}={value.text}",
+            f"PATH would look up programs in {entry!r}, where the project's own files "
+            "(which the analysis cannot read) could answer to any name, and without the "
+            "sandbox they run on the host; keep PATH to installed programs' folders.",
+        )
+
+
+def _unconfined_check(
+    walker: Walking, name: str, base: str, value: ResolvedWord, frame: Frame
+) -> None:
+    if base in UNCONFINED_HIJACK_VARS or base.startswith(UNCONFINED_HIJACK_PREFIXES):
+        refuse(
+            "env_hijack",
+            name,
+            f"Setting {base} changes which program or file runs (or where cd -, ~- and popd "
+            "go), which the analysis cannot follow without the sandbox; name programs, files "
+            "and folders literally instead.",
+        )
+    if base in WRITE_DIR_VARS:
+        if value.value is None:
+            refuse(
+                "env_hijack",
+                f"{name}={value.text}",
+                f"{base} moves where programs write, and its value is only known when the "
+                "command runs; without the sandbox set it to a literal path, if at all.",
+            )
+        recorder = walker.recorder
+        ref = recorder.path_ref(value, "write", "argument", f"{base}=", frame.bases, ())
+        if ref is not None:
+            recorder.paths.append(ref)
 
 
 def computed(walker: Walking, name: str | None, frame: Frame, origin: str) -> None:
@@ -196,7 +253,23 @@ def declaration(walker: Walking, node: Node, frame: Frame) -> list[ResolvedWord]
             flags += text[1:]
             continue
         _declared_word(walker, word, frame, keyword, nameref="n" in flags)
+    check_exported_functions(walker, keyword, argv)
     return argv
+
+
+def check_exported_functions(walker: Walking, keyword: str, argv: list[ResolvedWord]) -> None:
+    """``export -f`` and ``declare -fx`` hand functions to child shells: refused unconfined."""
+    if not walker.recorder.unconfined:
+        return
+    flags = "".join((w.value or "")[1:] for w in argv[1:] if (w.value or "")[:1] in "-+")
+    if "f" in flags and (keyword == "export" or "x" in flags):
+        refuse(
+            "shell_hijack",
+            argv[0].text,
+            f"{keyword} -{flags} hands functions to child shells (bash -c, scripts), where "
+            "the analysis does not follow them, and without the sandbox they run on the "
+            "host; define the function inside the child's script.",
+        )
 
 
 def _joined(walker: Walking, group: list[Node], frame: Frame) -> ResolvedWord:

@@ -10,7 +10,7 @@ from corral.shell.analysis import _assign
 from corral.shell.analysis._checks import power_verb
 from corral.shell.analysis._escaped import is_glob, quote
 from corral.shell.analysis._host import check_kill
-from corral.shell.analysis._paths import normalize
+from corral.shell.analysis._paths import cancels_a_name, normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import BasesAfter, Call, Loc, merge
 from corral.shell.analysis._types import CdMove, Chain
@@ -42,6 +42,9 @@ def _cd(walker: Walking, call: Call, base: str) -> BasesAfter:
         step = "-"
     elif target.value is None or is_glob(target.escaped) or target.value.startswith(("~", "+")):
         step = None
+    elif walker.recorder.unconfined and cancels_a_name(_below_home(target.value, walker.home)):
+        # cd link/..: where it lands depends on the disk; later relative paths are unknown.
+        step = None
     else:
         step = normalize(target.value)
     for loc in call.bases:
@@ -60,6 +63,13 @@ def _cd(walker: Walking, call: Call, base: str) -> BasesAfter:
         ref,
     )
     return (merge(frozenset(moved)), call.bases)
+
+
+def _below_home(path: str, home: str | None) -> str:
+    """``path`` with the home folder taken off: a fresh folder the command gets, no link."""
+    if home and path.startswith(home + "/"):
+        return path[len(home) + 1 :]
+    return path
 
 
 def _push(chain: Chain, step: str | None) -> Chain:
@@ -241,6 +251,7 @@ def _systemctl(walker: Walking, call: Call, base: str) -> BasesAfter:
 
 
 def _declare(walker: Walking, call: Call, base: str) -> BasesAfter:
+    _assign.check_exported_functions(walker, base, call.argv)
     _assign.declaration_argv(walker, call.argv, call.frame)
     walker.recorder.record(call, base, mutating=False, text_only=True)
     return call.unchanged()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable
+from typing import Literal
 
 from corral.shell.analysis._buildopts import BUILD_OPTIONS, makefile_recipes
 from corral.shell.analysis._escaped import quote
@@ -26,12 +27,19 @@ from corral.shell.analysis._optwords import (
     stdin_text,
     text_word,
 )
+from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._sedscript import read_sed
 from corral.shell.analysis._state import Call
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 
-__all__ = ["COMMAND_OPTIONS", "check_command_options", "makefile_recipes", "option_values"]
+__all__ = [
+    "COMMAND_OPTIONS",
+    "check_command_options",
+    "makefile_recipes",
+    "option_values",
+    "tar_old_style",
+]
 
 Check = Callable[[Walking, Call, str], None]
 
@@ -44,7 +52,7 @@ _TAR_COMMANDS = ("to-command", "use-compress-program", "info-script", "new-volum
 _TAR_ARG_LETTERS = "fCTXbHKNgVLIF"
 
 
-def _tar_old_style(argv: list[ResolvedWord]) -> list[ResolvedWord]:
+def tar_old_style(argv: list[ResolvedWord]) -> list[ResolvedWord]:
     """``tar cIf PROG x.tar``: each letter that takes a value takes the next word in turn."""
     if len(argv) < 2 or not argv[1].value or argv[1].value.startswith("-"):
         return argv
@@ -58,7 +66,9 @@ def _tar_old_style(argv: list[ResolvedWord]) -> list[ResolvedWord]:
 
 
 def _tar(walker: Walking, call: Call, base: str) -> None:
-    argv = _tar_old_style(list(call.argv))
+    argv = tar_old_style(list(call.argv))
+    if walker.recorder.unconfined:
+        _tar_absolute(argv)
     longs = (*_TAR_COMMANDS, "checkpoint-action", "file", "directory", "files-from",
              "exclude-from", "blocking-factor", "format")  # fmt: skip
     for name, word in option_values(argv, _TAR_ARG_LETTERS, longs):
@@ -70,6 +80,99 @@ def _tar(walker: Walking, call: Call, base: str) -> None:
                 refuse_option(word, "tar --checkpoint-action is not known before the command runs")
             elif value.startswith("exec="):
                 nested(walker, call, text_word(value[5:], word.text), word.text)
+
+
+def _sort(walker: Walking, call: Call, base: str) -> None:
+    """``sort --compress-program=PROG`` runs PROG on its temporary files."""
+    longs = ("compress-program", "temporary-directory", "buffer-size", "field-separator",
+             "key", "output", "files0-from", "parallel", "batch-size", "random-source")  # fmt: skip
+    for name, word in option_values(call.argv, "kotST", longs):
+        if name == "compress-program":
+            nested(walker, call, word, "sort --compress-program")
+
+
+def _tar_absolute(argv: list[ResolvedWord]) -> None:
+    """``tar -P``/``--absolute-names`` writes members wherever their names point."""
+    for word in argv[1:]:
+        value = word.value or ""
+        if value == "--":
+            break
+        long = (
+            value.startswith("--")
+            and len(value) > 4
+            and "absolute-names".startswith(value[2:].partition("=")[0])
+        )
+        if long or (value.startswith("-") and not value.startswith("--") and "P" in value):
+            refuse(
+                "absolute_paths",
+                word.text,
+                "tar would keep absolute member names and write wherever the archive says, "
+                "paths the gate never sees, and without the sandbox that is the host; extract "
+                "without -P/--absolute-names (into a folder with -C).",
+            )
+
+
+# -- curl and wget ---------------------------------------------------------------------------
+
+_URL_SCHEME = re.compile(r"^\s*([^/]*?)://")
+_NETWORK_SCHEMES = frozenset({"http", "https", "ftp", "ftps"})
+
+
+def _fetcher(walker: Walking, call: Call, base: str) -> None:
+    """URLs of other schemes (``file://``, ``dict://``, a ``{file,http}`` glob) read local
+    files or services. (Config files, ``curl -K`` and ``wget -e``, are unreadable code: see
+    :mod:`corral.shell.analysis._unreadable`.)"""
+    if not walker.recorder.unconfined:
+        return
+    for word in call.argv[1:]:
+        value = word.value
+        if value is None:
+            continue
+        match = _URL_SCHEME.match(value)
+        if match is not None and match.group(1).lower() not in _NETWORK_SCHEMES:
+            refuse(
+                "local_url",
+                word.text,
+                f"{base} would fetch {value!r}, whose scheme reads local files or services "
+                "the gate cannot check, and without the sandbox that is the host; use an "
+                "http(s) URL, or read local files with cat.",
+            )
+    call.extra_paths = [*call.extra_paths, *_fetcher_files(base, call.argv)]
+
+
+_CURL_READS = ("data", "data-binary", "data-ascii", "data-urlencode", "json", "header",
+               "form", "form-string", "cookie", "proxy-header", "variable")  # fmt: skip
+_CURL_WRITES = ("trace", "trace-ascii", "stderr", "libcurl", "etag-save", "hsts", "alt-svc")
+_WGET_READS = ("post-file", "body-file", "input-file", "load-cookies")
+_WGET_WRITES = ("save-cookies", "rejected-log", "warc-file", "output-document")
+_AT_FILE = re.compile(r"^(?:[^=@<]*[=]?)[@<](.+?)(?:;type=.*)?$")
+
+
+def _fetcher_files(
+    base: str, argv: list[ResolvedWord]
+) -> list[tuple[ResolvedWord, Literal["read", "write"]]]:
+    """Local files curl/wget read or write through options (``-d @file``, ``-F x=@file``,
+    ``--post-file``, ``--trace``): without the sandbox the gate must see them."""
+    out: list[tuple[ResolvedWord, Literal["read", "write"]]] = []
+    if base == "curl":
+        values = option_values(argv, "dHFb", (*_CURL_READS, *_CURL_WRITES))
+        for name, word in values:
+            value = word.value
+            if name in _CURL_WRITES:
+                out.append((word, "write"))
+            elif value is None:
+                out.append((word, "read"))
+            elif name in ("b", "cookie"):
+                if "=" not in value:
+                    out.append((word, "read"))
+            else:
+                found = _AT_FILE.match(value)
+                if found is not None and found.group(1) != "-":
+                    out.append((text_word(found.group(1), word.text), "read"))
+        return out
+    for name, word in option_values(argv, "i", (*_WGET_READS, *_WGET_WRITES)):
+        out.append((word, "write" if name in _WGET_WRITES else "read"))
+    return out
 
 
 # -- sed ---------------------------------------------------------------------------------
@@ -332,6 +435,8 @@ def _netcat(walker: Walking, call: Call, base: str) -> None:
 COMMAND_OPTIONS: dict[str, Check] = {
     "tar": _tar, "gtar": _tar, "bsdtar": _tar,
     "sed": _sed, "gsed": _sed,
+    "sort": _sort, "gsort": _sort,
+    "curl": _fetcher, "wget": _fetcher, "wget2": _fetcher,
     "sqlite3": _sqlite, "sqlite": _sqlite,
     "vim": _vim, "vi": _vim, "nvim": _vim, "view": _vim, "vimdiff": _vim, "ex": _vim,
     "rvim": _vim, "gvim": _vim, "evim": _vim, "exim": _vim, "gview": _vim,

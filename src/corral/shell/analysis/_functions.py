@@ -36,6 +36,10 @@ STACK_PAD = 32
 """Extra stack frames a reusable body is checked under (see :func:`define`)."""
 
 
+HOOK_FUNCTIONS = frozenset({"command_not_found_handle", "command_not_found_handler"})
+"""Functions bash (and zsh) call by name, not where the command line calls them."""
+
+
 def define(walker: Walking, node: Node, frame: Frame, bases: Bases) -> None:
     """Register a function and check its body with unknown arguments."""
     name_node = node.child_by_field_name("name")
@@ -43,6 +47,14 @@ def define(walker: Walking, node: Node, frame: Frame, bases: Bases) -> None:
     if name_node is None or body is None:
         return
     name = walker.text(frame, name_node)
+    if name in HOOK_FUNCTIONS and walker.recorder.unconfined:
+        refuse(
+            "shell_hijack",
+            name,
+            f"bash calls a function named {name!r} by itself (when a command is not found), "
+            "out of the analysis' sight, and without the sandbox that runs on the host; give "
+            "the function another name.",
+        )
     info = FunctionInfo(name=name, body=body, frame=frame)
     frame.functions[name] = info
     walker.definitions += 1

@@ -24,6 +24,7 @@ from corral.shell.analysis._shells import source as shell_source
 from corral.shell.analysis._state import BasesAfter, Call
 from corral.shell.analysis._tables import SHELLS, is_interpreter
 from corral.shell.analysis._types import Access, Chain
+from corral.shell.analysis._unreadable import check_interpreter
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 from corral.shell.analysis._wrappers import Unwrapped
@@ -55,9 +56,12 @@ def wrapper(walker: Walking, call: Call, base: str, unwrapped: Unwrapped) -> Bas
         value = ResolvedWord(assignment.text, tail)
         _assign.check(walker, name.split("[")[0] if name else None, value, frame, scope="env")
     chdir = call.chdir + _chdir_step(unwrapped.chdir)
+    extra = list(call.extra_paths)
     if unwrapped.chdir is not None:
         walker.recorder.scan_word(unwrapped.chdir, call.bases)
-    extra = list(call.extra_paths)
+        if walker.recorder.unconfined:
+            # env -C DIR: the folder is entered like a cd target, so the gate checks it.
+            extra.append((unwrapped.chdir, "read"))
     for word, access in unwrapped.paths:
         walker.recorder.scan_word(word, call.bases)
         walker.recorder.check_device(word)
@@ -267,6 +271,8 @@ def _generic(walker: Walking, call: Call, base: str) -> BasesAfter:
     if is_interpreter(base) and call.stdin.kind in ("heredoc", "herestring"):
         if call.stdin.text is not None:
             walker.recorder.scan_text(call.stdin.text, call.argv[0].text, call.bases)
+    if is_interpreter(base):
+        check_interpreter(walker, call, base)
     chdir = _chdir_step(fx.chdir) if fx.chdir is not None else ()
     walker.recorder.record(
         call,

@@ -29,7 +29,14 @@ from corral.shell.analysis._escaped import (
 )
 from corral.shell.analysis._types import Chain, resolve_chain
 
-__all__ = ["Protection", "looks_like_path", "normalize", "protection", "split_tokens"]
+__all__ = [
+    "Protection",
+    "cancels_a_name",
+    "looks_like_path",
+    "normalize",
+    "protection",
+    "split_tokens",
+]
 
 _URL = re.compile(r"^[A-Za-z][\w+.-]*://")
 _SCP = re.compile(r"^[\w.-]+@[\w.-]+:")
@@ -52,6 +59,15 @@ def normalize(path: str) -> str:
     if out.startswith("//"):
         out = "/" + out.lstrip("/")
     return out
+
+
+_CANCELS_A_NAME = re.compile(r"(^|/)(?!\.\.?/)[^/]+/+(\./+)*\.\.(/|$)")
+
+
+def cancels_a_name(path: str) -> bool:
+    """True when a ``..`` follows a name (``link/../x``): lexically it cancels the name, but
+    the kernel follows the name first when it is a symlink, and lands elsewhere."""
+    return _CANCELS_A_NAME.search(path) is not None
 
 
 def looks_like_path(value: str) -> bool:

@@ -10,8 +10,14 @@ from typing import Literal
 
 from corral.shell.analysis._consumed import is_consumed
 from corral.shell.analysis._escaped import is_glob, literal_chars, quote, to_pyglob
-from corral.shell.analysis._paths import Protection, looks_like_path, normalize, split_tokens
-from corral.shell.analysis._refusal import refuse
+from corral.shell.analysis._paths import (
+    Protection,
+    cancels_a_name,
+    looks_like_path,
+    normalize,
+    split_tokens,
+)
+from corral.shell.analysis._refusal import Refused, refuse
 from corral.shell.analysis._state import Bases, Call, Loc, Redir
 from corral.shell.analysis._tables import SAFE_DEVICES, is_block_device
 from corral.shell.analysis._types import (
@@ -46,12 +52,24 @@ class Recorder:
     """Collects the extracted commands and paths; refuses protected and device paths."""
 
     def __init__(
-        self, *, home: str | None, cwd: str | None, protection: Protection, unconfined: bool
+        self,
+        *,
+        home: str | None,
+        cwd: str | None,
+        protection: Protection,
+        unconfined: bool,
+        allowed: tuple[tuple[str, ...], ...] = (),
     ) -> None:
         self.home = home
         self.cwd = cwd
         self.unconfined = unconfined
         """No kernel sandbox will contain the command: refuse what cannot be known."""
+        self.allowed = allowed
+        """The admin's allowed invocations: argv prefixes whose unreadable code may run."""
+        self.appended: set[int] = set()
+        """Ids of written refs that add to a file (``>>``, ``tee -a``), not replace it."""
+        self.unreadable: Refused | None = None
+        """The first refusal of code the analysis cannot read, raised when the walk ends."""
         self.protection = protection
         self.commands: list[Command] = []
         self.paths: list[PathRef] = []
@@ -139,8 +157,8 @@ class Recorder:
         if value is None:
             path = None
         elif glob:
-            pattern = to_pyglob(word.escaped)
-            path = normalize(pattern) if pattern else None
+            value = to_pyglob(word.escaped)
+            path = normalize(value) if value else None
         else:
             path = normalize(value)
         if path is not None and (path in SAFE_DEVICES or path.startswith("/dev/fd/")):
@@ -149,6 +167,9 @@ class Recorder:
         resolved: tuple[str, ...] = ()
         if path is not None and self.cwd is not None:
             resolved = _resolve_all(path, chains, self.cwd, self.home)
+        physical: tuple[str, ...] = ()
+        if resolved and value and cancels_a_name(value):
+            physical = _physical(value, chains, self.cwd, self.home)
         return PathRef(
             text=word.text,
             path=path,
@@ -158,6 +179,7 @@ class Recorder:
             glob=glob,
             bases=chains,
             resolved=resolved,
+            physical=physical,
         )
 
     def record_redirects(self, redirs: Sequence[Redir], command: str, bases: Bases) -> None:
@@ -210,6 +232,10 @@ class Recorder:
             ref = self.path_ref(redir.word, redir.access, "redirect", base, call.bases, chdir)
             if ref is not None:
                 refs.append(ref)
+                if redir.operator not in (">", ">|", "&>"):
+                    self.appended.add(id(ref))
+        if base == "tee" and any((w.value or "").startswith(("-a", "--a")) for w in call.argv):
+            self.appended.update(id(ref) for ref in refs)
         produced = produced_text(call, base) if base in _PRINTERS else None
         self.last_output = produced
         self.output_sets += 1
@@ -313,6 +339,24 @@ def _decode(text: str) -> str:
         return _ESCAPES.get(code, "\\" + code)
 
     return _ESCAPE.sub(one, text.replace("%%", "%"))
+
+
+def _physical(
+    value: str, chains: tuple[Chain, ...], cwd: str | None, home: str | None
+) -> tuple[str, ...]:
+    """``value`` made absolute against each chain with every ``..`` kept (see PathRef)."""
+    if value.startswith("~"):
+        if not home:
+            return ()
+        value = home + value[1:]
+    if value.startswith("/") or cwd is None:
+        return (value,) if value.startswith("/") else ()
+    out: list[str] = []
+    for chain in chains:
+        base = resolve_chain(cwd, chain)
+        if base is not None and base + "/" + value not in out:
+            out.append(base + "/" + value)
+    return tuple(out)
 
 
 def _resolve_all(

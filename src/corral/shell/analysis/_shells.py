@@ -10,6 +10,7 @@ from corral.shell.analysis._escaped import literal_chars, quote
 from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import BasesAfter, Call, Stdin
+from corral.shell.analysis._unreadable import refuse_unreadable
 from corral.shell.analysis._walking import Walking
 from corral.shell.analysis._words import ResolvedWord
 from corral.shell.analysis._written import check_run
@@ -86,7 +87,13 @@ def shell(walker: Walking, call: Call, base: str) -> BasesAfter:
                 f"{base} would run start-up commands from the output of another command, "
                 "which cannot be checked; save them to a file, review it, then use the file.",
             )
-        check_run(walker, call, word, "shell")
+        if not check_run(walker, call, word, "shell"):
+            refuse_unreadable(
+                walker,
+                call,
+                word,
+                f"{base} would run start-up commands from the file {word.text!r}",
+            )
     if c_flag:
         if operands:
             script = operands[0]
@@ -110,7 +117,8 @@ def shell(walker: Walking, call: Call, base: str) -> BasesAfter:
             shell_on_stdin(walker, call, base)
             return call.unchanged()
         call.extra_paths = [*call.extra_paths, *paths]
-        check_run(walker, call, script, "shell")
+        if not check_run(walker, call, script, "shell"):
+            refuse_unreadable(walker, call, script, f"{base} runs the script file {script.text!r}")
         walker.recorder.record(call, base, mutating=False, targets=[(script, "read")], skip={i})
         return call.unchanged()
     shell_on_stdin(walker, call, base)
@@ -134,6 +142,13 @@ def shell_on_stdin(walker: Walking, call: Call, base: str) -> None:
             call.argv[0].text,
             f"Piping commands into {base} hides them from analysis; run the commands "
             "directly, or save the script to a file, review it and run the file.",
+        )
+    if stdin.kind == "file" and stdin.word is not None:
+        refuse_unreadable(
+            walker,
+            call,
+            stdin.word,
+            f"{base} runs the script file {stdin.word.text!r} fed to its standard input",
         )
     if stdin.kind in ("heredoc", "herestring"):
         origin = stdin.word.text if stdin.word is not None else "<<"
@@ -182,6 +197,7 @@ def source(walker: Walking, call: Call, base: str) -> BasesAfter:
                 f"{base} would load code from standard input, which cannot be checked; "
                 "write the commands directly.",
             )
-    check_run(walker, call, script, "shell")
+    if not check_run(walker, call, script, "shell"):
+        refuse_unreadable(walker, call, script, f"{base} loads the file {script.text!r} as code")
     walker.recorder.record(call, base, mutating=False, targets=[(script, "read")], skip={1})
     return call.unchanged()

@@ -17,6 +17,10 @@ __all__ = [
     "SAFE_DEVICES",
     "SHELLS",
     "SYSTEMCTL_POWER",
+    "SYSTEM_PROGRAM_DIRS",
+    "UNCONFINED_HIJACK_PREFIXES",
+    "UNCONFINED_HIJACK_VARS",
+    "WRITE_DIR_VARS",
     "is_block_device",
     "is_interpreter",
 ]
@@ -114,11 +118,40 @@ HIJACK_VARS = frozenset(
 )  # fmt: skip
 HIJACK_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_")
 
+# Without the sandbox, also refused: bash's command hash and alias tables (which program
+# a name runs) and the directory memory ``cd -``, ``~-`` and ``popd`` read.
+# Also the settings that make an (admin-allowed) build tool load other files: extra
+# makefiles, pytest plugins, npm's script shell.
+UNCONFINED_HIJACK_VARS = frozenset(
+    {"BASH_CMDS", "BASH_ALIASES", "OLDPWD", "DIRSTACK", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS",
+     "MAKEFILES", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "WGETRC", "CURL_HOME", "SYSTEMWGETRC"}
+)  # fmt: skip
+UNCONFINED_HIJACK_PREFIXES = ("NPM_CONFIG_", "npm_config_", "CARGO_TARGET_", "TOX_")
+
+# Variables that move where a program writes: without the sandbox their value is a path
+# the command writes, checked by the gate like any other.
+WRITE_DIR_VARS = frozenset(
+    {
+        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "TMPDIR", "TMP", "TEMP", "TEMPDIR",
+        "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+        "PYTHONPYCACHEPREFIX", "CARGO_HOME", "CARGO_TARGET_DIR", "GOPATH", "GOCACHE",
+        "GOMODCACHE", "PIP_CACHE_DIR", "NPM_CONFIG_CACHE", "NPM_CONFIG_PREFIX",
+        "npm_config_cache", "npm_config_prefix", "HISTFILE", "LESSHISTFILE", "TEXMFVAR",
+    }
+)  # fmt: skip
+
 # Variables whose value a program runs as a command: allowed when that command passes.
 COMMAND_VARS = frozenset(
     {"EDITOR", "VISUAL", "PAGER", "GIT_EDITOR", "GIT_PAGER", "GIT_SEQUENCE_EDITOR", "MANPAGER",
      "SYSTEMD_PAGER", "BROWSER", "SHELL", "SUDO_EDITOR", "FCEDIT"}
 )  # fmt: skip
+
+SYSTEM_PROGRAM_DIRS = (
+    "/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/bin/", "/usr/local/sbin/",
+    "/lib/", "/lib64/", "/lib32/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/",
+)  # fmt: skip
+"""Folders of installed programs and the loader: root-owned, so no project file."""
 
 # Devices that are safe to name anywhere.
 SAFE_DEVICES = frozenset(

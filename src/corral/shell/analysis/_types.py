@@ -45,6 +45,9 @@ Rule = Literal[
     "dynamic_script",
     "exec_option",
     "interpreter_code",
+    "unreadable_code",
+    "local_url",
+    "absolute_paths",
     "shell_stdin",
     "env_hijack",
     "config_hijack",
@@ -120,6 +123,10 @@ class PathRef:
     """Every ``cd`` chain the path may be relative to (a ``cd`` can fail, so several)."""
     resolved: tuple[str, ...] = ()
     """Absolute candidates when the analyser was given a cwd and the path is static."""
+    physical: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    """When a ``..`` follows a name (``link/../x``): the candidates with that ``..`` kept, for
+    a gate to resolve on disk as the kernel does (the name may be a symlink, and ``..``
+    then leaves the folder it points to, not the one that holds it)."""
 
     def resolve(self, cwd: str) -> tuple[str, ...] | None:
         """Absolute candidates of this path against ``cwd``; ``None`` if any is unknowable."""

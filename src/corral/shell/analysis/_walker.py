@@ -16,6 +16,7 @@ from corral.shell.analysis._chars import describe_character, find_forbidden_char
 from corral.shell.analysis._escaped import BraceOverflow, brace_expand, is_glob, quote
 from corral.shell.analysis._options import OptionError
 from corral.shell.analysis._parser import Node, adjacent, parse
+from corral.shell.analysis._paths import normalize
 from corral.shell.analysis._records import Recorder
 from corral.shell.analysis._refusal import refuse
 from corral.shell.analysis._state import (
@@ -32,6 +33,12 @@ from corral.shell.analysis._state import (
 )
 from corral.shell.analysis._syntax import check_continuations, check_errors, repair
 from corral.shell.analysis._tables import BLOCKED, BLOCKED_PREFIXES, RESERVED
+from corral.shell.analysis._unreadable import (
+    SYSTEM_PROGRAM_DIRS,
+    project_code_runner,
+    refuse_unreadable,
+    sql_script_on_stdin,
+)
 from corral.shell.analysis._words import ResolvedWord, WordResolver
 from corral.shell.analysis._wrappers import found_paths, unwrap
 from corral.shell.analysis._written import check_git_writes, check_run
@@ -496,11 +503,29 @@ class Walker:
             if caller is not None:
                 caller.calls.append((value, call.ctx.spawning))
         if "/" in value:
-            check_run(self, call, name_word, "exec")
+            read = check_run(self, call, name_word, "exec")
+            if not read and not normalize(value).startswith(SYSTEM_PROGRAM_DIRS):
+                refuse_unreadable(
+                    self,
+                    call,
+                    name_word,
+                    f"{value!r} is a program or script "
+                    "file of the project, not an installed program",
+                )
         info = frame.functions.get(value) if not call.wrappers else None
         if info is not None:
             self.recorder.record(call, base, mutating=False)
             return _functions.call(self, info, call)
+        if self.recorder.unconfined:
+            runner = project_code_runner(base, argv) or sql_script_on_stdin(base, call)
+            if runner is not None:
+                refuse_unreadable(
+                    self,
+                    call,
+                    runner,
+                    f"{base} runs code from files it finds (makefiles, package.json scripts, "
+                    "build, test and configuration scripts, images)",
+                )
         try:
             unwrapped = unwrap(base, argv)
         except OptionError as exc:

@@ -59,8 +59,9 @@ def refuse_unknown_git(word: str) -> None:
     _refuse_unknown(word, "is git configuration or a hook that git runs on its next call")
 
 
-def _judge(walker: Walking, call: Call, content: str | None, kind: str, origin: str) -> None:
-    """Analyse ``content`` as a ``kind`` file (shell, python, make, package.json…)."""
+def _judge(walker: Walking, call: Call, content: str | None, kind: str, origin: str) -> bool:
+    """Analyse ``content`` as a ``kind`` file (shell, python, make, package.json…); True
+    when it was a shell script, which the analysis reads whole."""
     if content is None:
         _refuse_unknown(origin, "was written by this same command line and is then run")
     assert content is not None
@@ -76,7 +77,8 @@ def _judge(walker: Walking, call: Call, content: str | None, kind: str, origin: 
     if kind == "shell":
         word = ResolvedWord(origin, quote(content))
         walker.script(word, call.frame, origin=origin, same_shell=False)
-    elif kind in ("make", "ninja", "indented"):
+        return True
+    if kind in ("make", "ninja", "indented"):
         word = ResolvedWord(origin, quote(_recipes(kind, content)))
         walker.script(word, call.frame, origin=origin, same_shell=False)
     elif kind == "package.json":
@@ -87,6 +89,7 @@ def _judge(walker: Walking, call: Call, content: str | None, kind: str, origin: 
         check_code(walker, call, kind, content, origin)
     else:
         _refuse_unknown(origin, f"is a {kind} file written by this same command line and run")
+    return False
 
 
 _NINJA_COMMAND = re.compile(r"^\s+command\s*=\s*(.*)$", re.MULTILINE)
@@ -144,14 +147,16 @@ def _git_config(walker: Walking, call: Call, content: str, origin: str) -> None:
                           same_shell=False)  # fmt: skip
 
 
-def check_run(walker: Walking, call: Call, word: ResolvedWord, kind: str) -> None:
-    """``word`` is run as a ``kind`` file: judge what this command line wrote to it."""
+def check_run(walker: Walking, call: Call, word: ResolvedWord, kind: str) -> bool:
+    """``word`` is run as a ``kind`` file: judge what this command line wrote to it. True
+    when this command line wrote it whole as a shell script the analysis has read."""
     writes = walker.recorder.writes
     walker.recorder.looked_back[0] += 1
     if not writes:
-        return
+        return False
     ref = walker.recorder.path_ref(word, "read", "argument", kind, call.bases, call.chdir)
     keys = None if ref is None else _keys(ref)
+    read = False
     for written, content in writes:
         written_keys = _keys(written)
         if written_keys is None or keys is None:
@@ -159,7 +164,10 @@ def check_run(walker: Walking, call: Call, word: ResolvedWord, kind: str) -> Non
                 _refuse_unknown(word.text, "may have been written by this same command line")
             continue
         if written_keys & keys:
-            _judge(walker, call, content, kind, word.text)
+            # Only the last write counts: an append adds to a file written earlier.
+            judged = _judge(walker, call, content, kind, word.text)
+            read = judged and id(written) not in walker.recorder.appended
+    return read
 
 
 def git_kind(ref: PathRef) -> str | None:
