@@ -150,6 +150,26 @@ def test_socket_families_are_filtered_only_when_asked(arch: str) -> None:
     assert smuggled == errno.EAFNOSUPPORT
 
 
+def test_without_unix_sockets_only_connected_socket_pairs_are_made(arch: str) -> None:
+    """A datagram pair can sendto (or connect to) any socket path after its creation."""
+    table = ARCHES[arch]
+    number = table.numbers["socketpair"]
+    flags = socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK
+    no_unix = build_filter(arch, socket_families=(socket.AF_INET, socket.AF_INET6))
+    with_unix = build_filter(arch, socket_families=(socket.AF_UNIX,))
+    for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+        for variant in (kind, kind | flags):
+            args = (socket.AF_UNIX, variant, 0, 0)
+            assert run(no_unix, arch=table.audit, nr=number, args=args) == ALLOW
+    # SOCK_RAW is a datagram pair for AF_UNIX; flags and high bits do not hide the type.
+    for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_RDM, 0, 0xF):
+        for variant in (kind, kind | flags, kind | 1 << 40):
+            args = (socket.AF_UNIX, variant, 0, 0)
+            assert run(no_unix, arch=table.audit, nr=number, args=args) == errno.EPERM, variant
+            assert run(with_unix, arch=table.audit, nr=number, args=args) == ALLOW
+            assert run(build_filter(arch), arch=table.audit, nr=number, args=args) == ALLOW
+
+
 def test_an_unknown_architecture_is_refused_clearly() -> None:
     with pytest.raises(SeccompUnsupported, match="'riscv64'"):
         build_filter("riscv64")

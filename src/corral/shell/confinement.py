@@ -4,8 +4,9 @@ The tiers, strongest first:
 
 - ``bubblewrap``: namespaces and a mount layout of the caller's sources
   (:mod:`corral.shell.sandbox`), an unprivileged uid in its own user namespace, the seccomp
-  filter (:mod:`corral.shell.seccomp`); as root bubblewrap itself runs as the sandbox uid
-  with no groups, so its user namespace maps to that host uid and never to root;
+  filter (:mod:`corral.shell.seccomp`), which refuses UNIX sockets that could address a
+  path (a host daemon's socket inside a source); as root bubblewrap itself runs as the
+  sandbox uid with no groups, so its user namespace maps to that host uid and never to root;
 - ``landlock``: where user namespaces are unavailable, Landlock filesystem rules from the
   caller's sources (:mod:`corral.shell.landlock`) plus the same seccomp filter, which then
   also refuses sockets (no network namespace to lean on), applied by the child before exec;
@@ -59,8 +60,12 @@ __all__ = [
 Confinement = Literal["bubblewrap", "landlock", "unconfined"]
 
 _NETWORK_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
-"""Socket families the Landlock tier allows when the network is on. Never AF_UNIX: without
-a mount namespace a UNIX socket path reaches the host's daemons (the host broker too)."""
+"""Socket families the Landlock tier allows when the network is on, and the bubblewrap tier
+always (with the network off they reach only the sandbox's own loopback). Never AF_UNIX: a
+UNIX socket path reaches the host's daemons, from any source a daemon's socket lies in (or,
+without a mount namespace, anywhere: the host broker too), and with the network on the
+host's abstract sockets; nor AF_VSOCK, a way to the hypervisor's host that network
+namespaces have not isolated."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,7 +205,7 @@ class Confiner:
                 env=environment.values,
                 cwd=cwd,
                 sandboxed=True,
-                seccomp=self.seccomp_program(None),
+                seccomp=self.seccomp_program(_NETWORK_FAMILIES),
                 run_as=_sandbox_uid(self.sandbox_uid),
             )
             return CommandSpec(spec=spec, environment=environment)
@@ -312,7 +317,7 @@ async def check_bubblewrap(
             tier="bubblewrap", works=False, reason=f"no bubblewrap binary {binary!r}"
         ), None
     try:
-        program = build_filter()
+        program = build_filter(socket_families=_NETWORK_FAMILIES)
     except SeccompUnsupported as exc:
         return TierCheck(tier="bubblewrap", works=False, reason=str(exc)), found
     mounts = plan_mounts(files, (), data_dir="/nonexistent", protected=(), network=False)

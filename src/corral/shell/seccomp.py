@@ -13,7 +13,8 @@ the clocks. No set-id file comes out of a sandbox: ``chmod`` and its kin, file c
 (``open``/``openat`` with ``O_CREAT`` or ``O_TMPFILE``, ``creat``) and ``mknod`` are refused
 when their mode carries ``S_ISUID``/``S_ISGID`` (``mkdir`` ``S_ISGID``), ``mknod`` of a
 device too; ``openat2``, whose mode travels in a struct, answers ``ENOSYS`` so libc falls
-back to ``openat``.
+back to ``openat``. A caller may also keep ``socket()`` to a list of address families;
+without ``AF_UNIX`` in it, ``socketpair()`` makes only connected (stream, seqpacket) pairs.
 
 No dependency: libseccomp's Python binding needs its C library and headers at install time,
 while this program is about a hundred instructions whose every line is tested here. Arches
@@ -97,6 +98,9 @@ mode being ignored otherwise) and the refused bits. A setuid file a command make
 one a host user can run (the drive is mounted nosuid only inside the sandbox)."""
 MKNOD_RULES = {"mknod": 1, "mknodat": 2}
 """mknod calls (mode's argument) refused with set-id bits or for a device node."""
+_AF_UNIX = 1
+_SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_TYPE_MASK = 1, 5, 0xF
+"""The type's low bits; the rest are SOCK_NONBLOCK and SOCK_CLOEXEC (same on both arches)."""
 _PERSONALITIES = (0x0, 0x8, 0xFFFF_FFFF)
 """PER_LINUX, PER_LINUX32 and the query value: what Flatpak lets through."""
 
@@ -129,9 +133,9 @@ _X86_64 = Arch(
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "lookup_dcookie": 212, "vhangup": 153, "sethostname": 170, "setdomainname": 171,
         "fanotify_init": 300, "clone": 56, "clone3": 435, "personality": 135, "ioctl": 16,
-        "socket": 41, "openat2": 437, "chmod": 90, "fchmod": 91, "fchmodat": 268,
-        "fchmodat2": 452, "mknod": 133, "mknodat": 259, "open": 2, "openat": 257, "creat": 85,
-        "mkdir": 83, "mkdirat": 258,
+        "socket": 41, "socketpair": 53, "openat2": 437, "chmod": 90, "fchmod": 91,
+        "fchmodat": 268, "fchmodat2": 452, "mknod": 133, "mknodat": 259, "open": 2,
+        "openat": 257, "creat": 85, "mkdir": 83, "mkdirat": 258,
     },
     x32_bit=0x4000_0000,
 )  # fmt: skip
@@ -153,8 +157,8 @@ _AARCH64 = Arch(
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "lookup_dcookie": 18, "vhangup": 58, "sethostname": 161, "setdomainname": 162,
         "fanotify_init": 262, "clone": 220, "clone3": 435, "personality": 92, "ioctl": 29,
-        "socket": 198, "openat2": 437, "fchmod": 52, "fchmodat": 53, "fchmodat2": 452,
-        "mknodat": 33, "openat": 56, "mkdirat": 34,
+        "socket": 198, "socketpair": 199, "openat2": 437, "fchmod": 52, "fchmodat": 53,
+        "fchmodat2": 452, "mknodat": 33, "openat": 56, "mkdirat": 34,
     },
 )  # fmt: skip
 ARCHES = {arch.name: arch for arch in (_X86_64, _AARCH64)}
@@ -273,11 +277,30 @@ def _socket_rule(families: Iterable[int]) -> list[tuple[int, int, int, int]]:
     return body
 
 
+def _socketpair_rule() -> list[tuple[int, int, int, int]]:
+    """Refuse socket pairs of any type but stream and seqpacket.
+
+    A datagram pair (``SOCK_RAW`` is one too for ``AF_UNIX``) can still ``sendto`` any
+    socket path, or ``connect`` to one, after its creation; a stream or seqpacket pair is
+    connected for good (``EISCONN``) and reaches nothing but its twin.
+    """
+    return [
+        (_LD_W_ABS, 0, 0, _arg_low(1)),
+        (_ALU_AND_K, 0, 0, _SOCK_TYPE_MASK),
+        (_JEQ_K, 2, 0, _SOCK_STREAM),
+        (_JEQ_K, 1, 0, _SOCK_SEQPACKET),
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
+        (_RET_K, 0, 0, _RET_ALLOW),
+    ]
+
+
 def build_filter(arch: str | None = None, *, socket_families: Iterable[int] | None = None) -> bytes:
     """The filter as bytes of ``struct sock_filter`` (what ``bwrap --seccomp FD`` reads).
 
     ``socket_families``: when given, ``socket()`` for any other address family fails with
-    ``EAFNOSUPPORT`` (the Landlock tier, which has no network namespace, uses it).
+    ``EAFNOSUPPORT``; without ``AF_UNIX`` among them, ``socketpair()`` is kept to stream
+    and seqpacket pairs, so no call creates a UNIX socket that can address a path (a host
+    daemon's socket in a source, ``/dev/log``...) or an abstract name.
     """
     table = ARCHES.get(arch or native_arch())
     if table is None:
@@ -327,7 +350,10 @@ def build_filter(arch: str | None = None, *, socket_families: Iterable[int] | No
     personality += [(_RET_K, 0, 0, _errno(errno.EPERM)), (_RET_K, 0, 0, _RET_ALLOW)]
     program.when_nr(numbers["personality"], personality)
     if socket_families is not None:
-        program.when_nr(numbers["socket"], _socket_rule(socket_families))
+        families = set(socket_families)
+        program.when_nr(numbers["socket"], _socket_rule(families))
+        if _AF_UNIX not in families:
+            program.when_nr(numbers["socketpair"], _socketpair_rule())
     program.ret(_RET_ALLOW)
     return program.packed()
 
