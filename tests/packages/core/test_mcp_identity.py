@@ -4,6 +4,7 @@ seccomp filter, so it can make no set-id file; and nothing it writes reaches roo
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from pathlib import Path
@@ -18,7 +19,9 @@ SANDBOX_UID = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the uid switch happens only as root")
 
 _SERVER = """\
-import errno, os
+import errno, os, socket
+from typing import Annotated
+from pydantic import Field
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
@@ -40,6 +43,15 @@ def probe() -> str:
     status = open("/proc/self/status").read()
     nnp = status.split("NoNewPrivs:")[1].split()[0]
     return f"uid={os.getuid()} groups={os.getgroups()} chmod={chmod} nnp={nnp} home={os.getcwd()}"
+
+
+@server.tool(
+    description="Read one line from a TCP port on the loopback address.",
+    annotations=ToolAnnotations(read_only_hint=True),
+)
+def reach(port: Annotated[int, Field(description="The port.")]) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        return connection.makefile().readline().strip()
 
 
 if __name__ == "__main__":
@@ -146,3 +158,19 @@ async def test_a_program_the_sandbox_uid_cannot_reach_is_a_clear_error(
     assert added.is_error, added.text
     assert f"confined as uid {SANDBOX_UID}" in added.text
     assert "readable and executable by that uid" in added.text
+
+
+async def test_the_launcher_leaves_a_server_its_network(platform: Platform, data_dir: Path) -> None:
+    """It confines identity and set-id modes, not sockets: a fetch-like server still works."""
+
+    async def greet(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"hello from loopback\n")
+        await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(greet, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    async with listener:
+        await platform.call_tool("connect", _add(_server(data_dir)))
+        reached = await platform.call_tool("ident_reach", {"port": port})
+    assert not reached.is_error and reached.text == "hello from loopback", reached.text
