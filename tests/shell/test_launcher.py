@@ -60,3 +60,26 @@ def test_a_bad_invocation_says_what_was_wrong(folder: Path) -> None:
     assert done.returncode == 126 and "usage:" in done.stderr and "Traceback" not in done.stderr
     missing = _run(launcher_argv(["/nonexistent/server"], uid=UID), str(folder))
     assert missing.returncode == 126 and "cannot start '/nonexistent/server'" in missing.stderr
+
+
+def test_a_module_in_the_working_folder_is_never_imported(folder: Path) -> None:
+    """The launcher may start as root in a helper's writable home: ``python -m`` would put
+    that folder first on sys.path, so a planted ``corral`` package would run as root."""
+    planted = folder / "corral" / "shell"
+    planted.mkdir(parents=True)
+    hijack = "import os\nprint('HIJACKED', os.getuid())\n"
+    for module in (folder / "corral" / "__init__.py", planted / "__init__.py"):
+        module.write_text(hijack)
+    (planted / "launcher.py").write_text(hijack)
+    (folder / "sitecustomize.py").write_text(hijack)
+    env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONSTARTUP": str(folder / "corral")}
+    done = subprocess.run(
+        launcher_argv(["/bin/echo", "started"], uid=UID),
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "started\n" and "HIJACKED" not in done.stdout + done.stderr

@@ -142,9 +142,11 @@ def test_tools_list_shows_the_server_package(data_dir: Path, mcp_command: list[s
 
 
 @pytest.fixture
-def own_copy(tmp_path: Path, mcp_command: list[str]) -> Path:
-    """A copy of the demo server that a test may break."""
-    script = tmp_path / "server.py"
+def own_copy(data_dir: Path, mcp_command: list[str]) -> Path:
+    """A copy of the demo server that a test may break, beside the data folder: a folder
+    the sandbox uid may pass through (pytest's own tree is root's 0700)."""
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    script = data_dir.parent / "server.py"
     script.write_text(Path(mcp_command[1]).read_text())
     return script
 
@@ -154,7 +156,7 @@ def break_server(script: Path) -> None:
 
 
 async def test_a_stored_server_that_no_longer_starts_is_listed_down_and_removable(
-    data_dir: Path, tmp_path: Path, mcp_command: list[str], own_copy: Path
+    data_dir: Path, mcp_command: list[str], own_copy: Path
 ) -> None:
     script = own_copy
     async with corral.open(data_dir) as platform:
@@ -165,7 +167,7 @@ async def test_a_stored_server_that_no_longer_starts_is_listed_down_and_removabl
         listed = await platform.call_tool("connect", {"list": ["mcp"]})
         [row] = (listed.data or {})["lists"][0]["rows"]
         assert (row["name"], row["state"], row["tools"]) == ("demo", "down", [])
-        assert str(tmp_path) not in listed.text
+        assert str(script.parent) not in listed.text
         removed = await platform.call_tool("connect", {"remove": [{"kind": "mcp", "name": "demo"}]})
         assert not removed.is_error, removed.text
     async with corral.open(data_dir) as platform:

@@ -2,12 +2,16 @@
 tools registered as the package ``mcp:<name>`` and restored when the platform opens.
 
 A server command runs with the environment execute's commands get (an allowlist, secret-
-looking names and values dropped), in a private working folder of its own, and is
-restarted with back-off when it dies. A server over streamable HTTP is reached only through
-the hardened fetch path's address rules (an administrator may allow its own private host),
-and one that wants OAuth waits, ``authorizing``, until a person opened the URL
-:meth:`McpServers.authorization_url` gives and the callback route handed the code to
-:meth:`McpServers.complete_authorization`; its tokens are a project credential.
+looking names and values dropped), in a working folder of its own (:mod:`.mcp_home`), and is
+restarted with back-off when it dies. It starts through :mod:`corral.shell.launcher`: as
+root it runs as the sandbox uid with no groups, and always with ``no_new_privs`` and the
+sandbox's seccomp filter (no set-id files, namespaces or ptrace; the network stays).
+
+A server over streamable HTTP is reached only through the hardened fetch path's address
+rules (an administrator may allow its own private host), and one that wants OAuth waits,
+``authorizing``, until a person opened the URL :meth:`McpServers.authorization_url` gives
+and the callback route handed the code to :meth:`McpServers.complete_authorization`; its
+tokens are a project credential.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from corral.connect import CredentialStore
 from corral.connect.mcp_client import Backoff, McpConnection, McpState, Opener, stdio_opener
 from corral.errors import InvalidArguments, ToolError
 from corral.kernel import Kernel
+from corral.packages.core.mcp_home import server_home
 from corral.packages.core.mcp_package import build_package, package_name
 from corral.shell.environment import build_environment
+from corral.shell.launcher import launcher_argv
 from corral.store import connect_tables as ct
 from corral.web.access import WebAccess
 
@@ -41,6 +47,8 @@ if TYPE_CHECKING:  # the SDK and its HTTP client load only once a server over HT
 __all__ = ["CALLBACK_PATH", "McpServerSpec", "McpServerView", "McpServers"]
 
 CALLBACK_PATH = "/connect/oauth/callback"
+_LAUNCHER_SAYS = "corral launcher:"
+_LOG_TAIL = 64_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -302,15 +310,29 @@ class McpServers:
             backoff=self._backoff,
         )
         self._specs[name] = spec
-        await connection.start()
+        errlog = self._errlog(name)
+        since = _size(errlog)
+        try:
+            await connection.start()
+        except ToolError as exc:
+            refusal = "" if spec.url else _launcher_refusal(errlog, since)
+            if not refusal:
+                raise
+            raise ToolError(f"{exc.message} ({refusal})", code=exc.code) from None
         self._connections[name] = connection
         self._trusted[name] = trusted
 
     def _stdio_opener(self, spec: McpServerSpec) -> Opener:
-        home = self._root / spec.name
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        settings = self._kernel.settings
+        uid = settings.sandbox_uid if os.geteuid() == 0 else None
+        home = server_home(settings.data_dir / "mcp", spec.name, uid=uid)
         env = build_environment(platform_env=os.environ, home=str(home))
-        return stdio_opener(spec.command, env=env.values, cwd=home, errlog=home / "stderr.log")
+        command = launcher_argv(spec.command, uid=settings.sandbox_uid)
+        return stdio_opener(command, env=env.values, cwd=home, errlog=self._errlog(spec.name))
+
+    def _errlog(self, name: str) -> Path:
+        """The server's stderr, kept where only the platform writes (never its home)."""
+        return self._root / name / "stderr.log"
 
     def _http_opener(self, spec: McpServerSpec, connection: Callable[[], McpConnection]) -> Opener:
         web = self._kernel.services.web
@@ -359,3 +381,22 @@ class _Watch:
 
     def authorization_lost(self, why: str) -> None:
         self.connection().authorization_lost(why)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _launcher_refusal(errlog: Path, since: int) -> str:
+    """Why the launcher refused to start the server, from what it logged after ``since``."""
+    try:
+        with errlog.open("rb") as log_file:
+            log_file.seek(since)
+            written = log_file.read(_LOG_TAIL).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    said = [line for line in written.splitlines() if line.startswith(_LAUNCHER_SAYS)]
+    return said[-1] if said else ""
