@@ -11,7 +11,7 @@ import stat
 import struct
 from pathlib import Path
 
-from corral.shell.landlock import READ, plan_landlock
+from corral.shell.landlock import READ, maskable, plan_landlock
 from corral.shell.sandbox import BoundSource, SandboxFiles, plan_mounts
 from corral.shell.system_etc import host_entries
 
@@ -139,3 +139,30 @@ def test_the_folder_is_copied_again_only_when_the_host_changed(tmp_path: Path) -
     other = SandboxFiles.write(tmp_path / "sandbox", uid=1234)  # a new uid: new passwd
     assert os.path.realpath(other.etc) != generation and not os.path.exists(generation)
     assert "corral:x:1234:" in (Path(other.etc) / "passwd").read_text()
+
+
+def test_a_masked_protected_path_leaves_the_folder_around_it_a_rule(tmp_path: Path) -> None:
+    data = _layout(tmp_path)
+    drive = data / "drive"
+    (drive / ".corral").mkdir()
+
+    def rules(protected: list[str]) -> dict[str, int]:
+        plan = plan_landlock(
+            abi=6,
+            toolchain=[],
+            home=str(tmp_path / "home"),
+            sources=[(str(drive), True)],
+            data_dir=str(data),
+            protected=protected,
+            network=False,
+            masked=maskable(protected),
+        )
+        return {rule.path: rule.access for rule in plan.rules}
+
+    assert rules([str(drive / ".corral")])[str(drive)] == EVERYTHING  # the drive root works
+    # A protected path that does not exist cannot be masked, so it stays carved: a command
+    # must not create it.
+    assert maskable([str(drive / "missing")]) == []
+    assert str(drive) not in rules([str(drive / ".corral"), str(drive / "missing")])
+    (tmp_path / "link").symlink_to(drive / ".corral")
+    assert maskable([str(tmp_path / "link")]) == [str(drive / ".corral")]

@@ -33,6 +33,8 @@ SYSTEM_SOURCES: dict[str, str] = {
 def prepare_folders(settings: Settings) -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     settings.drive_dir.mkdir(exist_ok=True)
+    # Made up front so a sandbox can mask it: a missing one could be created by a command.
+    settings.drive_private_dir.mkdir(mode=0o700, exist_ok=True)
     settings.private_dir.mkdir(mode=0o700, exist_ok=True)
     os.chmod(settings.private_dir, 0o700)
     database = settings.database_path

@@ -23,6 +23,7 @@ import asyncio
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ from typing import Literal
 from corral.errors import ToolError
 from corral.settings import SandboxMode
 from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
-from corral.shell.landlock import LandlockPlan, landlock_abi, plan_landlock
+from corral.shell.landlock import LandlockPlan, landlock_abi, maskable, plan_landlock
+from corral.shell.landlock_launch import LAUNCHER, LaunchPayload
 from corral.shell.runner import ProcessSpec, spawn_process
 from corral.shell.sandbox import (
     SANDBOX_HOME,
@@ -53,6 +55,7 @@ __all__ = [
     "check_bubblewrap",
     "check_landlock",
     "detect_confinement",
+    "landlock_spec",
 ]
 
 Confinement = Literal["bubblewrap", "landlock", "unconfined"]
@@ -242,21 +245,70 @@ class Confiner:
             variables=variables,
         )
         environment.values["TMPDIR"] = home
+        program = self.seccomp_program(_NETWORK_FAMILIES if network else ())
+        namespaced = uid is not None and _UNSHARE is not None
+        masks = maskable(self.protected) if namespaced else []
         plan = landlock_plan(
             home=home,
             sources=sources,
             data_dir=self.data_dir,
             protected=self.protected,
             network=network,
+            masked=masks,
         )
-        families = _NETWORK_FAMILIES if network else ()
-        child = LandlockChild(
-            plan=plan, seccomp=SeccompLoader(self.seccomp_program(families)), uid=uid
-        )
-        spec = ProcessSpec(argv=argv, env=environment.values, cwd=cwd, sandboxed=False, child=child)
-        return CommandSpec(
-            spec=spec, environment=environment, cleanup=lambda: shutil.rmtree(home, True)
-        )
+        spec, scratch = landlock_spec(
+            argv, cwd=cwd, env=environment.values, plan=plan, program=program, uid=uid,
+            masks=masks,
+        )  # fmt: skip
+
+        def cleanup() -> None:
+            shutil.rmtree(home, True)
+            if scratch is not None:
+                shutil.rmtree(scratch, True)
+
+        return CommandSpec(spec=spec, environment=environment, cleanup=cleanup)
+
+
+_UNSHARE = shutil.which("unshare", path=SYSTEM_PATH)
+_NAMESPACES = ["--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private"]
+
+
+def landlock_spec(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    plan: LandlockPlan,
+    program: bytes,
+    uid: int | None,
+    masks: Sequence[str] = (),
+) -> tuple[ProcessSpec, str | None]:
+    """The process spec of one Landlock-tier command, and a scratch folder to remove after.
+
+    As root (``uid`` set) the command gets its own PID and mount namespace through util-linux
+    ``unshare`` and :mod:`corral.shell.landlock_launch`: it sees only its own processes, all
+    of them end with it, and ``masks`` hide the protected paths. Without root there are no
+    namespaces to make: the child confines itself between fork and exec.
+    """
+    if uid is None or _UNSHARE is None:
+        child = LandlockChild(plan=plan, seccomp=SeccompLoader(program), uid=uid)
+        return ProcessSpec(argv=argv, env=env, cwd=cwd, sandboxed=False, child=child), None
+    scratch = tempfile.mkdtemp(prefix="corral-launch-")
+    mask_file = os.path.join(scratch, "mask")
+    os.close(os.open(mask_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o000))
+    payload = os.path.join(scratch, "payload.json")
+    LaunchPayload(
+        cwd=cwd,
+        uid=uid,
+        masks=tuple(masks),
+        mask_file=mask_file,
+        abi=plan.abi,
+        rules=tuple((rule.path, rule.access) for rule in plan.rules),
+        network=plan.network,
+        seccomp=program,
+    ).write(payload)
+    full = [_UNSHARE, *_NAMESPACES, sys.executable, "-I", "-S", LAUNCHER, payload, "--", *argv]
+    return ProcessSpec(argv=full, env=env, cwd=cwd, sandboxed=False), scratch
 
 
 def landlock_plan(
@@ -267,6 +319,7 @@ def landlock_plan(
     protected: Sequence[str],
     network: bool,
     abi: int | None = None,
+    masked: Sequence[str] = (),
 ) -> LandlockPlan:
     """The Landlock rules of one command: toolchain, home, devices and the caller's sources."""
     toolchain = [*TOOLCHAIN, *host_entries(network=network), "/etc/nsswitch.conf"]
@@ -280,6 +333,7 @@ def landlock_plan(
         data_dir=data_dir,
         protected=protected,
         network=network,
+        masked=masked,
     )
 
 
@@ -337,6 +391,7 @@ async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
     except SeccompUnsupported as exc:
         return TierCheck(tier="landlock", works=False, reason=str(exc))
     home = tempfile.mkdtemp(prefix="corral-check-")
+    scratch: str | None = None
     try:
         switch = _sandbox_uid(uid)
         if switch is not None:
@@ -344,17 +399,15 @@ async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
         plan = landlock_plan(
             home=home, sources=(), data_dir="/nonexistent", protected=(), network=False, abi=abi
         )
-        child = LandlockChild(plan=plan, seccomp=SeccompLoader(program), uid=switch)
-        spec = ProcessSpec(
-            argv=["/bin/sh", "-c", "true"],
-            env={"PATH": "/usr/bin:/bin"},
-            cwd=home,
-            sandboxed=False,
-            child=child,
-        )
+        spec, scratch = landlock_spec(
+            ["/bin/sh", "-c", "true"], cwd=home, env={"PATH": "/usr/bin:/bin"}, plan=plan,
+            program=program, uid=switch,
+        )  # fmt: skip
         failure = await _runs(spec, within)
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     if failure is not None:
         return TierCheck(tier="landlock", works=False, reason=failure)
     return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works")

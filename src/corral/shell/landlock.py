@@ -32,6 +32,7 @@ __all__ = [
     "LandlockPlan",
     "Rule",
     "landlock_abi",
+    "maskable",
     "no_new_privs",
     "plan_landlock",
 ]
@@ -168,6 +169,20 @@ def _fail(what: str) -> None:  # pragma: no cover - in the child
     raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
+def maskable(protected: Iterable[str]) -> list[str]:
+    """The protected paths a mount can hide: those that exist and are no symbolic link.
+
+    A missing one cannot be mounted over, so it stays carved out of the rules (a command
+    must not create it either).
+    """
+    found = []
+    for raw in protected:
+        real = os.path.realpath(raw)
+        if os.path.lexists(real) and not os.path.islink(real) and real not in found:
+            found.append(real)
+    return found
+
+
 def plan_landlock(
     *,
     abi: int,
@@ -177,10 +192,17 @@ def plan_landlock(
     data_dir: str,
     protected: Iterable[str],
     network: bool,
+    masked: Iterable[str] = (),
 ) -> LandlockPlan:
-    """The rules of one command: ``sources`` are ``(real root, writable)`` pairs."""
+    """The rules of one command: ``sources`` are ``(real root, writable)`` pairs.
+
+    ``masked`` protected paths are hidden by the call's own mount namespace instead (see
+    :mod:`corral.shell.landlock_launch`), so they need no carving: the folder around them
+    keeps an ordinary rule (the drive root stays usable).
+    """
     everything = _handled_fs(abi)
-    secret = [os.path.realpath(p) for p in protected]
+    hidden = set(masked)
+    secret = [real for p in protected if (real := os.path.realpath(p)) not in hidden]
     data_real = os.path.realpath(data_dir)
     rules: list[Rule] = [Rule(path, READ) for path in toolchain if os.path.lexists(path)]
     rules.append(Rule("/proc", READ_FILE | READ_DIR))

@@ -128,7 +128,7 @@ async def test_the_private_area_is_refused_however_it_is_spelled(
 async def test_walking_the_drive_with_hidden_entries_never_enters_the_private_area(
     platform: Platform, drive: Path
 ) -> None:
-    (drive / ".corral").mkdir()
+    (drive / ".corral").mkdir(exist_ok=True)  # made at start-up since issue 28
     (drive / ".corral" / "secret.txt").write_text("secret\n")
     (drive / ".visible.txt").write_text("secret\n")
     for rg in (True, False):

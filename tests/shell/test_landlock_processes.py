@@ -1,0 +1,210 @@
+"""The Landlock tier's processes: hidden from one another, gone when the call ends.
+
+As root each Landlock call gets a PID and a mount namespace of its own (no user namespace
+needed), with a fresh ``/proc``: a call sees only its own processes, and when the call ends
+the namespace ends with every process in it, daemons included. The same mount namespace
+masks the platform's protected paths, so the drive root gets an ordinary Landlock rule.
+Each test is an attack kept as a test, run with real processes under the real tier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+import corral
+from corral.platform import Platform
+from corral.shell.landlock import landlock_abi
+from tests.shell.conftest import host_pids, shells
+from tests.shell.test_confinement import _PROBE, UID, _world_folder
+
+pytestmark = [
+    pytest.mark.skipif(landlock_abi() == 0, reason="no Landlock in this kernel"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="namespaces without a user namespace need root"),
+]
+
+
+@pytest.fixture
+async def landlocked() -> AsyncIterator[tuple[Platform, Path]]:
+    """A Landlock-tier platform and its drive, writable by the sandbox uid."""
+    world = _world_folder("corral-llp-")
+    try:
+        async with corral.open(world / "data", sandbox="landlock") as platform:
+            assert shells(platform).status.tier == "landlock"
+            await platform.admin.set_live("shell_stop_grace_ms", 200)
+            drive = world / "data" / "drive"
+            drive.mkdir(parents=True, exist_ok=True)
+            drive.chmod(0o755)
+            os.chown(drive, UID, UID)
+            yield platform, drive
+    finally:
+        shutil.rmtree(world, ignore_errors=True)
+
+
+@pytest.fixture
+def reaper() -> Iterator[list[str]]:
+    """Tokens of processes a test may leave behind on the old code: killed afterwards."""
+    tokens: list[str] = []
+    yield tokens
+    for token in tokens:
+        for pid in host_pids(token):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def _execute(platform: Platform, command: str, **extra: object) -> corral.ToolResult:
+    return await platform.call_tool("execute", {"command": command, "cwd": "data://", **extra})
+
+
+async def probe(platform: Platform, drive: Path, body: str) -> str:
+    """Run ``body`` (after the probe helpers) as ``python3 probe.py`` in the drive root."""
+    script = drive / "probe.py"
+    script.write_text(_PROBE + body)
+    script.chmod(0o644)
+    result = await _execute(platform, "python3 probe.py")
+    assert result.error_code in (None, "exited"), result.text
+    return result.text
+
+
+async def test_a_concurrent_calls_command_line_is_invisible(
+    landlocked: tuple[Platform, Path], reaper: list[str]
+) -> None:
+    platform, drive = landlocked
+    token = "tok-" + "5d1e"
+    reaper.append(token)
+    # The first call holds a token on its command line until the second one is done.
+    flags = drive / "flags"
+    flags.mkdir()
+    os.chown(flags, UID, UID)
+    ready = asyncio.Event()
+    first = asyncio.create_task(
+        platform.call_tool(
+            "execute",
+            {
+                "command": f"echo ready; until [ -e flags/done ]; do sleep 0.1; done; echo {token}",
+                "cwd": "data://",
+                "timeout": 20,
+            },
+            output=lambda stream, text: ready.set() if "ready" in text else None,
+        )
+    )
+    await asyncio.wait_for(ready.wait(), 10)
+    assert host_pids(token), "the first call's command line holds the token"
+    body = """\
+seen, mine = [], 0
+for name in os.listdir('/proc'):
+    if not name.isdigit():
+        continue
+    mine += 1
+    try:
+        cmdline = open(f'/proc/{name}/cmdline', 'rb').read()
+    except OSError:
+        continue
+    if b'tok-' + b'5d1e' in cmdline:
+        seen.append(name)
+print('processes', mine, 'seen', seen)
+open('flags/done', 'w').close()
+"""
+    text = await probe(platform, drive, body)
+    result = await first
+    assert token in result.text
+    assert "seen []" in text, text
+    count = int(text.split("processes ")[1].split()[0])
+    assert 1 <= count <= 3, text  # bash, python and nothing from the host
+
+
+async def test_ps_shows_only_the_calls_own_processes(
+    landlocked: tuple[Platform, Path],
+) -> None:
+    platform, _ = landlocked
+    result = await _execute(platform, "ps -e -o pid=,comm=")
+    rows = [row.split() for row in result.text.splitlines() if row.strip()[:1].isdigit()]
+    assert {comm for _, comm in rows} <= {"bash", "ps"}, result.text
+    assert len(rows) <= 2, result.text
+
+
+_DAEMON = """\
+import os, sys, time
+token = sys.argv[1]
+ready_read, ready_write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        devnull = os.open('/dev/null', os.O_RDWR)
+        if sys.argv[2] == 'quiet':
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+        os.write(ready_write, b'up')
+        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', token])
+    os._exit(0)
+os.read(ready_read, 2)
+print('daemon up', flush=True)
+if sys.argv[3] == 'stay':
+    time.sleep(60)
+"""
+
+
+async def test_a_double_forked_setsid_daemon_dies_with_the_call(
+    landlocked: tuple[Platform, Path], reaper: list[str]
+) -> None:
+    platform, drive = landlocked
+    token = "daemon-" + "7c21"
+    reaper.append(token)
+    (drive / "daemon.py").write_text(_DAEMON)
+    result = await _execute(platform, f"python3 daemon.py {token} quiet leave")
+    assert "daemon up" in result.text, result.text
+    assert host_pids(token) == [], "the daemon outlived its call"
+
+
+async def test_a_timeout_returns_on_time_when_a_grandchild_holds_stdout(
+    landlocked: tuple[Platform, Path], reaper: list[str]
+) -> None:
+    platform, drive = landlocked
+    token = "holder-" + "93ab"
+    reaper.append(token)
+    (drive / "daemon.py").write_text(_DAEMON)
+    started = time.monotonic()
+    result = await _execute(platform, f"python3 daemon.py {token} loud stay", timeout=2)
+    took = time.monotonic() - started
+    assert result.data is not None and result.data["status"] == "timed_out", result.text
+    assert "daemon up" in result.text
+    assert took < 3.5, f"the call took {took:.1f} s"  # 2 s limit, 0.2 s grace, no drain wait
+    assert host_pids(token) == []
+    assert "kept the output open" not in result.text
+
+
+async def test_the_drive_root_is_usable_while_its_private_area_stays_shut(
+    landlocked: tuple[Platform, Path],
+) -> None:
+    platform, drive = landlocked
+    private = drive / ".corral"
+    assert private.is_dir()  # made at start-up, so it can be masked
+    (private / "secret.txt").write_text("transcript")
+    (drive / "seen.txt").write_text("seen")
+    written = await _execute(platform, "echo hi > notes.txt")
+    assert written.error_code in (None, "exited") and written.data is not None
+    assert written.data["exit_code"] == 0, written.text
+    assert (drive / "notes.txt").read_text() == "hi\n"
+    listed = await _execute(platform, "ls -a .")
+    assert "seen.txt" in listed.text and "notes.txt" in listed.text, listed.text
+    body = """\
+print('read', outcome(lambda: open('.corral/secret.txt').read()))
+print('list', outcome(lambda: os.listdir('.corral')))
+print('write', outcome(lambda: open('.corral/planted.txt', 'w').write('x')))
+print('rename', outcome(lambda: os.rename('.corral', 'moved')))
+print('remove', outcome(lambda: os.rmdir('.corral')))
+print('link', outcome(lambda: os.link('.corral/secret.txt', 'linked.txt')))
+print('umount', 'ok' if libc.umount2(b'.corral', 2) == 0 else errno.errorcode[ctypes.get_errno()])
+"""
+    text = await probe(platform, drive, body)
+    for word in ("read", "list", "write", "rename", "remove", "link"):
+        assert f"{word} ok" not in text, text
+    assert not (private / "planted.txt").exists() and (private / "secret.txt").exists()
+    assert not (drive / "moved").exists() and not (drive / "linked.txt").exists()
+    assert "umount ok" not in text
