@@ -21,7 +21,11 @@ import pytest
 
 import corral
 from corral.platform import Platform
-from corral.shell.landlock import landlock_abi
+from corral.shell.confinement import landlock_plan, landlock_spec
+from corral.shell.landlock import landlock_abi, maskable
+from corral.shell.landlock_launch import LaunchPayload
+from corral.shell.runner import spawn_process
+from corral.shell.seccomp import build_filter
 from tests.shell.conftest import host_pids, shells
 from tests.shell.test_confinement import _PROBE, UID, _world_folder
 
@@ -208,3 +212,51 @@ print('umount', 'ok' if libc.umount2(b'.corral', 2) == 0 else errno.errorcode[ct
     assert not (private / "planted.txt").exists() and (private / "secret.txt").exists()
     assert not (drive / "moved").exists() and not (drive / "linked.txt").exists()
     assert "umount ok" not in text
+
+
+async def test_a_protected_path_swapped_for_a_symlink_before_launch_refuses_the_call(
+    tmp_path: Path,
+) -> None:
+    """Between the plan and the launch a protected folder becomes a link to somewhere
+    harmless-looking: masking the link would leave the real folder visible, so the launcher
+    refuses and the command never runs."""
+    home = _world_folder("corral-llp-home-", owner=UID)
+    try:
+        protected = tmp_path / "private"
+        protected.mkdir()
+        masks = maskable([str(protected)])
+        protected.rmdir()
+        (tmp_path / "elsewhere").mkdir()
+        protected.symlink_to(tmp_path / "elsewhere")
+        plan = landlock_plan(
+            home=str(home), sources=(), data_dir="/nonexistent", protected=(), network=False
+        )
+        spec, scratch = landlock_spec(
+            ["/bin/sh", "-c", "echo ran"], cwd=str(home), env={"PATH": "/usr/bin:/bin"},
+            plan=plan, program=build_filter(socket_families=()), uid=UID, masks=masks,
+        )  # fmt: skip
+        process = await spawn_process(spec)
+        out, err = await process.communicate()
+        assert process.returncode == 126 and out == b""
+        assert b"became a symbolic link" in err
+        assert scratch is not None and not (Path(scratch) / "payload").exists()  # read, gone
+        shutil.rmtree(scratch)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_launch_payload_carries_any_path_but_nul(tmp_path: Path) -> None:
+    odd = "/tmp/a\nb c/\udcff"
+    payload = LaunchPayload(
+        cwd=odd, uid=UID, masks=(odd, "/x"), mask_file="/m", attr=b"\x01\x02", handled=7,
+        rules=((odd, 3), ("/usr", 5)), seccomp=b"\x00\xff",
+    )  # fmt: skip
+    payload.write(str(tmp_path / "p"))
+    back = LaunchPayload.read(str(tmp_path / "p"))
+    assert (back.cwd, back.masks, back.rules) == (odd, (odd, "/x"), ((odd, 3), ("/usr", 5)))
+    assert (back.attr, back.handled, back.seccomp, back.uid) == (b"\x01\x02", 7, b"\x00\xff", UID)
+    with pytest.raises(ValueError, match="NUL"):
+        LaunchPayload(
+            cwd="/a\0b", uid=1, masks=(), mask_file="/m", attr=b"", handled=0, rules=(),
+            seccomp=b"",
+        ).write(str(tmp_path / "q"))  # fmt: skip

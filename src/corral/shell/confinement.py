@@ -296,15 +296,15 @@ def landlock_spec(
     scratch = tempfile.mkdtemp(prefix="corral-launch-")
     mask_file = os.path.join(scratch, "mask")
     os.close(os.open(mask_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o000))
-    payload = os.path.join(scratch, "payload.json")
+    payload = os.path.join(scratch, "payload")
     LaunchPayload(
         cwd=cwd,
         uid=uid,
         masks=tuple(masks),
         mask_file=mask_file,
-        abi=plan.abi,
-        rules=tuple((rule.path, rule.access) for rule in plan.rules),
-        network=plan.network,
+        attr=plan.ruleset_attr(),
+        handled=plan.handled_fs,
+        rules=tuple(plan.pairs()),
         seccomp=program,
     ).write(payload)
     full = [_UNSHARE, *_NAMESPACES, sys.executable, "-I", "-S", LAUNCHER, payload, "--", *argv]

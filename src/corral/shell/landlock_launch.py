@@ -10,28 +10,23 @@ the command, which so becomes the namespace's init: when it ends, every process 
 started ends with it, whatever session or process group it moved to.
 
 Run as ``python -I -S landlock_launch.py PAYLOAD -- ARGV...``. It imports only the standard
-library and its two siblings (loaded by file, not through the ``corral`` package, so the
-start costs a few milliseconds). ``PAYLOAD`` is a JSON file :class:`LaunchPayload` wrote;
-read and deleted here. Any failure exits with status 126 and says why on stderr: the command
-never runs without its confinement.
+library and runs its sibling :mod:`corral.shell.restrict_self` by file, not through the
+``corral`` package, so the start costs a few milliseconds. ``PAYLOAD`` is a file
+:class:`LaunchPayload` wrote; read and deleted here. Any failure exits with status 126 and
+says why on stderr: the command never runs without its confinement.
 """
 
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
-from typing import Any
+from collections.abc import Callable
 
 __all__ = ["LAUNCHER", "LaunchPayload", "main"]
 
-LAUNCHER = str(Path(__file__).resolve())
+LAUNCHER = os.path.realpath(__file__)
 FAILED = 126
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
@@ -41,60 +36,69 @@ _PR_SET_PDEATHSIG = 1
 _SIGKILL = 9
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchPayload:
-    """What the launcher needs, written by the platform to a root-only file."""
+    """What the launcher needs, written by the platform to a root-only file.
 
-    cwd: str
-    uid: int
-    masks: tuple[str, ...]
-    mask_file: str
-    abi: int
-    rules: tuple[tuple[str, int], ...]
-    network: bool
-    seccomp: bytes
+    One file of NUL-separated fields (no JSON: the launcher's start is on every call's path,
+    and a path may hold any byte but NUL): cwd, uid, mask file, the ruleset attribute, the
+    handled rights, the seccomp program, the number of masks, the masks, then path and
+    access of each rule.
+    """
+
+    __slots__ = ("attr", "cwd", "handled", "mask_file", "masks", "rules", "seccomp", "uid")
+
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        uid: int,
+        masks: tuple[str, ...],
+        mask_file: str,
+        attr: bytes,
+        handled: int,
+        rules: tuple[tuple[str, int], ...],
+        seccomp: bytes,
+    ) -> None:
+        self.cwd, self.uid, self.masks, self.mask_file = cwd, uid, masks, mask_file
+        self.attr, self.handled, self.rules, self.seccomp = attr, handled, rules, seccomp
 
     def write(self, path: str) -> None:
-        body = {
-            "cwd": self.cwd,
-            "uid": self.uid,
-            "masks": list(self.masks),
-            "mask_file": self.mask_file,
-            "abi": self.abi,
-            "rules": [list(rule) for rule in self.rules],
-            "network": self.network,
-            "seccomp": self.seccomp.hex(),
-        }
+        fields = [self.cwd, str(self.uid), self.mask_file, self.attr.hex(), str(self.handled)]
+        fields += [self.seccomp.hex(), str(len(self.masks)), *self.masks]
+        for rule_path, access in self.rules:
+            fields += [rule_path, str(access)]
+        if any("\0" in field for field in fields):
+            raise ValueError("a path holds a NUL byte")
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(body, handle)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write("\0".join(fields).encode("utf-8", "surrogateescape"))
 
     @classmethod
     def read(cls, path: str) -> LaunchPayload:
-        with open(path) as handle:
-            body: dict[str, Any] = json.load(handle)
+        with open(path, "rb") as handle:
+            fields = handle.read().decode("utf-8", "surrogateescape").split("\0")
+        count = int(fields[6])
+        masks, rest = fields[7 : 7 + count], fields[7 + count :]
         return cls(
-            cwd=body["cwd"],
-            uid=int(body["uid"]),
-            masks=tuple(body["masks"]),
-            mask_file=body["mask_file"],
-            abi=int(body["abi"]),
-            rules=tuple((str(p), int(a)) for p, a in body["rules"]),
-            network=bool(body["network"]),
-            seccomp=bytes.fromhex(body["seccomp"]),
+            cwd=fields[0],
+            uid=int(fields[1]),
+            mask_file=fields[2],
+            attr=bytes.fromhex(fields[3]),
+            handled=int(fields[4]),
+            seccomp=bytes.fromhex(fields[5]),
+            masks=tuple(masks),
+            rules=tuple((rest[i], int(rest[i + 1])) for i in range(0, len(rest), 2)),
         )
 
 
-def _sibling(name: str) -> ModuleType:
-    """Load ``corral/shell/<name>.py`` without importing the ``corral`` package."""
-    spec = importlib.util.spec_from_file_location(
-        f"_corral_launch_{name}", Path(LAUNCHER).parent / f"{name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while decorating
-    spec.loader.exec_module(module)
-    return module
+def _restrict_self() -> dict[str, Callable[..., None]]:
+    """The names of ``restrict_self.py``, run from its file (no package, no import machinery)."""
+    path = os.path.join(os.path.dirname(LAUNCHER), "restrict_self.py")
+    with open(path, "rb") as handle:
+        code = compile(handle.read(), path, "exec")
+    names: dict[str, object] = {"__name__": "_corral_restrict_self", "__file__": path}
+    exec(code, names)  # our own file, next to this one
+    return {name: value for name, value in names.items() if callable(value)}
 
 
 def _check(result: int, what: str) -> None:
@@ -129,7 +133,7 @@ def launch(payload: LaunchPayload, argv: list[str]) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     environment = _original_environment()
     # Loaded while still root: the sandbox uid may not read the interpreter's library.
-    landlock, seccomp = _sibling("landlock"), _sibling("seccomp")
+    restrict = _restrict_self()
     for path in payload.masks:
         mask(libc, path, payload.mask_file)
     os.chdir(payload.cwd)  # resolved again inside the masked namespace
@@ -138,10 +142,8 @@ def launch(payload: LaunchPayload, argv: list[str]) -> None:
     os.setresuid(payload.uid, payload.uid, payload.uid)
     # A uid change clears the parent-death signal unshare --kill-child set: set it again.
     _check(libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
-    rules = tuple(landlock.Rule(path, access) for path, access in payload.rules)
-    plan = landlock.LandlockPlan(abi=payload.abi, rules=rules, network=payload.network)
-    plan.apply()
-    seccomp.SeccompLoader(payload.seccomp).load()
+    restrict["restrict_landlock"](payload.attr, list(payload.rules), payload.handled)
+    restrict["install_filter"](payload.seccomp)
     os.execve(argv[0], argv, environment)
 
 
