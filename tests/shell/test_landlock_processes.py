@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import signal
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from corral.shell.landlock import landlock_abi, maskable
 from corral.shell.landlock_launch import LaunchPayload
 from corral.shell.runner import spawn_process
 from corral.shell.seccomp import build_filter
-from tests.shell.conftest import host_pids, shells
+from tests.shell.conftest import DAEMON, host_pids, shells
 from tests.shell.test_confinement import _PROBE, UID, _world_folder
 
 pytestmark = [
@@ -50,16 +49,6 @@ async def landlocked() -> AsyncIterator[tuple[Platform, Path]]:
             yield platform, drive
     finally:
         shutil.rmtree(world, ignore_errors=True)
-
-
-@pytest.fixture
-def reaper() -> Iterator[list[str]]:
-    """Tokens of processes a test may leave behind on the old code: killed afterwards."""
-    tokens: list[str] = []
-    yield tokens
-    for token in tokens:
-        for pid in host_pids(token):
-            os.kill(pid, signal.SIGKILL)
 
 
 async def _execute(platform: Platform, command: str, **extra: object) -> corral.ToolResult:
@@ -133,34 +122,13 @@ async def test_ps_shows_only_the_calls_own_processes(
     assert len(rows) <= 2, result.text
 
 
-_DAEMON = """\
-import os, sys, time
-token = sys.argv[1]
-ready_read, ready_write = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        devnull = os.open('/dev/null', os.O_RDWR)
-        if sys.argv[2] == 'quiet':
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-        os.write(ready_write, b'up')
-        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', token])
-    os._exit(0)
-os.read(ready_read, 2)
-print('daemon up', flush=True)
-if sys.argv[3] == 'stay':
-    time.sleep(60)
-"""
-
-
 async def test_a_double_forked_setsid_daemon_dies_with_the_call(
     landlocked: tuple[Platform, Path], reaper: list[str]
 ) -> None:
     platform, drive = landlocked
     token = "daemon-" + "7c21"
     reaper.append(token)
-    (drive / "daemon.py").write_text(_DAEMON)
+    (drive / "daemon.py").write_text(DAEMON)
     result = await _execute(platform, f"python3 daemon.py {token} quiet leave")
     assert "daemon up" in result.text, result.text
     assert host_pids(token) == [], "the daemon outlived its call"
@@ -172,7 +140,7 @@ async def test_a_timeout_returns_on_time_when_a_grandchild_holds_stdout(
     platform, drive = landlocked
     token = "holder-" + "93ab"
     reaper.append(token)
-    (drive / "daemon.py").write_text(_DAEMON)
+    (drive / "daemon.py").write_text(DAEMON)
     started = time.monotonic()
     result = await _execute(platform, f"python3 daemon.py {token} loud stay", timeout=2)
     took = time.monotonic() - started
