@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from dataclasses import replace
 from pathlib import Path
 
+from corral.shell.doctor import _advice, kernel_features
 from corral.shell.landlock import READ, maskable, plan_landlock
 from corral.shell.sandbox import BoundSource, SandboxFiles, plan_mounts
 from corral.shell.system_etc import host_entries
@@ -166,3 +168,12 @@ def test_a_masked_protected_path_leaves_the_folder_around_it_a_rule(tmp_path: Pa
     assert str(drive) not in rules([str(drive / ".corral"), str(drive / "missing")])
     (tmp_path / "link").symlink_to(drive / ".corral")
     assert maskable([str(tmp_path / "link")]) == [str(drive / ".corral")]
+
+
+def test_the_doctor_names_what_landlock_without_root_leaves_open() -> None:
+    features = replace(kernel_features(), root=False, landlock_abi=6)
+    advice = " ".join(_advice(features, {"bubblewrap": False, "landlock": True}, None))
+    assert "no PID or mount namespace" in advice and "outlives the call" in advice
+    as_root = replace(features, root=True)
+    advice = " ".join(_advice(as_root, {"bubblewrap": False, "landlock": True}, None))
+    assert "no PID or mount namespace" not in advice

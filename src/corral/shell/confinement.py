@@ -410,7 +410,12 @@ async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
             shutil.rmtree(scratch, ignore_errors=True)
     if failure is not None:
         return TierCheck(tier="landlock", works=False, reason=failure)
-    return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works")
+    isolation = (
+        "each call in its own PID and mount namespace"
+        if scratch is not None
+        else "no PID namespace (not root): calls can see other processes"
+    )
+    return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works, {isolation}")
 
 
 async def detect_confinement(

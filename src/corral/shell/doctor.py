@@ -146,6 +146,13 @@ def _advice(features: KernelFeatures, works: dict[str, bool], bwrap: str | None)
             f"Landlock ABI {features.landlock_abi}: the Landlock tier lacks {net}signal and "
             "abstract-socket scoping (ABI 6, kernel >= 6.12); seccomp still refuses sockets."
         )
+    if works["landlock"] and not works["bubblewrap"] and not features.root:
+        out.append(
+            "Landlock without root has no PID or mount namespace: a command can list other "
+            "processes and read their command lines (tokens included), and a process that "
+            "leaves its process group (setsid) outlives the call. Make bubblewrap work, or run "
+            "the platform as root: each call then gets its own PID and mount namespace."
+        )
     if works["landlock"] and not works["bubblewrap"] and features.root:
         out.append(
             "Under Landlock as root, commands run as the sandbox uid (setting sandbox_uid): "
