@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 
 import corral
+from corral import Cancellation
 from corral.platform import Platform
 from corral.shell.confinement import landlock_plan, landlock_spec
 from corral.shell.landlock import landlock_abi, maskable
 from corral.shell.landlock_launch import LaunchPayload
 from corral.shell.runner import spawn_process
 from corral.shell.seccomp import build_filter
-from tests.shell.conftest import DAEMON, host_pids, shells
+from tests.shell.conftest import DAEMON, host_pids, shells, stop_when
 from tests.shell.test_confinement import _PROBE, UID, _world_folder
 
 pytestmark = [
@@ -228,3 +229,42 @@ def test_the_launch_payload_carries_any_path_but_nul(tmp_path: Path) -> None:
             cwd="/a\0b", uid=1, masks=(), mask_file="/m", attr=b"", handled=0, rules=(),
             seccomp=b"",
         ).write(str(tmp_path / "q"))  # fmt: skip
+
+
+async def test_stop_still_lets_a_polite_command_clean_up(
+    landlocked: tuple[Platform, Path], reaper: list[str]
+) -> None:
+    """The command is the namespace's init; SIGTERM must still reach its handler first
+    (unshare itself must not die of it and take the namespace down at once)."""
+    platform, _ = landlocked
+    cancellation = Cancellation()
+    result = await platform.call_tool(
+        "execute",
+        {
+            "command": "trap 'echo cleaning up; exit 7' TERM; echo ready; sleep 300 & wait",
+            "cwd": "data://",
+        },
+        cancellation=cancellation,
+        output=stop_when("ready", cancellation),
+    )
+    assert result.status == "stopped" and "cleaning up" in result.text, result.text
+    assert result.data is not None and result.data["exit_code"] == 7
+    assert host_pids("sleep 300") == []  # the background sleep died with the namespace
+
+
+async def test_stop_ends_a_daemon_that_left_the_group(
+    landlocked: tuple[Platform, Path], reaper: list[str]
+) -> None:
+    platform, drive = landlocked
+    token = "stopped-" + "66b0"
+    reaper.append(token)
+    (drive / "daemon.py").write_text(DAEMON)
+    cancellation = Cancellation()
+    result = await platform.call_tool(
+        "execute",
+        {"command": f"python3 daemon.py {token} quiet stay", "cwd": "data://"},
+        cancellation=cancellation,
+        output=stop_when("daemon up", cancellation),
+    )
+    assert result.status == "stopped" and "daemon up" in result.text
+    assert host_pids(token) == []
