@@ -21,6 +21,7 @@ import pytest
 import corral
 from corral import Cancellation
 from corral.platform import Platform
+from corral.shell import confinement
 from corral.shell.confinement import landlock_plan, landlock_spec
 from corral.shell.landlock import landlock_abi, maskable
 from corral.shell.landlock_launch import LaunchPayload
@@ -35,13 +36,13 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-async def landlocked() -> AsyncIterator[tuple[Platform, Path]]:
-    """A Landlock-tier platform and its drive, writable by the sandbox uid."""
+async def _landlock_platform(mode: str) -> AsyncIterator[tuple[Platform, Path]]:
     world = _world_folder("corral-llp-")
     try:
         async with corral.open(world / "data", sandbox="landlock") as platform:
-            assert shells(platform).status.tier == "landlock"
+            status = shells(platform).status
+            assert status.tier == "landlock"
+            assert ("own PID and mount namespace" in status.reason) == (mode == "namespaces")
             await platform.admin.set_live("shell_stop_grace_ms", 200)
             drive = world / "data" / "drive"
             drive.mkdir(parents=True, exist_ok=True)
@@ -50,6 +51,26 @@ async def landlocked() -> AsyncIterator[tuple[Platform, Path]]:
             yield platform, drive
     finally:
         shutil.rmtree(world, ignore_errors=True)
+
+
+@pytest.fixture
+async def landlocked() -> AsyncIterator[tuple[Platform, Path]]:
+    """A Landlock-tier platform (each call in its own namespaces) and its drive, writable
+    by the sandbox uid."""
+    async for pair in _landlock_platform("namespaces"):
+        yield pair
+
+
+@pytest.fixture(params=["namespaces", "reaper"])
+async def either(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Platform, Path]]:
+    """Both ways the Landlock tier runs: as root with namespaces, and as it runs without
+    root (no unshare: the launcher stays as subreaper; still root here only to drop uid)."""
+    if request.param == "reaper":
+        monkeypatch.setattr(confinement, "_UNSHARE", None)
+    async for pair in _landlock_platform(request.param):
+        yield pair
 
 
 async def _execute(platform: Platform, command: str, **extra: object) -> corral.ToolResult:
@@ -64,6 +85,15 @@ async def probe(platform: Platform, drive: Path, body: str) -> str:
     result = await _execute(platform, "python3 probe.py")
     assert result.error_code in (None, "exited"), result.text
     return result.text
+
+
+@pytest.fixture
+async def without_namespaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[Platform, Path]]:
+    monkeypatch.setattr(confinement, "_UNSHARE", None)
+    async for pair in _landlock_platform("reaper"):
+        yield pair
 
 
 async def test_a_concurrent_calls_command_line_is_invisible(
@@ -124,9 +154,9 @@ async def test_ps_shows_only_the_calls_own_processes(
 
 
 async def test_a_double_forked_setsid_daemon_dies_with_the_call(
-    landlocked: tuple[Platform, Path], reaper: list[str]
+    either: tuple[Platform, Path], reaper: list[str]
 ) -> None:
-    platform, drive = landlocked
+    platform, drive = either
     token = "daemon-" + "7c21"
     reaper.append(token)
     (drive / "daemon.py").write_text(DAEMON)
@@ -136,9 +166,9 @@ async def test_a_double_forked_setsid_daemon_dies_with_the_call(
 
 
 async def test_a_timeout_returns_on_time_when_a_grandchild_holds_stdout(
-    landlocked: tuple[Platform, Path], reaper: list[str]
+    either: tuple[Platform, Path], reaper: list[str]
 ) -> None:
-    platform, drive = landlocked
+    platform, drive = either
     token = "holder-" + "93ab"
     reaper.append(token)
     (drive / "daemon.py").write_text(DAEMON)
@@ -232,11 +262,11 @@ def test_the_launch_payload_carries_any_path_but_nul(tmp_path: Path) -> None:
 
 
 async def test_stop_still_lets_a_polite_command_clean_up(
-    landlocked: tuple[Platform, Path], reaper: list[str]
+    either: tuple[Platform, Path], reaper: list[str]
 ) -> None:
     """The command is the namespace's init; SIGTERM must still reach its handler first
     (unshare itself must not die of it and take the namespace down at once)."""
-    platform, _ = landlocked
+    platform, _ = either
     cancellation = Cancellation()
     result = await platform.call_tool(
         "execute",
@@ -253,9 +283,9 @@ async def test_stop_still_lets_a_polite_command_clean_up(
 
 
 async def test_stop_ends_a_daemon_that_left_the_group(
-    landlocked: tuple[Platform, Path], reaper: list[str]
+    either: tuple[Platform, Path], reaper: list[str]
 ) -> None:
-    platform, drive = landlocked
+    platform, drive = either
     token = "stopped-" + "66b0"
     reaper.append(token)
     (drive / "daemon.py").write_text(DAEMON)
@@ -268,3 +298,46 @@ async def test_stop_ends_a_daemon_that_left_the_group(
     )
     assert result.status == "stopped" and "daemon up" in result.text
     assert host_pids(token) == []
+
+
+async def test_without_namespaces_another_calls_environment_and_signals_stay_out_of_reach(
+    without_namespaces: tuple[Platform, Path],
+) -> None:
+    """What still holds without root: Landlock keeps another call's ptrace-gated ``/proc``
+    files (its environment) and signals out of reach, though its command line is readable
+    (the gap ``corral doctor`` names)."""
+    platform, drive = without_namespaces
+    flags = drive / "flags"
+    flags.mkdir()
+    os.chown(flags, UID, UID)
+    ready = asyncio.Event()
+    first = asyncio.create_task(
+        platform.call_tool(
+            "execute",
+            {
+                "command": "echo ready; until [ -e flags/done ]; do sleep 0.1; done; : env-9a4",
+                "cwd": "data://",
+                "timeout": 20,
+            },
+            output=lambda stream, text: ready.set() if "ready" in text else None,
+        )
+    )
+    await asyncio.wait_for(ready.wait(), 10)
+    body = """\
+found = []
+for name in os.listdir('/proc'):
+    try:
+    if name.isdigit() and b'env-' + b'9a4' in open(f'/proc/{name}/cmdline', 'rb').read():
+        found.append(int(name))
+    except OSError:
+    pass
+print('found', len(found))
+for pid in found:
+    print('environ', outcome(lambda: open(f'/proc/{pid}/environ', 'rb').read()))
+    print('signal', outcome(lambda: os.kill(pid, 0)))
+open('flags/done', 'w').close()
+"""
+    text = await probe(platform, drive, body)
+    await first
+    assert "found 0" not in text, text  # the gap: the command line is readable
+    assert "environ ok" not in text and "signal ok" not in text, text

@@ -43,7 +43,7 @@ from corral.shell.sandbox import (
     bwrap_argv,
     plan_mounts,
 )
-from corral.shell.seccomp import SeccompLoader, SeccompUnsupported, build_filter
+from corral.shell.seccomp import SeccompUnsupported, build_filter
 from corral.shell.system_etc import host_entries
 
 __all__ = [
@@ -116,19 +116,6 @@ class SandboxStatus:
             "uid": self.uid,
             "checks": [{"tier": c.tier, "works": c.works, "reason": c.reason} for c in self.checks],
         }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LandlockChild:
-    """The Landlock tier's child setup: uid switch, then Landlock, then seccomp."""
-
-    plan: LandlockPlan
-    seccomp: SeccompLoader
-    uid: int | None
-
-    def apply(self) -> None:  # pragma: no cover - runs in the child between fork and exec
-        self.plan.apply()
-        self.seccomp.load()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -263,8 +250,7 @@ class Confiner:
 
         def cleanup() -> None:
             shutil.rmtree(home, True)
-            if scratch is not None:
-                shutil.rmtree(scratch, True)
+            shutil.rmtree(scratch, True)
 
         return CommandSpec(spec=spec, environment=environment, cleanup=cleanup)
 
@@ -282,33 +268,38 @@ def landlock_spec(
     program: bytes,
     uid: int | None,
     masks: Sequence[str] = (),
-) -> tuple[ProcessSpec, str | None]:
+) -> tuple[ProcessSpec, str]:
     """The process spec of one Landlock-tier command, and a scratch folder to remove after.
 
     As root (``uid`` set) the command gets its own PID and mount namespace through util-linux
     ``unshare`` and :mod:`corral.shell.landlock_launch`: it sees only its own processes, all
     of them end with it, and ``masks`` hide the protected paths. Without root there are no
-    namespaces to make: the child confines itself between fork and exec.
+    namespaces to make: the launcher confines itself, then stays as the command's parent and
+    child subreaper, so what the command starts remains findable and is killed when it ends.
     """
-    if uid is None or _UNSHARE is None:
-        child = LandlockChild(plan=plan, seccomp=SeccompLoader(program), uid=uid)
-        return ProcessSpec(argv=argv, env=env, cwd=cwd, sandboxed=False, child=child), None
+    namespaced = uid is not None and _UNSHARE is not None
     scratch = tempfile.mkdtemp(prefix="corral-launch-")
     mask_file = os.path.join(scratch, "mask")
     os.close(os.open(mask_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o000))
     payload = os.path.join(scratch, "payload")
     LaunchPayload(
         cwd=cwd,
-        uid=uid,
-        masks=tuple(masks),
+        uid=-1 if uid is None else uid,
+        masks=tuple(masks) if namespaced else (),
         mask_file=mask_file,
         attr=plan.ruleset_attr(),
         handled=plan.handled_fs,
         rules=tuple(plan.pairs()),
         seccomp=program,
+        reaper=not namespaced,
     ).write(payload)
-    full = [_UNSHARE, *_NAMESPACES, sys.executable, "-I", "-S", LAUNCHER, payload, "--", *argv]
-    return ProcessSpec(argv=full, env=env, cwd=cwd, sandboxed=False), scratch
+    launcher = [sys.executable, "-I", "-S", LAUNCHER, payload, "--", *argv]
+    if not namespaced:
+        return ProcessSpec(argv=launcher, env=env, cwd=cwd, sandboxed=False), scratch
+    assert _UNSHARE is not None
+    return ProcessSpec(
+        argv=[_UNSHARE, *_NAMESPACES, *launcher], env=env, cwd=cwd, sandboxed=False
+    ), scratch
 
 
 def landlock_plan(
@@ -391,9 +382,9 @@ async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
     except SeccompUnsupported as exc:
         return TierCheck(tier="landlock", works=False, reason=str(exc))
     home = tempfile.mkdtemp(prefix="corral-check-")
+    switch = _sandbox_uid(uid)
     scratch: str | None = None
     try:
-        switch = _sandbox_uid(uid)
         if switch is not None:
             os.chown(home, switch, switch)
         plan = landlock_plan(
@@ -412,7 +403,7 @@ async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
         return TierCheck(tier="landlock", works=False, reason=failure)
     isolation = (
         "each call in its own PID and mount namespace"
-        if scratch is not None
+        if switch is not None and _UNSHARE is not None
         else "no PID namespace (not root): calls can see other processes"
     )
     return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works, {isolation}")

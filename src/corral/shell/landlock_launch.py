@@ -18,8 +18,10 @@ says why on stderr: the command never runs without its confinement.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import signal
 import stat
 import sys
 from collections.abc import Callable
@@ -33,6 +35,7 @@ _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND = 32, 4096
 _SEALED = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 _SIGKILL = 9
 
 
@@ -41,11 +44,13 @@ class LaunchPayload:
 
     One file of NUL-separated fields (no JSON: the launcher's start is on every call's path,
     and a path may hold any byte but NUL): cwd, uid, mask file, the ruleset attribute, the
-    handled rights, the seccomp program, the number of masks, the masks, then path and
-    access of each rule.
+    handled rights, the seccomp program, whether to stay as a reaper, the number of masks,
+    the masks, then path and access of each rule. ``uid`` -1 keeps the caller's uid.
     """
 
-    __slots__ = ("attr", "cwd", "handled", "mask_file", "masks", "rules", "seccomp", "uid")
+    __slots__ = (
+        "attr", "cwd", "handled", "mask_file", "masks", "reaper", "rules", "seccomp", "uid",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -58,13 +63,16 @@ class LaunchPayload:
         handled: int,
         rules: tuple[tuple[str, int], ...],
         seccomp: bytes,
+        reaper: bool = False,
     ) -> None:
         self.cwd, self.uid, self.masks, self.mask_file = cwd, uid, masks, mask_file
         self.attr, self.handled, self.rules, self.seccomp = attr, handled, rules, seccomp
+        self.reaper = reaper
 
     def write(self, path: str) -> None:
         fields = [self.cwd, str(self.uid), self.mask_file, self.attr.hex(), str(self.handled)]
-        fields += [self.seccomp.hex(), str(len(self.masks)), *self.masks]
+        fields += [self.seccomp.hex(), "1" if self.reaper else "0", str(len(self.masks))]
+        fields += self.masks
         for rule_path, access in self.rules:
             fields += [rule_path, str(access)]
         if any("\0" in field for field in fields):
@@ -77,8 +85,8 @@ class LaunchPayload:
     def read(cls, path: str) -> LaunchPayload:
         with open(path, "rb") as handle:
             fields = handle.read().decode("utf-8", "surrogateescape").split("\0")
-        count = int(fields[6])
-        masks, rest = fields[7 : 7 + count], fields[7 + count :]
+        count = int(fields[7])
+        masks, rest = fields[8 : 8 + count], fields[8 + count :]
         return cls(
             cwd=fields[0],
             uid=int(fields[1]),
@@ -86,6 +94,7 @@ class LaunchPayload:
             attr=bytes.fromhex(fields[3]),
             handled=int(fields[4]),
             seccomp=bytes.fromhex(fields[5]),
+            reaper=fields[6] == "1",
             masks=tuple(masks),
             rules=tuple((rest[i], int(rest[i + 1])) for i in range(0, len(rest), 2)),
         )
@@ -128,8 +137,8 @@ def _original_environment() -> dict[str, str]:
     return {key.decode(): value.decode("utf-8", "surrogateescape") for key, value in pairs}
 
 
-def launch(payload: LaunchPayload, argv: list[str]) -> None:
-    """Mask, drop to the sandbox uid, confine, exec ``argv``; returns only by raising."""
+def launch(payload: LaunchPayload, argv: list[str]) -> int:
+    """Mask, drop to the sandbox uid, confine, exec ``argv``; returns only as a reaper."""
     libc = ctypes.CDLL(None, use_errno=True)
     environment = _original_environment()
     # Loaded while still root: the sandbox uid may not read the interpreter's library.
@@ -137,14 +146,80 @@ def launch(payload: LaunchPayload, argv: list[str]) -> None:
     for path in payload.masks:
         mask(libc, path, payload.mask_file)
     os.chdir(payload.cwd)  # resolved again inside the masked namespace
-    os.setgroups([])
-    os.setresgid(payload.uid, payload.uid, payload.uid)
-    os.setresuid(payload.uid, payload.uid, payload.uid)
-    # A uid change clears the parent-death signal unshare --kill-child set: set it again.
+    if payload.uid >= 0:
+        os.setgroups([])
+        os.setresgid(payload.uid, payload.uid, payload.uid)
+        os.setresuid(payload.uid, payload.uid, payload.uid)
+    # A uid change clears the parent-death signal (unshare --kill-child's, or the
+    # runner's): set it again.
     _check(libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     restrict["restrict_landlock"](payload.attr, list(payload.rules), payload.handled)
     restrict["install_filter"](payload.seccomp)
+    if payload.reaper:
+        return reap(libc, argv, environment)
     os.execve(argv[0], argv, environment)
+    return FAILED  # pragma: no cover - execve returns only by raising
+
+
+def reap(libc: ctypes.CDLL, argv: list[str], environment: dict[str, str]) -> int:
+    """Without namespaces: stay as the command's parent and a child subreaper, so whatever
+    it starts stays our descendant (a double fork + ``setsid`` included) while the runner
+    signals them all; when the command ends, kill what is left and report its status."""
+    _check(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
+    # TERM and INT are for the command (the runner signals the whole group): the reaper
+    # outlives it to clean up, and dies only by SIGKILL or with its parent.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    command = os.fork()
+    if command == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        try:
+            os.execve(argv[0], argv, environment)
+        finally:
+            os._exit(FAILED)
+    status = 0
+    while True:
+        pid, code = os.waitpid(-1, 0)
+        if pid == command:
+            status = code
+            break
+    _kill_descendants()
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _kill_descendants() -> None:
+    """SIGKILL every process below this one and reap it, until none is left (one forking
+    while we look is found on the next pass)."""
+    me = os.getpid()
+    while True:
+        parents: dict[int, int] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as handle:
+                        raw = handle.read()
+                    parents[int(name)] = int(raw[raw.rindex(b")") + 2 :].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+        below = {me}
+        grown = True
+        while grown:
+            more = {pid for pid, parent in parents.items() if parent in below} - below
+            below |= more
+            grown = bool(more)
+        below.discard(me)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            while os.waitpid(-1, 0):
+                pass
+        except ChildProcessError:
+            if not below:
+                return
 
 
 def main(args: list[str]) -> int:
@@ -154,7 +229,7 @@ def main(args: list[str]) -> int:
     try:
         payload = LaunchPayload.read(args[1])
         os.unlink(args[1])
-        launch(payload, args[3:])
+        return launch(payload, args[3:])
     except Exception as exc:  # whatever failed, the command must not run unconfined
         print(f"corral: the Landlock sandbox could not be applied ({exc})", file=sys.stderr)
     return FAILED
