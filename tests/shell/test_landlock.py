@@ -173,7 +173,7 @@ def test_a_masked_protected_path_leaves_the_folder_around_it_a_rule(tmp_path: Pa
 def test_the_doctor_names_what_landlock_without_root_leaves_open() -> None:
     features = replace(kernel_features(), root=False, landlock_abi=6)
     advice = " ".join(_advice(features, {"bubblewrap": False, "landlock": True}, None))
-    assert "no PID or mount namespace" in advice and "outlives the call" in advice
+    assert "no PID or mount namespace" in advice and "command lines" in advice
     as_root = replace(features, root=True)
     advice = " ".join(_advice(as_root, {"bubblewrap": False, "landlock": True}, None))
     assert "no PID or mount namespace" not in advice

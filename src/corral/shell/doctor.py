@@ -149,9 +149,10 @@ def _advice(features: KernelFeatures, works: dict[str, bool], bwrap: str | None)
     if works["landlock"] and not works["bubblewrap"] and not features.root:
         out.append(
             "Landlock without root has no PID or mount namespace: a command can list other "
-            "processes and read their command lines (tokens included), and a process that "
-            "leaves its process group (setsid) outlives the call. Make bubblewrap work, or run "
-            "the platform as root: each call then gets its own PID and mount namespace."
+            "processes and read their command lines (tokens included), and the drive root "
+            "has no write rule around its private area (what a call starts is still killed "
+            "when it ends). Make bubblewrap work, or run the platform as root: each call then "
+            "gets its own PID and mount namespace."
         )
     if works["landlock"] and not works["bubblewrap"] and features.root:
         out.append(

@@ -2,11 +2,13 @@
 
 Stop and timeout end the whole group the same way: SIGTERM to every process of the command
 (the sandbox's own bubblewrap processes are spared so the command sees the signal first),
-a short grace, then SIGKILL to the group. Inside bubblewrap the command also has its own
-PID namespace, so anything that left the group dies when the namespace's init does; in
-unconfined mode the runner also signals every descendant it can find. Output is read in
-chunks and handed to sinks (the capture, live frames, a background shell's log) as text;
-nothing keeps more than its own cap.
+a short grace, then SIGKILL to the group. Inside bubblewrap, and under Landlock as root, the
+command also has its own PID namespace, so anything that left the group dies when the
+namespace's init does; otherwise the runner also signals every descendant it can find (the
+Landlock launcher, a child subreaper, keeps daemons among them). Output is read in chunks
+and handed to sinks (the capture, live frames, a background shell's log) as text; nothing
+keeps more than its own cap. Once the command has ended, reading stops after a short bound
+even when a detached process still holds the pipes.
 """
 
 from __future__ import annotations
