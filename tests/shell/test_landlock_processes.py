@@ -341,3 +341,31 @@ open('flags/done', 'w').close()
     await first
     assert "found 0" not in text, text  # the gap: the command line is readable
     assert "environ ok" not in text and "signal ok" not in text, text
+
+
+async def test_stopping_a_background_shell_ends_the_daemon_it_started(
+    either: tuple[Platform, Path], reaper: list[str]
+) -> None:
+    platform, drive = either
+    token = "bg-" + "c3a8"
+    reaper.append(token)
+    (drive / "daemon.py").write_text(DAEMON)
+    started = await platform.call_tool(
+        "execute",
+        {"command": f"python3 daemon.py {token} quiet stay", "cwd": "data://", "background": True},
+        conversation_id="conv-1",
+    )
+    assert started.status == "ok" and started.data is not None, started.text
+    shell_id = started.data["shell_id"]
+    background = shells(platform).background
+    caller = await platform.caller()
+    after, seen = 0, ""
+    while "daemon up" not in seen:  # long-polls: each waits for new output, no sleeping
+        page = await background.output(shell_id, caller, after=after, wait=5)
+        seen += "".join(row["text"] for row in page["rows"])
+        after = page["next_after"]
+    assert host_pids(token), "the daemon runs while its shell does"
+    await background.stop(shell_id, caller)
+    record = await background.wait_ended(shell_id, 10)
+    assert record.status != "running"
+    assert host_pids(token) == []
