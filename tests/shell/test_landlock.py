@@ -12,6 +12,9 @@ import struct
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from corral.shell import confinement
 from corral.shell.doctor import _advice, kernel_features
 from corral.shell.landlock import READ, maskable, plan_landlock
 from corral.shell.sandbox import BoundSource, SandboxFiles, plan_mounts
@@ -177,3 +180,12 @@ def test_the_doctor_names_what_landlock_without_root_leaves_open() -> None:
     as_root = replace(features, root=True)
     advice = " ".join(_advice(as_root, {"bubblewrap": False, "landlock": True}, None))
     assert "no PID or mount namespace" not in advice
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the namespaces need root")
+def test_the_doctor_asks_for_unshare_when_root_lacks_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    features = replace(kernel_features(), root=True, landlock_abi=6)
+    works = {"bubblewrap": False, "landlock": True}
+    assert "unshare" not in " ".join(_advice(features, works, None))
+    monkeypatch.setattr(confinement, "_UNSHARE", None)
+    assert "Install util-linux" in " ".join(_advice(features, works, None))

@@ -55,6 +55,7 @@ __all__ = [
     "check_bubblewrap",
     "check_landlock",
     "detect_confinement",
+    "landlock_namespaces",
     "landlock_spec",
 ]
 
@@ -256,6 +257,14 @@ class Confiner:
 
 
 _UNSHARE = shutil.which("unshare", path=SYSTEM_PATH)
+
+
+def landlock_namespaces() -> bool:
+    """Whether Landlock-tier calls get their own PID and mount namespace here (root and
+    util-linux ``unshare``)."""
+    return os.geteuid() == 0 and _UNSHARE is not None
+
+
 _NAMESPACES = ["--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private"]
 
 
@@ -401,11 +410,12 @@ async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
             shutil.rmtree(scratch, ignore_errors=True)
     if failure is not None:
         return TierCheck(tier="landlock", works=False, reason=failure)
-    isolation = (
-        "each call in its own PID and mount namespace"
-        if switch is not None and _UNSHARE is not None
-        else "no PID namespace (not root): calls can see other processes"
-    )
+    if switch is None:
+        isolation = "no PID namespace (not root): calls can see other processes"
+    elif _UNSHARE is None:
+        isolation = "no PID namespace (util-linux unshare not found): calls can see other processes"
+    else:
+        isolation = "each call in its own PID and mount namespace"
     return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works, {isolation}")
 
 
