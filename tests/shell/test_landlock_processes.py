@@ -203,10 +203,17 @@ print('write', outcome(lambda: open('.corral/planted.txt', 'w').write('x')))
 print('rename', outcome(lambda: os.rename('.corral', 'moved')))
 print('remove', outcome(lambda: os.rmdir('.corral')))
 print('link', outcome(lambda: os.link('.corral/secret.txt', 'linked.txt')))
+here = os.getcwd()
+print('viaroot', outcome(lambda: open(f'/proc/self/root{here}/.corral/secret.txt').read()))
+print('viacwd', outcome(lambda: open('/proc/self/cwd/.corral/secret.txt').read()))
+print('viapid1', outcome(lambda: open(f'/proc/1/root{here}/.corral/secret.txt').read()))
+print('unshare', outcome(lambda: os.unshare(os.CLONE_NEWNS)))
+print('setns', outcome(lambda: os.setns(os.open('/proc/1/ns/mnt', os.O_RDONLY), 0)))
 print('umount', 'ok' if libc.umount2(b'.corral', 2) == 0 else errno.errorcode[ctypes.get_errno()])
 """
     text = await probe(platform, drive, body)
-    for word in ("read", "list", "write", "rename", "remove", "link"):
+    words = ("read", "list", "write", "rename", "remove", "link", "viaroot", "viacwd", "viapid1")
+    for word in (*words, "unshare", "setns"):
         assert f"{word} ok" not in text, text
     assert not (private / "planted.txt").exists() and (private / "secret.txt").exists()
     assert not (drive / "moved").exists() and not (drive / "linked.txt").exists()
