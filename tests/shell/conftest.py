@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,37 @@ def stop_when(marker: str, cancellation: Cancellation) -> Callable[[str, str], N
             cancellation.cancel()
 
     return sink
+
+
+DAEMON = """\
+import os, sys, time
+token = sys.argv[1]
+ready_read, ready_write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        devnull = os.open('/dev/null', os.O_RDWR)
+        if sys.argv[2] == 'quiet':
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+        os.write(ready_write, b'up')
+        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', token])
+    os._exit(0)
+os.read(ready_read, 2)
+print('daemon up', flush=True)
+if sys.argv[3] == 'stay':
+    time.sleep(60)
+"""
+"""A ``python3 daemon.py TOKEN quiet|loud stay|leave`` script: a double-forked ``setsid``
+daemon with TOKEN on its command line (holding stdout when ``loud``), whose starter
+waits for it, says ``daemon up`` and then stays or leaves."""
+
+
+@pytest.fixture
+def reaper() -> Iterator[list[str]]:
+    """Tokens of processes a test may leave behind on the old code: killed afterwards."""
+    tokens: list[str] = []
+    yield tokens
+    for token in tokens:
+        for pid in host_pids(token):
+            os.kill(pid, signal.SIGKILL)

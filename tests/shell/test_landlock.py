@@ -9,9 +9,14 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from dataclasses import replace
 from pathlib import Path
 
-from corral.shell.landlock import READ, plan_landlock
+import pytest
+
+from corral.shell import confinement
+from corral.shell.doctor import _advice, kernel_features
+from corral.shell.landlock import READ, maskable, plan_landlock
 from corral.shell.sandbox import BoundSource, SandboxFiles, plan_mounts
 from corral.shell.system_etc import host_entries
 
@@ -139,3 +144,48 @@ def test_the_folder_is_copied_again_only_when_the_host_changed(tmp_path: Path) -
     other = SandboxFiles.write(tmp_path / "sandbox", uid=1234)  # a new uid: new passwd
     assert os.path.realpath(other.etc) != generation and not os.path.exists(generation)
     assert "corral:x:1234:" in (Path(other.etc) / "passwd").read_text()
+
+
+def test_a_masked_protected_path_leaves_the_folder_around_it_a_rule(tmp_path: Path) -> None:
+    data = _layout(tmp_path)
+    drive = data / "drive"
+    (drive / ".corral").mkdir()
+
+    def rules(protected: list[str]) -> dict[str, int]:
+        plan = plan_landlock(
+            abi=6,
+            toolchain=[],
+            home=str(tmp_path / "home"),
+            sources=[(str(drive), True)],
+            data_dir=str(data),
+            protected=protected,
+            network=False,
+            masked=maskable(protected),
+        )
+        return {rule.path: rule.access for rule in plan.rules}
+
+    assert rules([str(drive / ".corral")])[str(drive)] == EVERYTHING  # the drive root works
+    # A protected path that does not exist cannot be masked, so it stays carved: a command
+    # must not create it.
+    assert maskable([str(drive / "missing")]) == []
+    assert str(drive) not in rules([str(drive / ".corral"), str(drive / "missing")])
+    (tmp_path / "link").symlink_to(drive / ".corral")
+    assert maskable([str(tmp_path / "link")]) == [str(drive / ".corral")]
+
+
+def test_the_doctor_names_what_landlock_without_root_leaves_open() -> None:
+    features = replace(kernel_features(), root=False, landlock_abi=6)
+    advice = " ".join(_advice(features, {"bubblewrap": False, "landlock": True}, None))
+    assert "no PID or mount namespace" in advice and "command lines" in advice
+    as_root = replace(features, root=True)
+    advice = " ".join(_advice(as_root, {"bubblewrap": False, "landlock": True}, None))
+    assert "no PID or mount namespace" not in advice
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the namespaces need root")
+def test_the_doctor_asks_for_unshare_when_root_lacks_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    features = replace(kernel_features(), root=True, landlock_abi=6)
+    works = {"bubblewrap": False, "landlock": True}
+    assert "unshare" not in " ".join(_advice(features, works, None))
+    monkeypatch.setattr(confinement, "_UNSHARE", None)
+    assert "Install util-linux" in " ".join(_advice(features, works, None))

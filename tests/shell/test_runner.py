@@ -11,7 +11,8 @@ import pytest
 
 from corral import Cancellation
 from corral.platform import Platform
-from tests.shell.conftest import dead, host_pids, needs_bwrap, stop_when
+from corral.shell.runner import DRAIN_SECONDS
+from tests.shell.conftest import DAEMON, dead, host_pids, needs_bwrap, stop_when
 
 # A command that starts a grandchild (written to a pid file), a second-level grandchild,
 # then says it is ready and waits on them.
@@ -132,3 +133,37 @@ async def test_a_firehose_does_not_grow_memory(fast: Platform, megabytes: int) -
     assert result.data is not None and result.data["output_chars"] == megabytes * 1_000_000
     assert result.data["exit_code"] == 0
     assert peak < 16 * 1024 * 1024, f"peak Python allocations {peak / 1e6:.1f} MB"
+
+
+async def test_a_timeout_returns_on_time_when_a_detached_process_holds_stdout(
+    unconfined: Platform, drive: Path, reaper: list[str]
+) -> None:
+    # Unconfined nothing kills a double-forked setsid daemon (that is the operator's opt-in),
+    # but the call must not wait for it: it stops reading after a short bound and says so.
+    reaper.append("holder-" + "1f07")
+    (drive / "daemon.py").write_text(DAEMON)
+    started = time.monotonic()
+    result = await unconfined.call_tool(
+        "execute", {"command": "python3 daemon.py holder-1f07 loud stay", "timeout": 2}
+    )
+    took = time.monotonic() - started
+    assert result.status == "timed_out" and "daemon up" in result.text
+    assert took < 2 + 0.2 + DRAIN_SECONDS + 1.5, f"the call took {took:.1f} s"
+    assert "kept the output open" in result.text
+
+
+@needs_bwrap
+async def test_bubblewrap_ends_a_detached_process_holding_stdout_on_timeout(
+    fast: Platform, drive: Path, reaper: list[str]
+) -> None:
+    reaper.append("holder-" + "2e4d")
+    (drive / "daemon.py").write_text(DAEMON)
+    started = time.monotonic()
+    result = await fast.call_tool(
+        "execute", {"command": "python3 daemon.py holder-2e4d loud stay", "timeout": 2}
+    )
+    took = time.monotonic() - started
+    assert result.data is not None and result.data["confinement"] == "bubblewrap"
+    assert result.status == "timed_out" and "daemon up" in result.text
+    assert took < 2 + 0.2 + 1.5, f"the call took {took:.1f} s"  # no drain wait: all gone
+    assert host_pids("holder-2e4d") == [] and "kept the output open" not in result.text

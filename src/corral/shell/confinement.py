@@ -25,6 +25,7 @@ import asyncio
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,8 @@ from typing import Literal
 from corral.errors import ToolError
 from corral.settings import SandboxMode
 from corral.shell.environment import SYSTEM_PATH, Environment, build_environment
-from corral.shell.landlock import LandlockPlan, landlock_abi, plan_landlock
+from corral.shell.landlock import LandlockPlan, landlock_abi, maskable, plan_landlock
+from corral.shell.landlock_launch import LAUNCHER, LaunchPayload
 from corral.shell.runner import ProcessSpec, spawn_process
 from corral.shell.sandbox import (
     SANDBOX_HOME,
@@ -43,7 +45,7 @@ from corral.shell.sandbox import (
     bwrap_argv,
     plan_mounts,
 )
-from corral.shell.seccomp import SeccompLoader, SeccompUnsupported, build_filter
+from corral.shell.seccomp import SeccompUnsupported, build_filter
 from corral.shell.system_etc import host_entries
 
 __all__ = [
@@ -55,6 +57,8 @@ __all__ = [
     "check_bubblewrap",
     "check_landlock",
     "detect_confinement",
+    "landlock_namespaces",
+    "landlock_spec",
 ]
 
 Confinement = Literal["bubblewrap", "landlock", "unconfined"]
@@ -119,19 +123,6 @@ class SandboxStatus:
             "uid": self.uid,
             "checks": [{"tier": c.tier, "works": c.works, "reason": c.reason} for c in self.checks],
         }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LandlockChild:
-    """The Landlock tier's child setup: uid switch, then Landlock, then seccomp."""
-
-    plan: LandlockPlan
-    seccomp: SeccompLoader
-    uid: int | None
-
-    def apply(self) -> None:  # pragma: no cover - runs in the child between fork and exec
-        self.plan.apply()
-        self.seccomp.load()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -250,21 +241,82 @@ class Confiner:
             variables=variables,
         )
         environment.values["TMPDIR"] = home
+        program = self.seccomp_program(_NETWORK_FAMILIES if network else ())
+        namespaced = uid is not None and _UNSHARE is not None
+        masks = maskable(self.protected) if namespaced else []
         plan = landlock_plan(
             home=home,
             sources=sources,
             data_dir=self.data_dir,
             protected=self.protected,
             network=network,
+            masked=masks,
         )
-        families = _NETWORK_FAMILIES if network else ()
-        child = LandlockChild(
-            plan=plan, seccomp=SeccompLoader(self.seccomp_program(families)), uid=uid
-        )
-        spec = ProcessSpec(argv=argv, env=environment.values, cwd=cwd, sandboxed=False, child=child)
-        return CommandSpec(
-            spec=spec, environment=environment, cleanup=lambda: shutil.rmtree(home, True)
-        )
+        spec, scratch = landlock_spec(
+            argv, cwd=cwd, env=environment.values, plan=plan, program=program, uid=uid,
+            masks=masks,
+        )  # fmt: skip
+
+        def cleanup() -> None:
+            shutil.rmtree(home, True)
+            shutil.rmtree(scratch, True)
+
+        return CommandSpec(spec=spec, environment=environment, cleanup=cleanup)
+
+
+_UNSHARE = shutil.which("unshare", path=SYSTEM_PATH)
+
+
+def landlock_namespaces() -> bool:
+    """Whether Landlock-tier calls get their own PID and mount namespace here (root and
+    util-linux ``unshare``)."""
+    return os.geteuid() == 0 and _UNSHARE is not None
+
+
+_NAMESPACES = ["--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private"]
+
+
+def landlock_spec(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    plan: LandlockPlan,
+    program: bytes,
+    uid: int | None,
+    masks: Sequence[str] = (),
+) -> tuple[ProcessSpec, str]:
+    """The process spec of one Landlock-tier command, and a scratch folder to remove after.
+
+    As root (``uid`` set) the command gets its own PID and mount namespace through util-linux
+    ``unshare`` and :mod:`corral.shell.landlock_launch`: it sees only its own processes, all
+    of them end with it, and ``masks`` hide the protected paths. Without root there are no
+    namespaces to make: the launcher confines itself, then stays as the command's parent and
+    child subreaper, so what the command starts remains findable and is killed when it ends.
+    """
+    namespaced = uid is not None and _UNSHARE is not None
+    scratch = tempfile.mkdtemp(prefix="corral-launch-")
+    mask_file = os.path.join(scratch, "mask")
+    os.close(os.open(mask_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o000))
+    payload = os.path.join(scratch, "payload")
+    LaunchPayload(
+        cwd=cwd,
+        uid=-1 if uid is None else uid,
+        masks=tuple(masks) if namespaced else (),
+        mask_file=mask_file,
+        attr=plan.ruleset_attr(),
+        handled=plan.handled_fs,
+        rules=tuple(plan.pairs()),
+        seccomp=program,
+        reaper=not namespaced,
+    ).write(payload)
+    launcher = [sys.executable, "-I", "-S", LAUNCHER, payload, "--", *argv]
+    if not namespaced:
+        return ProcessSpec(argv=launcher, env=env, cwd=cwd, sandboxed=False), scratch
+    assert _UNSHARE is not None
+    return ProcessSpec(
+        argv=[_UNSHARE, *_NAMESPACES, *launcher], env=env, cwd=cwd, sandboxed=False
+    ), scratch
 
 
 def landlock_plan(
@@ -275,6 +327,7 @@ def landlock_plan(
     protected: Sequence[str],
     network: bool,
     abi: int | None = None,
+    masked: Sequence[str] = (),
 ) -> LandlockPlan:
     """The Landlock rules of one command: toolchain, home, devices and the caller's sources."""
     toolchain = [*TOOLCHAIN, *host_entries(network=network), "/etc/nsswitch.conf"]
@@ -288,6 +341,7 @@ def landlock_plan(
         data_dir=data_dir,
         protected=protected,
         network=network,
+        masked=masked,
     )
 
 
@@ -350,27 +404,32 @@ async def check_landlock(*, uid: int, within: float = 10.0) -> TierCheck:
     except SeccompUnsupported as exc:
         return TierCheck(tier="landlock", works=False, reason=str(exc))
     home = tempfile.mkdtemp(prefix="corral-check-")
+    switch = _sandbox_uid(uid)
+    scratch: str | None = None
     try:
-        switch = _sandbox_uid(uid)
         if switch is not None:
             os.chown(home, switch, switch)
         plan = landlock_plan(
             home=home, sources=(), data_dir="/nonexistent", protected=(), network=False, abi=abi
         )
-        child = LandlockChild(plan=plan, seccomp=SeccompLoader(program), uid=switch)
-        spec = ProcessSpec(
-            argv=["/bin/sh", "-c", "true"],
-            env={"PATH": "/usr/bin:/bin"},
-            cwd=home,
-            sandboxed=False,
-            child=child,
-        )
+        spec, scratch = landlock_spec(
+            ["/bin/sh", "-c", "true"], cwd=home, env={"PATH": "/usr/bin:/bin"}, plan=plan,
+            program=program, uid=switch,
+        )  # fmt: skip
         failure = await _runs(spec, within)
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     if failure is not None:
         return TierCheck(tier="landlock", works=False, reason=failure)
-    return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works")
+    if switch is None:
+        isolation = "no PID namespace (not root): calls can see other processes"
+    elif _UNSHARE is None:
+        isolation = "no PID namespace (util-linux unshare not found): calls can see other processes"
+    else:
+        isolation = "each call in its own PID and mount namespace"
+    return TierCheck(tier="landlock", works=True, reason=f"Landlock ABI {abi} works, {isolation}")
 
 
 async def detect_confinement(

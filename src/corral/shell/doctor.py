@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral.settings import Settings
-from corral.shell.confinement import TierCheck, check_bubblewrap, check_landlock
+from corral.shell.confinement import (
+    TierCheck,
+    check_bubblewrap,
+    check_landlock,
+    landlock_namespaces,
+)
 from corral.shell.landlock import landlock_abi
 from corral.shell.sandbox import SandboxFiles
 from corral.shell.seccomp import ARCHES, native_arch
@@ -147,7 +152,20 @@ def _advice(features: KernelFeatures, works: dict[str, bool], bwrap: str | None)
             f"Landlock ABI {features.landlock_abi}: the Landlock tier lacks {net}signal and "
             "abstract-socket scoping (ABI 6, kernel >= 6.12); seccomp still refuses sockets."
         )
+    if works["landlock"] and not works["bubblewrap"] and not features.root:
+        out.append(
+            "Landlock without root has no PID or mount namespace: a command can list other "
+            "processes and read their command lines (tokens included), and the drive root "
+            "has no write rule around its private area (what a call starts is still killed "
+            "when it ends). Make bubblewrap work, or run the platform as root: each call then "
+            "gets its own PID and mount namespace."
+        )
     if works["landlock"] and not works["bubblewrap"] and features.root:
+        if not landlock_namespaces():
+            out.append(
+                "util-linux `unshare` was not found: Landlock-tier calls run without their own "
+                "PID and mount namespace (other processes visible). Install util-linux."
+            )
         out.append(
             "Under Landlock as root, commands run as the sandbox uid (setting sandbox_uid): "
             "sources they must write need to be writable by it (chown or group rights)."

@@ -20,58 +20,33 @@ outside its domain.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import stat
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from corral.shell.restrict_self import landlock_abi, no_new_privs, restrict_landlock
 
 __all__ = [
     "DEVICES",
     "LandlockPlan",
     "Rule",
     "landlock_abi",
+    "maskable",
     "no_new_privs",
     "plan_landlock",
 ]
-
-_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
-_VERSION = 1
-_RULE_PATH_BENEATH = 1
-_PR_SET_NO_NEW_PRIVS = 38
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 TRUNCATE, IOCTL_DEV = 1 << 14, 1 << 15
 _FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1}
 _FS_LATEST = (1 << 16) - 1
-_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 READ = EXECUTE | READ_FILE | READ_DIR
 _NET_TCP = 0b11  # BIND_TCP | CONNECT_TCP
 _SCOPES = 0b11  # ABSTRACT_UNIX_SOCKET | SIGNAL
 
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 _DEVICE_RIGHTS = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-
-def _syscall(number: int, *args: int | ctypes.Array[ctypes.c_char] | None) -> int:
-    """``syscall(2)`` with every integer passed as a full ``long`` (it is variadic)."""
-    wide = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
-    return int(_libc.syscall(ctypes.c_long(number), *wide))
-
-
-def no_new_privs() -> int:
-    """``prctl(PR_SET_NO_NEW_PRIVS, 1)``: no exec can gain privileges (setuid bits, caps)."""
-    zero = ctypes.c_ulong(0)
-    return int(_libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), zero, zero, zero))
-
-
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
-    return max(0, _syscall(_CREATE_RULESET, None, 0, _VERSION))
 
 
 def _handled_fs(abi: int) -> int:
@@ -133,39 +108,25 @@ class LandlockPlan:
 
     def apply(self) -> None:  # pragma: no cover - runs in the child between fork and exec
         """Restrict the calling process for good; raises :class:`OSError` on any failure."""
-        attr = ctypes.create_string_buffer(self.ruleset_attr())
-        ruleset = _syscall(_CREATE_RULESET, attr, len(attr.raw), 0)
-        if ruleset < 0:
-            _fail("landlock_create_ruleset")
-        try:
-            for rule in self.rules:
-                self._add(ruleset, rule)
-            if no_new_privs() != 0:
-                _fail("prctl(PR_SET_NO_NEW_PRIVS)")
-            if _syscall(_RESTRICT_SELF, ruleset, 0) != 0:
-                _fail("landlock_restrict_self")
-        finally:
-            os.close(ruleset)
+        restrict_landlock(self.ruleset_attr(), self.pairs(), self.handled_fs)
 
-    def _add(self, ruleset: int, rule: Rule) -> None:  # pragma: no cover - in the child
-        try:
-            handle = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return  # gone since the plan was made: nothing to grant
-        try:
-            access = rule.access & self.handled_fs
-            if not stat.S_ISDIR(os.fstat(handle).st_mode):
-                access &= _FILE_RIGHTS
-            beneath = ctypes.create_string_buffer(struct.pack("<Qi", access, handle))
-            if _syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, beneath, 0) != 0:
-                _fail(f"landlock_add_rule({rule.path!r})")
-        finally:
-            os.close(handle)
+    def pairs(self) -> list[tuple[str, int]]:
+        """The rules as ``(path, access)`` pairs, as the launcher receives them."""
+        return [(rule.path, rule.access) for rule in self.rules]
 
 
-def _fail(what: str) -> None:  # pragma: no cover - in the child
-    code = ctypes.get_errno()
-    raise OSError(code, f"{what}: {os.strerror(code)}")
+def maskable(protected: Iterable[str]) -> list[str]:
+    """The protected paths a mount can hide: those that exist and are no symbolic link.
+
+    A missing one cannot be mounted over, so it stays carved out of the rules (a command
+    must not create it either).
+    """
+    found = []
+    for raw in protected:
+        real = os.path.realpath(raw)
+        if os.path.lexists(real) and not os.path.islink(real) and real not in found:
+            found.append(real)
+    return found
 
 
 def plan_landlock(
@@ -177,10 +138,17 @@ def plan_landlock(
     data_dir: str,
     protected: Iterable[str],
     network: bool,
+    masked: Iterable[str] = (),
 ) -> LandlockPlan:
-    """The rules of one command: ``sources`` are ``(real root, writable)`` pairs."""
+    """The rules of one command: ``sources`` are ``(real root, writable)`` pairs.
+
+    ``masked`` protected paths are hidden by the call's own mount namespace instead (see
+    :mod:`corral.shell.landlock_launch`), so they need no carving: the folder around them
+    keeps an ordinary rule (the drive root stays usable).
+    """
     everything = _handled_fs(abi)
-    secret = [os.path.realpath(p) for p in protected]
+    hidden = set(masked)
+    secret = [real for p in protected if (real := os.path.realpath(p)) not in hidden]
     data_real = os.path.realpath(data_dir)
     rules: list[Rule] = [Rule(path, READ) for path in toolchain if os.path.lexists(path)]
     rules.append(Rule("/proc", READ_FILE | READ_DIR))

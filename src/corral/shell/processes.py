@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from dataclasses import dataclass
 
 __all__ = [
@@ -133,14 +134,20 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
-async def wait_gone(pid: int, within: float) -> bool:
-    """Wait until ``pid`` has exited (any process, not only a child); True if it did."""
+async def wait_gone(pid: int, within: float | None) -> bool:
+    """Wait until ``pid`` has exited (any process, not only a child; None: for as long as it
+    takes); True if it did. A child is not reaped here: its watcher still collects its code."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
         return True
-    except OSError:  # pragma: no cover - kernels without pidfd
-        return is_gone(pid)
+    except OSError:  # pragma: no cover - kernels without pidfd (before 5.3): poll instead
+        deadline = None if within is None else time.monotonic() + within
+        while not is_gone(pid):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
     loop = asyncio.get_running_loop()
     done = loop.create_future()
 

@@ -2,11 +2,13 @@
 
 Stop and timeout end the whole group the same way: SIGTERM to every process of the command
 (the sandbox's own bubblewrap processes are spared so the command sees the signal first),
-a short grace, then SIGKILL to the group. Inside bubblewrap the command also has its own
-PID namespace, so anything that left the group dies when the namespace's init does; in
-unconfined mode the runner also signals every descendant it can find. Output is read in
-chunks and handed to sinks (the capture, live frames, a background shell's log) as text;
-nothing keeps more than its own cap.
+a short grace, then SIGKILL to the group. Inside bubblewrap, and under Landlock as root, the
+command also has its own PID namespace, so anything that left the group dies when the
+namespace's init does; otherwise the runner also signals every descendant it can find (the
+Landlock launcher, a child subreaper, keeps daemons among them). Output is read in chunks
+and handed to sinks (the capture, live frames, a background shell's log) as text; nothing
+keeps more than its own cap. Once the command has ended, reading stops after a short bound
+even when a detached process still holds the pipes.
 """
 
 from __future__ import annotations
@@ -232,7 +234,9 @@ class Execution:
 
     async def finish(self, *, limit: float | None, grace: float) -> RunOutcome:
         """Wait for the command to end by itself, by Stop, or ``limit`` seconds after start."""
-        waiter = asyncio.ensure_future(self.process.wait())
+        # Not process.wait(): on Python 3.11 it also waits for every pipe to close, so a
+        # detached process holding stdout would hold the call (a 2 s timeout took 60 s).
+        waiter = asyncio.ensure_future(wait_gone(self.pid, None))
         stopper = asyncio.ensure_future(self._stop.wait())
         try:
             remaining = None
@@ -249,6 +253,7 @@ class Execution:
                 self._sweep()
             await waiter
             undrained = await self._drain()
+            code = await self.process.wait()  # prompt: the pipes are closed by now
         except asyncio.CancelledError:
             self.kill_now()
             waiter.cancel()
@@ -256,7 +261,6 @@ class Execution:
         finally:
             stopper.cancel()
         duration = time.monotonic() - self.started
-        code = self.process.returncode
         self._outcome = RunOutcome(
             status=self.stop_reason or "exited",
             exit_code=code,
@@ -277,7 +281,7 @@ class Execution:
         for reader in self._readers:
             reader.cancel()
 
-    async def _terminate(self, grace: float, waiter: asyncio.Future[int]) -> None:
+    async def _terminate(self, grace: float, waiter: asyncio.Future[bool]) -> None:
         spare = _SANDBOX_PROCESSES if self.spec.sandboxed else frozenset()
         inits = [
             m.pid
@@ -305,9 +309,17 @@ class Execution:
         kill_group(self.pgid)
 
     async def _drain(self) -> bool:
+        """Read what is left for a bounded time; then stop reading and close our pipe ends."""
         _, pending = await asyncio.wait(self._readers, timeout=DRAIN_SECONDS)
         for reader in pending:
             reader.cancel()
+        if pending:
+            transport = getattr(self.process, "_transport", None)
+            if isinstance(transport, asyncio.SubprocessTransport):
+                for fd in (1, 2):
+                    pipe = transport.get_pipe_transport(fd)
+                    if pipe is not None:
+                        pipe.close()
         return bool(pending)
 
     async def _pump(self, reader: asyncio.StreamReader | None, stream: str) -> None:
