@@ -111,18 +111,26 @@ def _trie(forms: Iterable[str]) -> _Trie:
 def _trie_pattern(node: _Trie, *, first: bool = True) -> str:
     """One regex for every form in the trie: at each position the engine follows one branch
     by its letter instead of trying every form in turn (about 3x faster than an
-    alternation of 80 forms)."""
+    alternation of 80 forms).
+
+    A run of nodes with one letter each is walked in a loop, so the recursion goes only as
+    deep as the branch points: a secret of thousands of characters (a JWT, a key file) is
+    one long chain."""
+    chain: list[str] = []
+    while _END not in node and len(node) == 1:
+        [(letter, node)] = node.items()
+        chain.append(("" if first and not chain else _WRAP) + re.escape(letter))
     branches = [
         re.escape(letter) + _trie_pattern(child, first=False)
         for letter, child in sorted(node.items())
         if letter != _END
     ]
     if not branches:
-        return ""
+        return "".join(chain)
     body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    body = body if first else _WRAP + body
+    body = body if first and not chain else _WRAP + body
     # Greedy: a longer form through this node is preferred to the one that ends here.
-    return f"(?:{body})?" if _END in node else body
+    return "".join(chain) + (f"(?:{body})?" if _END in node else body)
 
 
 def _could_begin(node: _Trie, text: str) -> bool:

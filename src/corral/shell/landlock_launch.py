@@ -147,9 +147,7 @@ def launch(payload: LaunchPayload, argv: list[str]) -> int:
         mask(libc, path, payload.mask_file)
     os.chdir(payload.cwd)  # resolved again inside the masked namespace
     if payload.uid >= 0:
-        os.setgroups([])
-        os.setresgid(payload.uid, payload.uid, payload.uid)
-        os.setresuid(payload.uid, payload.uid, payload.uid)
+        restrict["drop_to"](payload.uid)
     # A uid change clears the parent-death signal (unshare --kill-child's, or the
     # runner's): set it again.
     _check(libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")

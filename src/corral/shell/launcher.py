@@ -20,8 +20,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from corral.shell.landlock import no_new_privs
-from corral.shell.seccomp import SeccompLoader, build_filter
+from corral.shell.restrict_self import drop_to, install_filter, no_new_privs
+from corral.shell.seccomp import build_filter
 
 __all__ = ["launcher_argv", "main"]
 
@@ -47,14 +47,6 @@ def launcher_argv(command: Sequence[str], *, uid: int, python: str | None = None
     return [python or sys.executable, "-I", "-c", _BOOT, source, "--uid", str(uid), "--", *command]
 
 
-def _drop_to(uid: int) -> None:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    if os.getuid() != uid or os.geteuid() != uid or os.getgroups():
-        raise OSError(f"the switch to uid {uid} did not hold")
-
-
 def _parse(argv: Sequence[str]) -> tuple[int, list[str]]:
     if len(argv) < 4 or argv[0] != "--uid" or argv[2] != "--" or not argv[1].isdigit():
         raise ValueError("usage: python -m corral.shell.launcher --uid UID -- COMMAND [ARG...]")
@@ -70,10 +62,10 @@ def main(argv: Sequence[str]) -> int:
         return _CANNOT_RUN
     try:
         if os.geteuid() == 0:
-            _drop_to(uid)
+            drop_to(uid)
         if no_new_privs() != 0:
             raise OSError("prctl(PR_SET_NO_NEW_PRIVS) was refused")
-        SeccompLoader(build_filter(socket_families=None)).load()  # the network stays
+        install_filter(build_filter(socket_families=None))  # the network stays
         os.execvp(command[0], command)
     except OSError as exc:
         hint = _UNREACHABLE if exc.errno in (errno.EACCES, errno.ENOENT) else ""

@@ -12,7 +12,14 @@ import os
 import stat
 import struct
 
-__all__ = ["FILE_RIGHTS", "install_filter", "landlock_abi", "no_new_privs", "restrict_landlock"]
+__all__ = [
+    "FILE_RIGHTS",
+    "drop_to",
+    "install_filter",
+    "landlock_abi",
+    "no_new_privs",
+    "restrict_landlock",
+]
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _VERSION = 1
@@ -48,6 +55,15 @@ def no_new_privs() -> int:
     """``prctl(PR_SET_NO_NEW_PRIVS, 1)``: no exec can gain privileges (setuid bits, caps)."""
     zero = ctypes.c_ulong(0)
     return int(_libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), zero, zero, zero))
+
+
+def drop_to(uid: int) -> None:
+    """Become ``uid`` (gid the same, no supplementary groups) for good; root only."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (uid, uid, uid) or os.getgroups():
+        raise OSError(f"the switch to uid {uid} did not hold")
 
 
 def restrict_landlock(

@@ -24,9 +24,7 @@ with a table: x86-64 and aarch64; elsewhere :func:`build_filter` raises
 
 from __future__ import annotations
 
-import ctypes
 import errno
-import os
 import platform
 import struct
 from collections.abc import Iterable, Sequence
@@ -38,7 +36,6 @@ __all__ = [
     "DENIED",
     "MKNOD_RULES",
     "MODE_RULES",
-    "SeccompLoader",
     "SeccompUnsupported",
     "build_filter",
     "native_arch",
@@ -356,39 +353,3 @@ def build_filter(arch: str | None = None, *, socket_families: Iterable[int] | No
             program.when_nr(numbers["socketpair"], _socketpair_rule())
     program.ret(_RET_ALLOW)
     return program.packed()
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
-
-
-_PR_SET_SECCOMP = 22
-_SECCOMP_MODE_FILTER = 2
-
-
-class SeccompLoader:
-    """A filter held in memory, ready to be installed by the child before it execs.
-
-    Built in the parent so the child only makes one ``prctl`` call (it must already have
-    ``no_new_privs`` set, which Landlock's restriction requires anyway).
-    """
-
-    def __init__(self, program: bytes) -> None:
-        self.program = program
-        self._buffer = ctypes.create_string_buffer(program, len(program))
-        self._fprog = _SockFprog(len(program) // 8, ctypes.addressof(self._buffer))
-        self._libc = ctypes.CDLL(None, use_errno=True)
-
-    def load(self) -> None:  # pragma: no cover - runs in the child between fork and exec
-        """Install the filter on the calling thread; raises :class:`OSError` when refused."""
-        zero = ctypes.c_ulong(0)
-        done = self._libc.prctl(
-            ctypes.c_int(_PR_SET_SECCOMP),
-            ctypes.c_ulong(_SECCOMP_MODE_FILTER),
-            ctypes.byref(self._fprog),
-            zero,
-            zero,
-        )
-        if done != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, f"prctl(PR_SET_SECCOMP): {os.strerror(code)}")

@@ -151,6 +151,7 @@ async def connected(platform: Platform, server: GitServer) -> Path:
     (folder / "README").write_text("hello\n")
     git("add", "README", cwd=folder)
     git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "first", cwd=folder)
+    give_to_sandbox(folder, platform.kernel.settings.sandbox_uid)
     owner = await platform.caller()
     await platform.credentials.set("forge", TOKEN, user_id=owner.user_id)
     url = f"http://127.0.0.1:{server.server_address[1]}/up.git"
@@ -195,6 +196,41 @@ async def test_push_and_fetch_use_the_stored_token_which_nobody_sees(
         [refused] = await results(platform, tmp_path, "git fetch origin 2>&1; echo fetch=$?")
         assert "fetch=128" in refused and server.seen and 200 not in server.seen, refused
     assert TOKEN.encode() not in read_everything(data_dir)
+
+
+async def test_a_linked_repository_config_is_never_written(data_dir: Path, tmp_path: Path) -> None:
+    host_file = tmp_path / "host-config"
+    host_file.write_text("[core]\n")
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        await platform.admin.set_live("shell_network", True)
+        folder = platform.kernel.settings.drive_dir / "linked"
+        (folder / ".git").mkdir(parents=True)
+        (folder / ".git" / "config").symlink_to(host_file)
+        give_to_sandbox(folder, platform.kernel.settings.sandbox_uid)
+        item = {"kind": "git", "name": "origin", "url": "https://forge.example/r.git"}
+        item["fields"] = {"repo": "data://linked"}
+        added = await platform.call_tool("connect", {"add": [item]})
+    assert added.is_error and "symbolic link" in added.text, added.text
+    assert host_file.read_text() == "[core]\n"
+
+
+async def test_the_config_is_edited_as_the_sandbox_uid_not_root(
+    data_dir: Path, tmp_path: Path, server: GitServer
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the identity switch happens only when the platform runs as root")
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        folder = await connected(platform, server)
+        uid = platform.kernel.settings.sandbox_uid
+        # git replaces the config by a rename: the new file is the editor's.
+        assert (folder / ".git" / "config").stat().st_uid == uid
+
+
+def give_to_sandbox(folder: Path, uid: int) -> None:
+    """As root, the repository the user's own commands would have made: the sandbox uid's."""
+    if os.geteuid() == 0:
+        for path in (folder, *folder.rglob("*")):
+            os.chown(path, uid, uid, follow_symlinks=False)
 
 
 def read_everything(folder: Path) -> bytes:

@@ -68,7 +68,13 @@ class GitRemotes:
         resolved = policy.check(caller, repo, "write")
         if resolved.source is None or resolved.source.name != DRIVE:
             raise InvalidArguments("fields.repo must be a folder of the project drive (data://…)")
-        if not (resolved.path / ".git" / "config").is_file():
+        git_dir, config = resolved.path / ".git", resolved.path / ".git" / "config"
+        if git_dir.is_symlink() or config.is_symlink():
+            raise InvalidArguments(
+                "fields.repo's .git or .git/config is a symbolic link; the platform edits only "
+                "a repository's own config file: replace the link with the file"
+            )
+        if not config.is_file():
             raise InvalidArguments("fields.repo is not a git repository (no .git/config)")
         return resolved.path
 
@@ -82,20 +88,22 @@ class GitRemotes:
                     "a git remote by that name is connected; remove it first", code="conflict"
                 )
         config = str(folder / ".git" / "config")
-        current = await _git("config", "--file", config, "--get", f"remote.{name}.url")
+        current = await self._git("config", "--file", config, "--get", f"remote.{name}.url")
         if current is not None:
             raise ToolError(
                 "the repository already has a remote by that name; pick another name",
                 code="conflict",
             )
         url = str(item["url"])
-        await _git("config", "--file", config, f"remote.{name}.url", url, strict=True)
+        await self._git("config", "--file", config, f"remote.{name}.url", url, strict=True)
         refspec = f"+refs/heads/*:refs/remotes/{name}/*"
-        await _git("config", "--file", config, f"remote.{name}.fetch", refspec, strict=True)
+        await self._git("config", "--file", config, f"remote.{name}.fetch", refspec, strict=True)
         if fields.get("credential") and helper_url(url):
             # The token itself reaches git only through execute's staged variable.
             helper = helper_command(name)
-            await _git("config", "--file", config, f"credential.{url}.helper", helper, strict=True)
+            await self._git(
+                "config", "--file", config, f"credential.{url}.helper", helper, strict=True
+            )
         async with self._kernel.sessions.begin() as session:
             session.add(
                 ct.GitRemote(
@@ -113,8 +121,10 @@ class GitRemotes:
         folder = policy.resolve(row.repo).path
         config = folder / ".git" / "config"
         if config.is_file():
-            await _git("config", "--file", str(config), "--remove-section", f"remote.{name}")
-            await _git("config", "--file", str(config), "--remove-section", f"credential.{row.url}")
+            await self._git("config", "--file", str(config), "--remove-section", f"remote.{name}")
+            await self._git(
+                "config", "--file", str(config), "--remove-section", f"credential.{row.url}"
+            )
         async with self._kernel.sessions.begin() as session:
             await session.execute(delete(ct.GitRemote).where(ct.GitRemote.name == name))
         return {"state": "removed"}
@@ -125,7 +135,7 @@ class GitRemotes:
         folder = policy.resolve(row.repo).path
         config = folder / ".git" / "config"
         configured = (
-            await _git("config", "--file", str(config), "--get", f"remote.{name}.url")
+            await self._git("config", "--file", str(config), "--get", f"remote.{name}.url")
             if config.is_file()
             else None
         )
@@ -136,7 +146,9 @@ class GitRemotes:
             else None
         )
         helper = (
-            await _git("config", "--file", str(config), "--get", f"credential.{row.url}.helper")
+            await self._git(
+                "config", "--file", str(config), "--get", f"credential.{row.url}.helper"
+            )
             if config.is_file()
             else None
         )
@@ -163,6 +175,12 @@ class GitRemotes:
                 for r in found
             ]
 
+    async def _git(self, *args: str, strict: bool = False) -> str | None:
+        # As the sandbox uid, the drive's owner: the repository is the sandbox's to shape
+        # (a link planted as .git/config), so root must not write it.
+        uid = self._kernel.settings.sandbox_uid if os.geteuid() == 0 else None
+        return await _run_git(args, strict=strict, uid=uid)
+
     async def _row(self, name: str) -> ct.GitRemote:
         async with self._kernel.sessions() as session:
             row = await session.get(ct.GitRemote, name)
@@ -171,8 +189,9 @@ class GitRemotes:
         return row
 
 
-async def _git(*args: str, strict: bool = False) -> str | None:
-    """Run git with no system or user configuration; stdout, or None when it failed."""
+async def _run_git(args: tuple[str, ...], *, strict: bool, uid: int | None) -> str | None:
+    """Run git with no system or user configuration, as ``uid`` when given; stdout, or None
+    when it failed."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
     env["HOME"] = env["XDG_CONFIG_HOME"] = "/nonexistent"
     process = await asyncio.create_subprocess_exec(
@@ -182,6 +201,10 @@ async def _git(*args: str, strict: bool = False) -> str | None:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        cwd="/",
+        user=uid,
+        group=uid,
+        extra_groups=None if uid is None else [],
     )
     out, _ = await process.communicate()
     if process.returncode != 0:
