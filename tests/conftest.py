@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 import corral
 from corral.platform import Platform
 from tests.postgres import database_url, postgres
+from tests.sandbox_owner import passable_folder
 
 __all__ = ["database_url", "postgres"]  # PostgreSQL fixtures, for every test folder
 
@@ -31,21 +30,10 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Iterator[Path]:
-    """The platform's data folder: under ``tmp_path``, or as root in a folder of its own
-    that every user may pass through (never list).
-
-    As root, sandboxed commands run as the sandbox uid and bubblewrap resolves each bind
-    source (the drive, the sandbox's /etc) as that uid, which cannot enter pytest's 0700
-    tree (and pytest narrows that tree again whenever any session starts)."""
-    if os.geteuid() != 0:
-        yield tmp_path / "data"
-        return
-    root = Path(tempfile.mkdtemp(prefix="corral-test-", dir="/tmp"))
-    root.chmod(0o711)
-    try:
-        yield root / "data"
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    """The platform's data folder, where the sandbox uid can reach it (see
+    :func:`tests.sandbox_owner.passable_folder`)."""
+    with passable_folder(tmp_path, "data-parent") as parent:
+        yield parent / "data"
 
 
 @pytest.fixture

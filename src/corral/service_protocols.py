@@ -54,7 +54,7 @@ class ConversationModel(Protocol):
 
     @property
     def spec(self) -> str:
-        """The ``provider:model`` string, e.g. ``anthropic:claude-sonnet-4-5``."""
+        """The ``provider:model`` string, e.g. ``anthropic:claude-sonnet-5-5``."""
         ...
 
     @property

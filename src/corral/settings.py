@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     default_model: str | None = Field(
         default=None,
         description="`provider:model` used when neither the chat nor the agent names one "
-        "(e.g. anthropic:claude-sonnet-4-5, openai:gpt-5, google:gemini-2.5-pro, "
+        "(e.g. anthropic:claude-sonnet-5-5, openai:gpt-5, google:gemini-2.5-pro, "
         "ollama:llama3.2, or an endpoint from model_endpoints).",
     )
     model_endpoints: dict[str, ModelEndpoint] = Field(

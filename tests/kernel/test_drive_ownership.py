@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import corral
+from tests.sandbox_owner import passable_folder
 
 UID = 65534
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the drive over")
@@ -52,7 +53,7 @@ async def test_an_old_root_drive_is_handed_over_once_without_following_links(
 
 
 def test_doctor_says_when_the_sandbox_uid_cannot_write_a_folder(data_dir: Path) -> None:
-    from corral.shell.doctor import writable_by
+    from corral.shell.reach import writable_by
 
     tmp_path = data_dir.parent
     mine = tmp_path / "mine"
@@ -63,3 +64,16 @@ def test_doctor_says_when_the_sandbox_uid_cannot_write_a_folder(data_dir: Path) 
     assert writable_by(mine, UID) is None
     os.chmod(tmp_path, 0o700)
     assert "cannot pass through" in str(writable_by(mine, UID))
+
+
+async def test_a_drive_out_of_the_sandbox_uids_reach_refuses_commands_saying_how_to_fix_it(
+    tmp_path: Path,
+) -> None:
+    with passable_folder(tmp_path, "reach") as root:
+        hidden = root / "hidden"
+        hidden.mkdir(mode=0o700)
+        async with corral.open(hidden / "data") as platform:
+            result = await platform.call_tool("execute", {"command": "echo hi"})
+    assert result.is_error and result.error_code == "sandbox_unavailable", result.text
+    assert f"uid {UID} cannot pass through {str(hidden)!r} (mode 0o700)" in result.text
+    assert "--data-dir /var/lib/corral" in result.text and f"setfacl -m u:{UID}:x" in result.text

@@ -98,8 +98,8 @@ def test_scripts_are_re_read_when_the_file_changes(tmp_path: Path) -> None:
 def test_tests_never_reach_a_real_model(tmp_path: Path, _no_real_models: list[str]) -> None:
     registry = ModelRegistry(load_settings(tmp_path))
     with pytest.raises(RuntimeError, match="must not reach a real model"):
-        registry.resolve("anthropic:claude-sonnet-4-5")
-    assert _no_real_models == ["anthropic:claude-sonnet-4-5"]
+        registry.resolve("anthropic:claude-sonnet-5-5")
+    assert _no_real_models == ["anthropic:claude-sonnet-5-5"]
     _no_real_models.clear()  # the guard worked; do not fail this test for it
 
 

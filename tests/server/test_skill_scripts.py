@@ -24,6 +24,7 @@ from corral.shell.service import ShellService
 from tests.runtime.conftest import call
 from tests.runtime.recording import Recorder
 from tests.runtime.test_inbox import settle
+from tests.sandbox_owner import passable_folder
 from tests.server.live_server import bound_socket, serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -67,21 +68,21 @@ class Live:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
-    root = tmp_path_factory.mktemp("skills-live")
-    sock = bound_socket()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("CORRAL_")}
-    try:
-        async with corral.open(root / "data", api_url=url) as platform:
-            await platform.admin.set_live("shell_network", True)
-            await platform.identity.create_user("ana", role="member")
-            await platform.admin.grant_source(
-                "data", principal_kind="role", principal="member", rights="rwx"
-            )
-            async with serving(platform, sock):
-                yield Live(platform, url, root)
-    finally:
-        os.environ.update(saved)
+    with passable_folder(tmp_path_factory.mktemp("skills-live"), "skills-live") as root:
+        sock = bound_socket()
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("CORRAL_")}
+        try:
+            async with corral.open(root / "data", api_url=url) as platform:
+                await platform.admin.set_live("shell_network", True)
+                await platform.identity.create_user("ana", role="member")
+                await platform.admin.grant_source(
+                    "data", principal_kind="role", principal="member", rights="rwx"
+                )
+                async with serving(platform, sock):
+                    yield Live(platform, url, root)
+        finally:
+            os.environ.update(saved)
 
 
 async def test_the_execute_skill_lists_reads_and_stops_only_your_shells(live: Live) -> None:

@@ -278,7 +278,7 @@ async def test_stop_still_lets_a_polite_command_clean_up(
     result = await platform.call_tool(
         "execute",
         {
-            "command": "trap 'echo cleaning up; exit 7' TERM; echo ready; sleep 300 & wait",
+            "command": "trap 'echo cleaning up; exit 7' TERM; echo ready; sleep 299.5 & wait",
             "cwd": "data://",
         },
         cancellation=cancellation,
@@ -286,7 +286,7 @@ async def test_stop_still_lets_a_polite_command_clean_up(
     )
     assert result.status == "stopped" and "cleaning up" in result.text, result.text
     assert result.data is not None and result.data["exit_code"] == 7
-    assert host_pids("sleep 300") == []  # the background sleep died with the namespace
+    assert host_pids("sleep 299.5") == []  # the background sleep died with the namespace
 
 
 async def test_stop_ends_a_daemon_that_left_the_group(

@@ -147,7 +147,7 @@ async def test_a_timeout_returns_on_time_when_a_detached_process_holds_stdout(
         "execute", {"command": "python3 daemon.py holder-1f07 loud stay", "timeout": 2}
     )
     took = time.monotonic() - started
-    assert result.status == "timed_out" and "daemon up" in result.text
+    assert result.status == "timed_out" and "daemon up" in result.text, result.text
     assert took < 2 + 0.2 + DRAIN_SECONDS + 1.5, f"the call took {took:.1f} s"
     assert "kept the output open" in result.text
 

@@ -21,7 +21,7 @@ def chat(
     message: Annotated[str, typer.Argument(help="What to say.")],
     agent: Annotated[str | None, typer.Option(help="Agent to talk to (default: default).")] = None,
     model: Annotated[
-        str | None, typer.Option(help="provider:model, e.g. anthropic:claude-sonnet-4-5.")
+        str | None, typer.Option(help="provider:model, e.g. anthropic:claude-sonnet-5-5.")
     ] = None,
     profile: Annotated[str | None, typer.Option(help="safe, balanced or auto.")] = None,
     conversation: Annotated[

@@ -93,6 +93,9 @@ class SandboxStatus:
     checks: tuple[TierCheck, ...] = ()
     uid: int | None = None
     """The uid sandboxed commands run as (None: the platform's own)."""
+    blocked: bool = False
+    """Refused before any tier was tried (the sandbox uid cannot reach the drive): no tier
+    would work, and ``reason`` says what to change."""
 
     @property
     def available(self) -> bool:
@@ -105,6 +108,8 @@ class SandboxStatus:
         return self.tier is not None
 
     def refusal(self) -> str:
+        if self.blocked:
+            return f"shell commands cannot run: {self.reason}."
         tried = "; ".join(f"{c.tier}: {c.reason}" for c in self.checks) or self.reason
         return (
             f"shell commands cannot run: no sandbox tier allowed by sandbox = {self.mode!r} "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +23,11 @@ from corral.shell.confinement import (
     landlock_namespaces,
 )
 from corral.shell.landlock import landlock_abi
+from corral.shell.reach import reach_advice, writable_by
 from corral.shell.sandbox import SandboxFiles
 from corral.shell.seccomp import ARCHES, native_arch
 
-__all__ = ["Diagnosis", "KernelFeatures", "diagnose", "kernel_features", "writable_by"]
+__all__ = ["Diagnosis", "KernelFeatures", "diagnose", "kernel_features"]
 
 _LANDLOCK_SCOPES_ABI = 6
 _LANDLOCK_NET_ABI = 4
@@ -173,31 +173,6 @@ def _advice(features: KernelFeatures, works: dict[str, bool], bwrap: str | None)
     return out
 
 
-def writable_by(path: Path, uid: int) -> str | None:
-    """Why ``uid`` (with no groups) cannot write in the folder ``path``; None when it can.
-
-    Only the owner and "other" bits count: sandboxed commands run with no groups."""
-
-    def allows(info: os.stat_result, owner_bits: int, other_bits: int) -> bool:
-        bits = owner_bits if info.st_uid == uid else other_bits
-        return info.st_mode & bits == bits
-
-    for parent in reversed(path.parents):
-        try:
-            info = os.stat(parent)
-        except OSError as exc:
-            return f"{str(parent)!r} cannot be read ({exc.strerror})"
-        if not allows(info, stat.S_IXUSR, stat.S_IXOTH):
-            return f"uid {uid} cannot pass through {str(parent)!r} (mode {oct(info.st_mode)})"
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        return f"{str(path)!r} cannot be read ({exc.strerror})"
-    if not allows(info, stat.S_IWUSR | stat.S_IXUSR, stat.S_IWOTH | stat.S_IXOTH):
-        return f"uid {uid} cannot write in {str(path)!r} (owner {info.st_uid})"
-    return None
-
-
 async def diagnose(settings: Settings) -> Diagnosis:
     """Probe this machine for ``settings`` (its mode, bubblewrap path and sandbox uid)."""
     features = kernel_features()
@@ -225,8 +200,7 @@ async def diagnose(settings: Settings) -> Diagnosis:
         if why is not None:
             advice.append(
                 f"Sandboxed commands run as uid {settings.sandbox_uid} and cannot write the "
-                f"drive: {why}. Start the platform once (it hands the drive over) or chown "
-                "the folder to that uid; the same holds for every writable source."
+                f"drive: {why}. {reach_advice(settings.sandbox_uid)}."
             )
     return Diagnosis(
         mode=settings.sandbox,

@@ -12,6 +12,7 @@ hook calls both.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,8 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.service_protocols import ReportSink
 from corral.settings import Settings
 from corral.shell.background import ConversationAccess
-from corral.shell.confinement import detect_confinement
+from corral.shell.confinement import SandboxStatus, detect_confinement
 from corral.shell.host.client import HostBrokerClient
+from corral.shell.reach import reach_advice, writable_by
 from corral.shell.sandbox import SandboxFiles
 from corral.shell.service import ShellService, StateSource
 
@@ -46,9 +48,13 @@ async def open_shell_service(
     conversation_access: Callable[[], ConversationAccess | None],
 ) -> ShellService:
     files = SandboxFiles.write(sandbox_files_dir(settings), uid=settings.sandbox_uid)
-    status = await detect_confinement(
-        settings.sandbox, settings.bwrap_path, files, uid=settings.sandbox_uid
-    )
+    unreachable = _drive_out_of_reach(settings)
+    if unreachable is not None:
+        status = SandboxStatus(mode=settings.sandbox, tier=None, reason=unreachable, blocked=True)
+    else:
+        status = await detect_confinement(
+            settings.sandbox, settings.bwrap_path, files, uid=settings.sandbox_uid
+        )
     if status.tier == "unconfined":
         log.warning(
             "shell commands run UNCONFINED (sandbox = 'unconfined'): only command analysis "
@@ -74,6 +80,19 @@ async def open_shell_service(
         status=status,
         files=files,
         broker=broker,
+    )
+
+
+def _drive_out_of_reach(settings: Settings) -> str | None:
+    """As root, why the sandbox uid cannot write the drive (then no tier can work)."""
+    if os.geteuid() != 0 or settings.sandbox == "unconfined":
+        return None
+    why = writable_by(settings.drive_dir, settings.sandbox_uid)
+    if why is None:
+        return None
+    return (
+        f"as root, commands run as uid {settings.sandbox_uid}, which cannot write the drive: "
+        f"{why}. {reach_advice(settings.sandbox_uid)}"
     )
 
 

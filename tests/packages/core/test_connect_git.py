@@ -7,12 +7,19 @@ import subprocess
 from pathlib import Path
 
 from corral.platform import Platform
+from tests.sandbox_owner import give_to_sandbox
 
 TOKEN = "ghp_stored-token-never-shown-0123456789"
 
 
 def git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["git", "-c", "safe.directory=*", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -20,6 +27,7 @@ def repository(platform: Platform, tmp_path: Path) -> tuple[Path, str]:
     folder = platform.kernel.settings.drive_dir / "proj"
     folder.mkdir(parents=True)
     git("init", "-q", cwd=folder)
+    give_to_sandbox(folder, platform.kernel.settings.sandbox_uid)
     bare = tmp_path / "upstream.git"
     git("init", "-q", "--bare", str(bare), cwd=tmp_path)
     return folder, bare.as_uri()

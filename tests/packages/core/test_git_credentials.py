@@ -20,6 +20,7 @@ import corral
 from corral.packages.core.git_credentials import HELPER_USERNAME, token_variable
 from corral.platform import Platform
 from tests.conftest import DEMO
+from tests.sandbox_owner import give_to_sandbox
 
 TOKEN = "ghp_pushToken-never-shown-9f8e7d6c5b4a"
 
@@ -101,7 +102,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitServer]:
 
 
 def git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["git", "-c", "safe.directory=*", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -224,13 +231,6 @@ async def test_the_config_is_edited_as_the_sandbox_uid_not_root(
         uid = platform.kernel.settings.sandbox_uid
         # git replaces the config by a rename: the new file is the editor's.
         assert (folder / ".git" / "config").stat().st_uid == uid
-
-
-def give_to_sandbox(folder: Path, uid: int) -> None:
-    """As root, the repository the user's own commands would have made: the sandbox uid's."""
-    if os.geteuid() == 0:
-        for path in (folder, *folder.rglob("*")):
-            os.chown(path, uid, uid, follow_symlinks=False)
 
 
 def read_everything(folder: Path) -> bytes:

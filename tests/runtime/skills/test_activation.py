@@ -23,6 +23,7 @@ from tests.conftest import DEMO
 from tests.runtime.conftest import call
 from tests.runtime.recording import Recorder
 from tests.runtime.skills.conftest import write_bundle
+from tests.sandbox_owner import passable_folder
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -34,30 +35,32 @@ PROBE = call("execute", command="bash scripts/probe.sh", cwd="${SKILL_DIR}", rea
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def skill_platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Platform]:
-    root = tmp_path_factory.mktemp("skills")
-    downloads = root / "downloads"
-    write_bundle(
-        downloads,
-        "wiki-notes",
-        credentials="credentials:\n  - name: wiki\n    env: WIKI_TOKEN\n",
-    )
-    write_bundle(downloads, "plain-notes", description="Plain notes, no credentials.")
-    demo = Path(shutil.copytree(DEMO, root / "demo"))
-    team = "credentials:\n  - name: teamkey\n    env: TEAM_KEY\n"
-    write_bundle(demo / "skills", "demo-skill", description="Comes with demo.", credentials=team)
-    write_bundle(downloads, "team-notes", description="Wants the team key.", credentials=team)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DEMO_API_KEY", PLATFORM_SECRET)
-        async with corral.open(root / "data", package_paths=[demo]) as platform:
-            skills = platform.services.require(Skills)
-            for name in ("wiki-notes", "plain-notes", "team-notes"):
-                import_bundle(downloads / name, skills.catalog.drive_folder)
-                # As `corral skills import` does: the operator's import is trusted for all.
-                await skills.trust(name, user_id="", project=True)
-            store = platform.services.require(CredentialStore)
-            await store.set("wiki", SECRET, user_id="u_owner")
-            await store.set("teamkey", TEAM_SECRET, user_id="u_owner", scope="project")
-            yield platform
+    with passable_folder(tmp_path_factory.mktemp("skills"), "skills") as root:
+        downloads = root / "downloads"
+        write_bundle(
+            downloads,
+            "wiki-notes",
+            credentials="credentials:\n  - name: wiki\n    env: WIKI_TOKEN\n",
+        )
+        write_bundle(downloads, "plain-notes", description="Plain notes, no credentials.")
+        demo = Path(shutil.copytree(DEMO, root / "demo"))
+        team = "credentials:\n  - name: teamkey\n    env: TEAM_KEY\n"
+        write_bundle(
+            demo / "skills", "demo-skill", description="Comes with demo.", credentials=team
+        )
+        write_bundle(downloads, "team-notes", description="Wants the team key.", credentials=team)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("DEMO_API_KEY", PLATFORM_SECRET)
+            async with corral.open(root / "data", package_paths=[demo]) as platform:
+                skills = platform.services.require(Skills)
+                for name in ("wiki-notes", "plain-notes", "team-notes"):
+                    import_bundle(downloads / name, skills.catalog.drive_folder)
+                    # As `corral skills import` does: the operator's import is trusted for all.
+                    await skills.trust(name, user_id="", project=True)
+                store = platform.services.require(CredentialStore)
+                await store.set("wiki", SECRET, user_id="u_owner")
+                await store.set("teamkey", TEAM_SECRET, user_id="u_owner", scope="project")
+                yield platform
 
 
 def script(platform: Platform, *turns: Any) -> str:

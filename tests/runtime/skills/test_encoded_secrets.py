@@ -25,6 +25,7 @@ from tests.conftest import DEMO
 from tests.runtime.conftest import call
 from tests.runtime.skills.conftest import write_bundle
 from tests.runtime.skills.test_activation import files_holding, results, script, text
+from tests.sandbox_owner import passable_folder
 from tests.shell.conftest import needs_bwrap
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), needs_bwrap]
@@ -54,13 +55,13 @@ def holds_a_form(shown: str) -> list[str]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Platform]:
-    root = tmp_path_factory.mktemp("encoded")
-    demo = Path(shutil.copytree(DEMO, root / "demo"))
-    wiki = "credentials:\n  - name: wiki\n    env: WIKI_TOKEN\n"
-    write_bundle(demo / "skills", "wiki-notes", credentials=wiki)
-    async with corral.open(root / "data", package_paths=[demo]) as opened:
-        await opened.services.require(CredentialStore).set("wiki", SECRET, user_id="u_owner")
-        yield opened
+    with passable_folder(tmp_path_factory.mktemp("encoded"), "encoded") as root:
+        demo = Path(shutil.copytree(DEMO, root / "demo"))
+        wiki = "credentials:\n  - name: wiki\n    env: WIKI_TOKEN\n"
+        write_bundle(demo / "skills", "wiki-notes", credentials=wiki)
+        async with corral.open(root / "data", package_paths=[demo]) as opened:
+            await opened.services.require(CredentialStore).set("wiki", SECRET, user_id="u_owner")
+            yield opened
 
 
 async def test_encoded_credentials_reach_no_result_frame_row_or_file(platform: Platform) -> None:

@@ -28,6 +28,7 @@ from corral.tools.services import Services
 from corral.web.access import WebAccess
 from corral.web.fetch import AddressRules
 from tests.channels.vendor_servers import FakeTelegram
+from tests.sandbox_owner import passable_folder
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
@@ -69,43 +70,44 @@ class LiveServer:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    data_dir = tmp_path_factory.mktemp("ui") / "data"
-    ready: Future[LiveServer] = Future()
-    stop = threading.Event()
-    telegram = FakeTelegram().start()
+    with passable_folder(tmp_path_factory.mktemp("ui"), "ui") as parent:
+        data_dir = parent / "data"
+        ready: Future[LiveServer] = Future()
+        stop = threading.Event()
+        telegram = FakeTelegram().start()
 
-    async def serve() -> None:
-        # A socket bound before uvicorn starts: the port is known at once, and a browser
-        # that connects early waits in the listen backlog instead of being refused.
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(64)
-        port = listener.getsockname()[1]
-        # Loopback only for the fake vendor: the explicit test allowance of the channel tests.
-        web = WebAccess(addresses=AddressRules.unsafe_allowing(ip_network("127.0.0.0/8")))
-        async with corral.open(
-            data_dir, services=Services(web=web), telegram_api_url=telegram.url
-        ) as platform:
-            await platform.admin.set_live("web_allowed_ports", str(telegram.port))
-            app = create_app(platform)
-            uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-            task = asyncio.create_task(uv.serve(sockets=[listener]))
-            loop = asyncio.get_running_loop()
-            ready.set_result(
-                LiveServer(f"http://127.0.0.1:{port}", data_dir, platform, app, loop, telegram)
-            )
-            await asyncio.to_thread(stop.wait)
-            uv.should_exit = True
-            await task
-        listener.close()
+        async def serve() -> None:
+            # A socket bound before uvicorn starts: the port is known at once, and a browser
+            # that connects early waits in the listen backlog instead of being refused.
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(64)
+            port = listener.getsockname()[1]
+            # Loopback only for the fake vendor: the explicit test allowance of the channel tests.
+            web = WebAccess(addresses=AddressRules.unsafe_allowing(ip_network("127.0.0.0/8")))
+            async with corral.open(
+                data_dir, services=Services(web=web), telegram_api_url=telegram.url
+            ) as platform:
+                await platform.admin.set_live("web_allowed_ports", str(telegram.port))
+                app = create_app(platform)
+                uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+                task = asyncio.create_task(uv.serve(sockets=[listener]))
+                loop = asyncio.get_running_loop()
+                ready.set_result(
+                    LiveServer(f"http://127.0.0.1:{port}", data_dir, platform, app, loop, telegram)
+                )
+                await asyncio.to_thread(stop.wait)
+                uv.should_exit = True
+                await task
+            listener.close()
 
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    live = ready.result(timeout=60)
-    yield live
-    stop.set()
-    thread.join(timeout=30)
-    telegram.close()
+        thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+        thread.start()
+        live = ready.result(timeout=60)
+        yield live
+        stop.set()
+        thread.join(timeout=30)
+        telegram.close()
 
 
 @pytest.fixture(scope="module")

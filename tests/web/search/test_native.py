@@ -80,7 +80,7 @@ def anthropic_message(*, error_code: str | None = None) -> dict[str, Any]:
         "id": "msg_01",
         "type": "message",
         "role": "assistant",
-        "model": "claude-sonnet-4-5",
+        "model": "claude-sonnet-5-5",
         "content": [
             {
                 "type": "server_tool_use",
@@ -119,8 +119,8 @@ def vendor(make_server: Callable[..., LoopbackServer]) -> Iterator[LoopbackServe
 async def claude(vendor: LoopbackServer) -> AsyncIterator[Conversation]:
     """Claude as the conversation's model, its API at the ``vendor`` server (no retries)."""
     client = AsyncAnthropic(api_key="sk-ant-test", base_url=vendor.url(""), max_retries=0)
-    model = AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(anthropic_client=client))
-    yield Conversation("anthropic:claude-sonnet-4-5", model)
+    model = AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client))
+    yield Conversation("anthropic:claude-sonnet-5-5", model)
     await client.close()
 
 
@@ -144,11 +144,12 @@ async def test_anthropic_native_search_is_read_and_metered(
     assert not result.is_error, result.text
     [seen] = vendor.requests
     sent = json.loads(seen.body)
-    assert sent["model"] == "claude-sonnet-4-5" and sent["messages"][0]["content"][0]["text"] == (
+    assert sent["model"] == "claude-sonnet-5-5" and sent["messages"][0]["content"][0]["text"] == (
         "corral fencing"
     )
     [tool] = sent["tools"]
-    assert tool["type"] == "web_search_20250305" and tool["max_uses"] == 1
+    # The tool version follows the model (newer models take a newer web_search tool).
+    assert tool["type"].startswith("web_search_2") and tool["max_uses"] == 1
     # Anthropic takes one list or the other: the allow list goes, the block list is ours.
     assert tool["allowed_domains"] == ["example.org"] and tool["blocked_domains"] is None
     assert result.data is not None
@@ -159,11 +160,11 @@ async def test_anthropic_native_search_is_read_and_metered(
     assert "date: 2025-04-30 (native page_age)" in result.text
     assert (
         "native could not express time_range week (no recency filter on "
-        "anthropic:claude-sonnet-4-5's search"
+        "anthropic:claude-sonnet-5-5's search"
     ) in result.text
     assert "it ran anyway, so its results may be older" in result.text
     [record] = recorder.records
-    assert record.source == "web_search.native" and record.model == "anthropic:claude-sonnet-4-5"
+    assert record.source == "web_search.native" and record.model == "anthropic:claude-sonnet-5-5"
     assert (record.input_tokens, record.output_tokens) == (1200, 80)
     assert record.fee_usd == pytest.approx(0.01) and record.details == {"web_searches": 1}
     assert record.conversation_id == "conv-1" and record.user_id
@@ -202,7 +203,7 @@ async def test_vendor_http_error_is_a_failure(
         services=Services(conversation_model=claude, usage=recorder),
     )
     line = next(x for x in result.text.splitlines() if x.startswith("- native"))
-    assert "failing — anthropic:claude-sonnet-4-5 failed" in line and "429" in line
+    assert "failing — anthropic:claude-sonnet-5-5 failed" in line and "429" in line
     assert recorder.records == []
 
 

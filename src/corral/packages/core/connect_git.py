@@ -210,9 +210,11 @@ async def _run_git(args: tuple[str, ...], *, strict: bool, uid: int | None) -> s
     if process.returncode != 0:
         if strict:
             # git's own message names the config file: a path the model must not see.
+            writer = "" if uid is None else f" by uid {uid}, the sandbox's, that commands run as"
             raise ToolError(
                 f"git could not write the remote (exit {process.returncode}); check that the "
-                "repository's config is writable and well formed",
+                f"repository's .git folder and config are writable{writer}, and that the config "
+                "is well formed",
                 code="git_failed",
             )
         return None

@@ -1,6 +1,6 @@
 """Real models through pydantic-ai-slim's model layer, chosen by ``provider:model``.
 
-- ``openai:gpt-5``, ``anthropic:claude-sonnet-4-5``, ``google:gemini-2.5-pro`` (``gemini:``
+- ``openai:gpt-5``, ``anthropic:claude-sonnet-5-5``, ``google:gemini-2.5-pro`` (``gemini:``
   is the same), ``groq:…``, ``mistral:…``: pydantic-ai's own providers, which read their
   keys from the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GOOGLE_API_KEY``…).
 - ``ollama:llama3.2``, ``vllm:qwen3``: OpenAI-compatible servers found by
@@ -95,7 +95,7 @@ def build_real_model(
     provider, _, name = spec.partition(":")
     if not provider or not name:
         raise UsageError(
-            f"model {spec!r} must be written provider:model, e.g. anthropic:claude-sonnet-4-5"
+            f"model {spec!r} must be written provider:model, e.g. anthropic:claude-sonnet-5-5"
         )
     if REAL_MODEL_GUARD is not None:
         REAL_MODEL_GUARD(spec)
