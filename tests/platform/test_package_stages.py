@@ -21,6 +21,7 @@ async def test_contributed_stages_take_their_declared_places(data_dir: Path) -> 
     async with corral.open(data_dir, package_paths=[STAGED]) as platform:
         names = [stage.name for stage in platform.dispatcher.stages]
         assert names == [
+            "staged_gatekeeper",
             "slow_calls",
             "shaping",
             "visibility",
@@ -65,6 +66,14 @@ async def test_a_refusing_stage_stops_the_call_with_a_readable_error(data_dir: P
         again = await platform.call_tool("staged_echo", {"text": "refuse me"}, profile="safe")
         assert again.error_code == "policy_denied"
         assert await platform.pending_approvals() == []
+
+
+async def test_a_refusal_outside_every_stage_is_still_an_error_result(data_dir: Path) -> None:
+    async with corral.open(data_dir, package_paths=[STAGED]) as platform:
+        refused = await platform.call_tool("staged_echo", {"text": "refuse outside"})
+        assert refused.error_code == "policy_denied"
+        assert "the gatekeeper refuses 'refuse outside'" in refused.text
+        assert logged(data_dir) == []
 
 
 async def test_a_stage_rewrites_the_arguments_for_the_stages_after_it(data_dir: Path) -> None:

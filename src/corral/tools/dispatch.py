@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from corral.errors import ToolError
 from corral.settings import Settings
 from corral.tools.call import CallRequest, DispatchState, StateProvider, ToolCall
 from corral.tools.context import Cancellation
@@ -74,9 +75,10 @@ class Dispatcher:
         self.registry = registry
         self._state = state
         self._visibility = VisibilityCheck(registry)
+        self._shaping = ResultShaping(state)
         self.built_in: tuple[Stage, ...] = (
             SlowCallRecords(slow_calls),
-            ResultShaping(state),
+            self._shaping,
             self._visibility,
             ArgumentValidation(),
             FeatureGates(),
@@ -109,7 +111,10 @@ class Dispatcher:
             cancellation=request.cancellation or Cancellation(),
             started=time.perf_counter(),
         )
-        return await self._chain(call)
+        try:
+            return await self._chain(call)
+        except ToolError as error:  # from a package stage placed outside ``shaping``
+            return await self._shaping.shape(call, ToolResult.from_error(error))
 
     def visibility(self, request: CallRequest, state: DispatchState) -> Visibility:
         """The narrowing layers for this caller and run."""

@@ -22,6 +22,9 @@ class ResultShaping:
             result = await next(call)
         except ToolError as error:
             result = ToolResult.from_error(error)
+        return await self.shape(call, result)
+
+    async def shape(self, call: ToolCall, result: ToolResult) -> ToolResult:
         # Read the redactor again: the handler may have read a stored credential this process
         # had not seen, and that value must not reach this very result.
         redactor = (await self._state.dispatch_state()).redactor

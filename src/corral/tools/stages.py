@@ -31,8 +31,10 @@ run in the order they were installed, both before the handler.
 What a stage can rely on, by position: ``call.tool`` from after ``visibility``,
 validated ``call.arguments`` from after ``validation``, ``call.context`` (the handler's
 ``CallContext``) from after ``context``. A stage after ``approval`` sees only calls that
-will run (approved or not needing it); a stage before ``shaping`` (further in) has its
-refusals turned into error results the model can read; one outside it sees shaped results.
+will run (approved or not needing it). A stage after ``shaping`` (further in) has its
+refusals turned into error results the model can read; one before it (further out) sees
+shaped results, and a ``ToolError`` it raises is turned into a shaped error result by the
+dispatcher itself.
 """
 
 from __future__ import annotations
