@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from corral.errors import FeatureMissing, NotVisible
 from corral.tools.call import CallRequest, DispatchState, ToolCall
+from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool, Registry
 from corral.tools.results import ToolResult
 from corral.tools.selection import (
@@ -21,6 +22,9 @@ from corral.tools.stages import Next
 
 __all__ = ["VisibilityCheck"]
 
+_SUBAGENT_RULES = ContextRules(subagent=True)
+_TOP_LEVEL_RULES = ContextRules(subagent=False)
+
 
 class VisibilityCheck:
     name = "visibility"
@@ -35,6 +39,10 @@ class VisibilityCheck:
         )
         # A role's grants layer, kept while the snapshot's Grants object for it stays.
         self._grants_by_role: dict[str, FeatureGrants] = {}
+        self._last_narrowing: tuple[Narrowing | None, RunNarrowing] = (
+            None,
+            RunNarrowing(Narrowing()),
+        )
 
     async def __call__(self, call: ToolCall, next: Next) -> ToolResult:
         self.enter(call)
@@ -72,12 +80,18 @@ class VisibilityCheck:
         grants = self._grants_by_role.get(caller.role)
         if grants is None or grants.grants is not caller.grants:
             grants = self._grants_by_role[caller.role] = FeatureGrants(caller.grants, caller.role)
+        narrowing = request.narrowing
+        # A run's calls share its Narrowing: keep the layer of the last one seen.
+        last, run_layer = self._last_narrowing
+        if last is not narrowing:
+            run_layer = RunNarrowing(narrowing)
+            self._last_narrowing = (narrowing, run_layer)
         return (
             package_state,
             grants,
             selection,
-            RunNarrowing(request.narrowing),
-            ContextRules(request.narrowing.subagent),
+            run_layer,
+            _SUBAGENT_RULES if narrowing.subagent else _TOP_LEVEL_RULES,
         )
 
     def _layers_of_snapshot(self, state: DispatchState, agent: str) -> tuple[Layer, Layer]:
