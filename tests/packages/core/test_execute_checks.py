@@ -4,8 +4,13 @@ pipeline again when a person approves it, so it is judged once more, then."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import corral
 from corral.platform import Platform
 from corral.shell.service import ShellService
+
+STAGED = Path(__file__).parents[2] / "platform" / "fixtures" / "staged"
 
 
 def judged(platform: Platform) -> int:
@@ -44,3 +49,14 @@ async def test_a_refused_command_is_judged_once_and_never_parked(platform: Platf
     assert refused.error_code == "policy_denied", refused.text
     assert judged(platform) - before == 1
     assert await platform.pending_approvals() == []
+
+
+async def test_a_command_rewritten_after_the_policy_step_is_judged_again(data_dir: Path) -> None:
+    """A stage between policy and handler that changes the command cannot slip past the
+    guards: the handler judges the command it was given."""
+    async with corral.open(data_dir, package_paths=[STAGED]) as platform:
+        before = judged(platform)
+        result = await platform.call_tool("execute", {"command": "echo before-rewrite"})
+        assert not result.is_error, result.text
+        assert "after-rewrite" in result.text
+        assert judged(platform) - before == 2
