@@ -2,8 +2,9 @@
 
 Order: the kernel (folders, migrations, seed data, package discovery); the runtime on it,
 whose report sink is the first service; each package's install hook, whose services join
-the ones before (a failing hook or a service provided twice leaves that package out, named
-in ``corral tools list``); then runs lost to a restart are recovered and the packages'
+the ones before and whose pipeline stages take their declared places (a failing hook, a
+service provided twice or a stage that cannot be placed leaves that package out, named in
+``corral tools list``); then runs lost to a restart are recovered and the packages'
 start-up work runs. Nothing below this module imports it.
 """
 
@@ -23,6 +24,7 @@ from corral.settings import load_settings
 from corral.tools.contract import LoadError
 from corral.tools.registry import Package
 from corral.tools.services import Services
+from corral.tools.stages import StageError
 
 __all__ = ["open", "open_platform"]
 
@@ -72,28 +74,38 @@ def _with_hooks(kernel: Kernel) -> list[Package]:
 
 
 async def _install(package: Package, kernel: Kernel, runtime: Runtime) -> Installed:
-    """Run one package's install hook and join its services to the kernel's."""
+    """Run one package's install hook, join its services to the kernel's and place its
+    pipeline stages: all of it, or none when one part fails."""
     assert package.install is not None
     setup = PackageSetup(
         package=package.name, kernel=kernel, runtime=runtime, services=kernel.services
     )
     try:
         done = await run_install_hook(package.install, setup)
-        kernel.services = kernel.services.joined(done.services)
+        services = kernel.services.joined(done.services)
+        kernel.dispatcher.add_stages(done.stages)
+        kernel.services = services
+    except StageError as exc:
+        log.error("package %r: a pipeline stage cannot be placed: %s", package.name, exc)
+        _leave_out(kernel, package, "a pipeline stage of it cannot be placed", str(exc))
+        return Installed()
     except Exception as exc:
         log.exception("package %r failed to install; its tools are left out", package.name)
-        kernel.registry.leave_out(
-            package.name,
-            LoadError(
-                file=str(package.path),
-                pointer="",
-                message=f"the install hook failed, so the package's tools are left out: "
-                f"{type(exc).__name__}: {exc}",
-                package=package.name,
-            ),
-        )
+        _leave_out(kernel, package, "the install hook failed", f"{type(exc).__name__}: {exc}")
         return Installed()
     return done
+
+
+def _leave_out(kernel: Kernel, package: Package, reason: str, detail: str) -> None:
+    kernel.registry.leave_out(
+        package.name,
+        LoadError(
+            file=str(package.path),
+            pointer="",
+            message=f"{reason}, so the package's tools are left out: {detail}",
+            package=package.name,
+        ),
+    )
 
 
 @asynccontextmanager

@@ -8,7 +8,14 @@ package can be enabled while the platform runs::
         greeter = Greeter(setup.kernel.sessions)
         return Installed(services=Services(extra={Greeter: greeter}), close=[greeter.close])
 
-The hook may also use the runtime's extension points (``setup.runtime.prompt.add_state_block``,
+A package may add stages to the dispatch pipeline, each placed before or after a built-in
+stage (:mod:`corral.tools.stages`)::
+
+    return Installed(stages=[StageContribution(Audit(), after="approval")])
+
+A stage that cannot be placed (an unknown anchor, no name, a name already taken) leaves its
+package out with an error naming it, like a failing hook. The hook may also use the
+runtime's extension points (``setup.runtime.prompt.add_state_block``,
 ``add_overlay``, ``run_end_hooks``, ``add_background_work``). The services of all packages
 are joined into the one :class:`~corral.tools.services.Services` every call receives; two
 packages providing the same service is an error that leaves the later package out. Start-up
@@ -24,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from corral.tools.services import Services
+from corral.tools.stages import StageContribution
 
 if TYPE_CHECKING:
     from corral.kernel import Kernel
@@ -57,6 +65,9 @@ class Installed:
     """Start-up work, run once every package is installed (e.g. reporting lost work)."""
     close: Sequence[Work] = ()
     """Run when the platform closes, last installed first."""
+    stages: Sequence[StageContribution] = ()
+    """Dispatch pipeline stages, each at its declared position (``before`` or ``after`` a
+    built-in stage); placed once, when the package is installed."""
 
 
 InstallHook = Callable[[PackageSetup], "Installed | Awaitable[Installed]"]

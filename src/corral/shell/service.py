@@ -70,6 +70,9 @@ class ShellRequest:
     """Sources this call adds (an active skill's own folder, read and exec)."""
     variables: Mapping[str, str] = field(default_factory=dict)
     """Plain variables the platform sets (``SKILL_DIR``, ``SESSION_ID``, ``CORRAL_API``…)."""
+    checked: CheckedCommand | None = field(default=None, repr=False)
+    """Both guards' judgement of this very command, cwd, caller and sources, reached by the
+    pipeline's policy step of the same call: the service then does not judge it again."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -131,6 +134,8 @@ class ShellService:
         self._spawner = spawner
         self._foreground: set[Execution] = set()
         self.store = ShellStore(sessions)
+        self.judged = 0
+        """Commands judged by both guards since start (analysis runs once per judgement)."""
         self.background = BackgroundShells(
             store=self.store,
             settings=settings,
@@ -164,6 +169,7 @@ class ShellService:
         """Both guards, off the event loop (a long script takes a while to analyse)."""
         if policy is None:
             policy = (await self._state.dispatch_state()).sources
+        self.judged += 1
         return await asyncio.to_thread(
             check_command,
             command,
@@ -192,9 +198,11 @@ class ShellService:
 
     async def _allowed(self, request: ShellRequest, policy: SourcePolicy) -> CheckedCommand:
         self.check_env(request.env)
-        checked = await self.check(
-            request.command, cwd=request.cwd, caller=request.caller, policy=policy
-        )
+        checked = request.checked
+        if checked is None:
+            checked = await self.check(
+                request.command, cwd=request.cwd, caller=request.caller, policy=policy
+            )
         if not checked.verdict.allowed:
             raise checked.verdict.error()
         if checked.plane == "app" and not self.status.usable:

@@ -17,26 +17,30 @@ class Cancellation:
     """
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._cancelled = False
+        # Made only when someone waits: most calls never do, and an Event costs each one.
+        self._event: asyncio.Event | None = None
         self.reason: str | None = None
         self._callbacks: list[Callable[[], Any]] = []
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self, reason: str = "stopped") -> None:
-        if self._event.is_set():
+        if self._cancelled:
             return
+        self._cancelled = True
         self.reason = reason
-        self._event.set()
+        if self._event is not None:
+            self._event.set()
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
 
     def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
         """Run ``callback`` on Stop (at once if already stopped); returns an unregister."""
-        if self._event.is_set():
+        if self._cancelled:
             callback()
             return lambda: None
         self._callbacks.append(callback)
@@ -48,4 +52,8 @@ class Cancellation:
         return unregister
 
     async def wait(self) -> None:
+        if self._cancelled:
+            return
+        if self._event is None:
+            self._event = asyncio.Event()
         await self._event.wait()

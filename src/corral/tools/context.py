@@ -11,6 +11,7 @@ from corral.policy.profiles import Profile
 from corral.policy.sources import SourcePolicy
 from corral.settings import Settings
 from corral.tools.cancellation import Cancellation
+from corral.tools.findings import Findings
 from corral.tools.narrowing import Narrowing
 from corral.tools.services import Services
 
@@ -44,3 +45,5 @@ class CallContext:
     notes: list[str] = field(default_factory=list)
     services: Services = field(default_factory=Services)
     """What packages and the runtime provide (shells, web, questions, the run's model…)."""
+    findings: Findings = field(default_factory=Findings)
+    """What earlier steps of this call found (the policy hook's checked values), by type."""

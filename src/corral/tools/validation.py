@@ -88,7 +88,18 @@ def _compile(schema: Any) -> Check:
         return lambda _: True
     if len(checks) == 1:
         return checks[0]
-    return lambda instance: all(check(instance) for check in checks)
+    return _all_of(tuple(checks))
+
+
+def _all_of(checks: tuple[Check, ...]) -> Check:
+    def every(instance: Any) -> bool:
+        # A loop, not all(generator): this runs on every call, and a generator costs more.
+        for check in checks:
+            if not check(instance):
+                return False
+        return True
+
+    return every
 
 
 def _keyword(keyword: str, value: Any, schema: dict[str, Any]) -> Check:
@@ -99,8 +110,8 @@ def _keyword(keyword: str, value: Any, schema: dict[str, Any]) -> Check:
     if keyword == "required":
         if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
             raise _Unsupported
-        names = tuple(value)
-        return lambda v: not isinstance(v, dict) or all(n in v for n in names)
+        names = frozenset(value)
+        return lambda v: not isinstance(v, dict) or v.keys() >= names
     if keyword == "additionalProperties":
         if value is True:
             return lambda _: True

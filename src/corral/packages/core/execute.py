@@ -1,9 +1,11 @@
 """The ``execute`` tool, action ``shell``: run a command under the three guards.
 
 The policy hook runs both command guards (analysis, then the URI-policy gate) at the
-pipeline's policy step, before any approval is asked; the handler checks again right before
-spawning (rights may have changed while an approval waited), then runs the command in the
-foreground or starts a background shell. Action ``skill`` activates a skill bundle
+pipeline's policy step, before any approval is asked, and keeps what it checked on
+``ctx.findings`` (:class:`CheckedShellCall`); the handler runs on that, never judging the
+command again, then runs it in the foreground or starts a background shell. A call that
+waited for approval passes the whole pipeline again when it is approved, so its command is
+judged once more then, with the rights of that moment. Action ``skill`` activates a skill bundle
 (:class:`~corral.tools.skill_binding.SkillActivator`); every shell call then takes its
 :class:`~corral.tools.skill_binding.ShellBinding`: ``${SKILL_DIR}``-family variables (also
 substituted in ``cwd``), the skill's folder as a read-and-exec source, and the secrets staged
@@ -15,12 +17,14 @@ helper only (:mod:`corral.packages.core.git_credentials`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from corral.connect import CredentialStore
 from corral.errors import InvalidArguments, ToolError
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.git_credentials import mentions_git, staged_tokens
+from corral.shell.check import CheckedCommand
 from corral.shell.records import ShellRecord
 from corral.shell.service import ShellOutcome, ShellRequest
 from corral.tools.context import CallContext
@@ -28,7 +32,7 @@ from corral.tools.results import ResultStatus, ToolResult
 from corral.tools.services import Shells
 from corral.tools.skill_binding import ShellBinding
 
-__all__ = ["execute", "execute_policy"]
+__all__ = ["CheckedShellCall", "execute", "execute_policy"]
 
 _STATUS: dict[str, ResultStatus] = {"exited": "ok", "stopped": "stopped", "timed_out": "timed_out"}
 
@@ -62,6 +66,25 @@ def _cwd(args: Mapping[str, Any], binding: ShellBinding) -> str | None:
     return binding.substitute(cwd) if isinstance(cwd, str) else None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckedShellCall:
+    """What the policy hook checked, kept for the handler of the same call."""
+
+    judged: tuple[Any, ...]
+    """The arguments it was reached on (:func:`_judged_arguments`): a stage that rewrote
+    them after the policy step makes the handler judge the command itself."""
+    binding: ShellBinding
+    cwd: str | None
+    """``cwd`` with the binding's variables substituted."""
+    checked: CheckedCommand
+
+
+def _judged_arguments(args: Mapping[str, Any]) -> tuple[Any, ...]:
+    env = args.get("env")
+    frozen_env = tuple(sorted(env.items())) if isinstance(env, dict) else env
+    return (args.get("command"), args.get("cwd"), args.get("skill"), frozen_env)
+
+
 async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
     """The pipeline's policy step for ``execute``: refuse before approval is asked."""
     if not _is_shell(args) or not isinstance(args.get("command"), str):
@@ -72,11 +95,13 @@ async def execute_policy(args: dict[str, Any], ctx: CallContext) -> None:
         service.check_env(env)
     binding = await _binding(args, ctx)
     policy = ctx.sources.with_sources(binding.sources) if binding.sources else ctx.sources
-    checked = await service.check(
-        args["command"], cwd=_cwd(args, binding), caller=ctx.caller, policy=policy
-    )
+    cwd = _cwd(args, binding)
+    checked = await service.check(args["command"], cwd=cwd, caller=ctx.caller, policy=policy)
     if not checked.verdict.allowed:
         raise checked.verdict.error()
+    ctx.findings.put(
+        CheckedShellCall(judged=_judged_arguments(args), binding=binding, cwd=cwd, checked=checked)
+    )
 
 
 async def _activate(args: Mapping[str, Any], ctx: CallContext) -> ToolResult:
@@ -98,8 +123,12 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
     if not isinstance(command, str) or not command.strip():
         raise InvalidArguments("action 'shell' needs a non-empty 'command'; add it and call again")
     service = _shells(ctx)
-    binding = await _binding(args, ctx)
-    cwd = _cwd(args, binding)
+    found = ctx.findings.get(CheckedShellCall)
+    if found is not None and found.judged == _judged_arguments(args):
+        binding, cwd, checked = found.binding, found.cwd, found.checked
+    else:  # not through the pipeline's policy step, or arguments changed since
+        binding = await _binding(args, ctx)
+        cwd, checked = _cwd(args, binding), None
     request = ShellRequest(
         command=command,
         cwd=cwd,
@@ -113,6 +142,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         declared={**await _git_tokens(command, cwd, ctx), **binding.secrets},
         sources=binding.sources,
         variables=binding.env,
+        checked=checked,
     )
     if args.get("background"):
         record, dropped = await service.start_background(request)
