@@ -39,7 +39,9 @@ def make_hooks(project_dir: Path) -> MakeHooks:
         file = project_dir / "hooks.json"
         if config is not None:
             file.write_text(json.dumps(config), encoding="utf-8")
-        hooks = Hooks(HookRunner(project_dir=project_dir, sandbox_uid=65534), file=file)
+        hooks = Hooks(
+            HookRunner(project_dir=project_dir, sandbox_uid=65534), file=file, file_recheck_s=0
+        )
         hooks.load()
         return hooks
 

@@ -55,6 +55,16 @@ async def test_the_live_setting_is_checked_on_save_and_runs_after_the_file(
         ]
 
 
+async def test_configured_follows_the_live_setting_without_awaiting(platform: Platform) -> None:
+    assert not platform.hooks.configured
+    await platform.admin.set_live("hooks", pre_tool_use("Bash", "true"))
+    await platform.config.snapshot()  # as every dispatch does
+    assert platform.hooks.configured
+    await platform.admin.reset_live("hooks")
+    await platform.config.snapshot()
+    assert not platform.hooks.configured
+
+
 async def test_mcp_tools_match_as_claude_code_names_them(platform: Platform) -> None:
     item = {"kind": "mcp", "name": "demo", "command": list(MCP_SERVER)}
     added = await platform.call_tool("connect", {"add": [item]})

@@ -72,8 +72,9 @@ def build_hooks(kernel: Kernel) -> Hooks:
     check every new value of the live setting."""
     settings = kernel.settings
 
-    async def live() -> Mapping[str, Any]:
-        return (await kernel.config.dispatch_state()).live
+    def live() -> Mapping[str, Any] | None:
+        snapshot = kernel.config.latest
+        return snapshot.state.live if snapshot is not None else None
 
     def package_of(tool: str) -> str | None:
         loaded = kernel.registry.tools.get(tool)
@@ -83,6 +84,7 @@ def build_hooks(kernel: Kernel) -> Hooks:
         HookRunner(project_dir=settings.drive_dir, sandbox_uid=settings.sandbox_uid),
         file=settings.data_dir / HOOKS_FILE,
         live=live,
+        refresh_live=kernel.config.snapshot,
         package_of=package_of,
     )
     hooks.load()
