@@ -48,6 +48,7 @@ async def open_platform(
     except BaseException:  # or a job runner the settings cannot have (cluster on SQLite)
         await kernel.close()
         raise
+    runtime.hooks = hooks
     platform = Platform(kernel, runtime, hooks)
     try:
         kernel.services = Services(reports=runtime.reports)
