@@ -1,5 +1,4 @@
-"""UserPromptSubmit hooks on a chat turn: a block refuses the message, added text reaches
-the model with it."""
+"""Hooks on a run: UserPromptSubmit refuses a message or adds context; Stop keeps a run going."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import pytest
 from corral.errors import UsageError
 from corral.platform import Platform
 from tests.runtime.conftest import ScriptWriter
+from tests.runtime.hooks.conftest import script
 
 
 def prompt_hook(command: str) -> dict[str, object]:
@@ -38,3 +38,22 @@ async def test_a_prompt_hook_blocks_the_message_or_adds_context(
     assert str(caught.value) == "the message was not sent: blocked by hook grep: no secrets in chat"
     after = await rt_platform.runtime.conversations.rows(turn.conversation_id)
     assert len(after) == len(before)  # nothing of the refused message was stored
+
+
+async def test_a_stop_hook_keeps_the_run_going_once(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    model = write_script(
+        {"text": "Done."},
+        [
+            {"when_message_contains": "Run the tests before you finish", "text": "Tested; done."},
+            {"text": "Ended without the hook."},
+        ],
+    )
+    stop = {"Stop": [{"hooks": [{"type": "command", "command": script("stop_once.py")}]}]}
+    await rt_platform.admin.set_live("hooks", stop)
+    turn = await rt_platform.chat("fix the bug", model=model)
+    assert turn.status == "finished" and turn.text == "Tested; done." and turn.steps == 2
+    kept = [r for r in turn.rows if r.kind == "user_message" and r.data.get("hook") == "Stop"]
+    assert len(kept) == 1
+    assert "blocked by hook stop_once.py: Run the tests before you finish." in kept[0].data["text"]
