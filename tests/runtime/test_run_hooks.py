@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from corral.errors import UsageError
 from corral.platform import Platform
-from tests.runtime.conftest import ScriptWriter
+from tests.runtime.conftest import ScriptWriter, call
 from tests.runtime.hooks.conftest import script
 
 
@@ -57,3 +59,44 @@ async def test_a_stop_hook_keeps_the_run_going_once(
     kept = [r for r in turn.rows if r.kind == "user_message" and r.data.get("hook") == "Stop"]
     assert len(kept) == 1
     assert "blocked by hook stop_once.py: Run the tests before you finish." in kept[0].data["text"]
+
+
+async def test_session_and_subagent_start_hooks_add_context(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        [
+            {"when_message_contains": "Subagents answer in French", "text": "Bonjour."},
+            {"text": "Hello."},
+        ],
+        name="child",
+    )
+    parent = write_script(
+        [
+            {
+                "when_message_contains": "Project uses pytest",
+                "tool_calls": [call("delegate", task="Greet", model=child)],
+            },
+            {"text": "No session context."},
+        ],
+        [{"when_result_contains": "Bonjour.", "text": "The child spoke French."}, {"text": "?"}],
+        {"text": "Second turn."},
+    )
+
+    def echo(text: str) -> list[dict[str, object]]:
+        return [{"hooks": [{"type": "command", "command": f"echo '{text}'"}]}]
+
+    french = {
+        "hookSpecificOutput": {
+            "hookEventName": "SubagentStart",
+            "additionalContext": "Subagents answer in French",
+        }
+    }
+    await rt_platform.admin.set_live(
+        "hooks",  # plain text is context for SessionStart; SubagentStart answers in JSON
+        {"SessionStart": echo("Project uses pytest"), "SubagentStart": echo(json.dumps(french))},
+    )  # fmt: skip
+    turn = await rt_platform.chat("go", model=parent, profile="auto")
+    assert turn.text == "The child spoke French."
+    again = await rt_platform.chat("again", model=parent, conversation_id=turn.conversation_id)
+    assert again.rows[0].data["text"] == "again" and "hook_context" not in again.rows[0].data

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from corral.errors import UsageError
 from corral.policy.profiles import parse_profile
 from corral.runtime.events import Event, Subscription
-from corral.runtime.hooks import permission_mode
+from corral.runtime.hooks import added_context, permission_mode
 from corral.runtime.prompt.attachments import expand
 from corral.runtime.results import RunResult
 from corral.runtime.timeline import NewRow
@@ -106,21 +106,22 @@ async def _start(
 
 
 async def _prompt_hooks(rt: RunHost, conversation: ConversationInfo, message: str) -> list[str]:
-    """Run the UserPromptSubmit hooks: a block refuses the message with the hook's reason;
-    what they add is context the model sees with the message."""
+    """Run the SessionStart hooks (a new conversation's first message) and the
+    UserPromptSubmit hooks: a block refuses the message with the hook's reason; what they
+    add is context the model sees with the message."""
     if rt.hooks is None or not rt.hooks.configured:
         return []
-    outcome = await rt.hooks.run(
-        "UserPromptSubmit",
-        {
-            "session_id": conversation.id,
-            "permission_mode": permission_mode(conversation.profile),
-            "prompt": message,
-        },
-    )
+    common = {
+        "session_id": conversation.id,
+        "permission_mode": permission_mode(conversation.profile),
+    }
+    started: list[str] = []
+    if conversation.last_seq == 0:
+        started = await added_context(rt.hooks, "SessionStart", {**common, "source": "startup"})
+    outcome = await rt.hooks.run("UserPromptSubmit", {**common, "prompt": message})
     if outcome.blocked:
         raise UsageError(f"the message was not sent: {outcome.reason}")
-    return outcome.additional_context
+    return started + outcome.additional_context
 
 
 async def start_chat(

@@ -45,6 +45,7 @@ __all__ = [
     "Hooks",
     "HooksConfig",
     "MatchedHook",
+    "added_context",
     "build_hooks",
     "check_live_hooks",
     "compile_matcher",
@@ -55,6 +56,14 @@ __all__ = [
 ]
 
 HOOKS_FILE = "hooks.json"
+
+
+async def added_context(hooks: Hooks | None, event: str, payload: Mapping[str, Any]) -> list[str]:
+    """What the hooks of an event that cannot block (SessionStart, SubagentStart...) add as
+    context for the model; nothing when no hook is configured."""
+    if hooks is None or not hooks.configured:
+        return []
+    return (await hooks.run(event, payload)).additional_context
 
 
 def check_live_hooks(value: Any) -> None:
