@@ -100,3 +100,31 @@ async def test_session_and_subagent_start_hooks_add_context(
     assert turn.text == "The child spoke French."
     again = await rt_platform.chat("again", model=parent, conversation_id=turn.conversation_id)
     assert again.rows[0].data["text"] == "again" and "hook_context" not in again.rows[0].data
+
+
+async def test_a_pre_compact_hook_can_refuse_the_compaction(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    model = write_script(
+        {"tool_calls": [call("echo", text="build log")]},
+        {
+            "tool_calls": [
+                call(
+                    "compact_history",
+                    action="truncate",
+                    targets=[{"sequence": 1}],
+                    reason="raw build log",
+                )
+            ]
+        },
+        {"text": "Kept it."},
+    )
+    command = "grep -q '\"trigger\": \"auto\"' && echo 'audit needs the full log' >&2 && exit 2"
+    await rt_platform.admin.set_live(
+        "hooks", {"PreCompact": [{"matcher": "auto", "hooks": [{"type": "command",
+                                                                "command": command}]}]}
+    )  # fmt: skip
+    turn = await rt_platform.chat("build", model=model, profile="auto")
+    (result,) = [r for r in turn.rows if r.kind == "tool_result" and r.data["tool"] != "echo"]
+    assert result.data["result"]["error_code"] == "hook_blocked", result.data
+    assert "blocked by hook grep: audit needs the full log" in json.dumps(result.data)

@@ -293,7 +293,7 @@ class Hooks:
                 hook.handler, json.dumps(data, ensure_ascii=False, default=str).encode()
             )
             verdict = read_reply(event, reply)
-        except (HookFailure, BadOutput) as exc:
+        except (HookFailure, BadOutput, OSError) as exc:  # OSError: its home could not be made
             error = str(exc)
             if hook.handler.on_error == "block":
                 verdict = Verdict(decision="deny", reason=f"the hook failed: {error}")
