@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from corral.errors import ConfigError
+from corral.runtime.hooks import tool_hook_input
 from tests.runtime.hooks.conftest import MakeHooks, pre_tool_use, script
 
 
@@ -91,11 +92,10 @@ async def test_the_hook_runs_as_the_sandbox_uid_with_a_clean_environment(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdefghijklmnop")
     monkeypatch.setenv("CORRAL_SECRET_KEY", "x" * 40)
     hooks = make_hooks(pre_tool_use("Bash", script("echo_env.py")))
-    outcome = await hooks.run(
-        "PreToolUse",
-        {"tool_input": {"command": "ls"}, "tool_use_id": "call_1", "session_id": "c_1"},
-        tool="execute",
+    given = tool_hook_input(
+        arguments={"command": "ls"}, call_id="call_1", conversation_id="c_1", profile="safe"
     )
+    outcome = await hooks.run("PreToolUse", given, tool="execute")
     seen = json.loads(outcome.system_messages[0])
     assert seen["uid"] == (65534 if os.geteuid() == 0 else os.getuid())
     assert seen["cwd"] == str(project_dir)

@@ -7,7 +7,8 @@ Build the engine once at start-up with :func:`build_hooks` and ask it per event:
                                              "session_id": conversation_id}, tool="execute")
 
 ``hooks.configured`` is a cheap check for a pipeline stage to skip everything when no hook is
-configured. See :mod:`corral.runtime.hooks.outcome` for what each answer means.
+configured; :func:`tool_hook_input` builds a tool event's input. See
+:mod:`corral.runtime.hooks.outcome` for what each answer means.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from corral.runtime.hooks.engine import LIVE_KEY, Hooks, MatchedHook, hook_label
 from corral.runtime.hooks.handlers import HookRunner
 from corral.runtime.hooks.matchers import CLAUDE_CODE_TOOLS, compile_matcher, tool_names
 from corral.runtime.hooks.outcome import Decision, HookOutcome, HookRecord
+from corral.runtime.hooks.tool_input import tool_hook_input
 
 __all__ = [
     "CLAUDE_CODE_TOOLS",
@@ -52,6 +54,7 @@ __all__ = [
     "hook_label",
     "parse_hooks_config",
     "permission_mode",
+    "tool_hook_input",
     "tool_names",
 ]
 
