@@ -38,7 +38,7 @@ def list_hooks(
     async def work(platform: Platform) -> tuple[list[dict[str, Any]], list[str]]:
         hooks = platform.hooks
         await hooks.refresh()
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "source": group.source,
                 "where": handler.where,
@@ -52,7 +52,15 @@ def list_hooks(
             for group in hooks.groups
             for handler in group.handlers
         ]
-        return rows, hooks.problems
+        drive = str(platform.settings.drive_dir)
+        writable = [
+            f"{row['where']} ({row['source']}) runs from the drive, which the agent can write: "
+            "keep guard scripts in a folder only administrators write (e.g. /etc/corral/hooks)"
+            for row in rows
+            if row["type"] == "command"
+            and ("CLAUDE_PROJECT_DIR" in row["runs"] or drive in row["runs"])
+        ]
+        return rows, hooks.problems + writable
 
     rows, problems = run_with_platform(ctx, work)
     if as_json:

@@ -95,6 +95,7 @@ def test_the_cli_lists_and_dry_runs_the_hooks(data_dir: Path) -> None:
     (row,) = json.loads(listed.stdout)["hooks"]
     assert row["event"] == "PreToolUse" and row["matcher"] == "Bash"
     assert row["runs"] == script("block_rm_rf.sh") and row["on_error"] == "block"
+    assert json.loads(listed.stdout)["problems"] == []
     blocked = corral_cli(
         data_dir, "test", "PreToolUse", "--input", '{"tool_input": {"command": "rm -rf /"}}',
         "--tool", "execute",
@@ -112,3 +113,6 @@ def test_the_cli_lists_and_dry_runs_the_hooks(data_dir: Path) -> None:
     bad_input = corral_cli(data_dir, "test", "PreToolUse", "--input", "[1]")
     assert bad_input.returncode == 2 and "--input must be a JSON object" in bad_input.stderr
     assert "Traceback" not in wrong.stderr + bad_input.stderr
+    write_file(data_dir, pre_tool_use("Bash", "$CLAUDE_PROJECT_DIR/.claude/hooks/check.sh"))
+    warned = corral_cli(data_dir, "list", "--json")
+    assert warned.returncode == 0 and "which the agent can write" in warned.stdout
