@@ -7,6 +7,7 @@ values.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +19,15 @@ __all__ = ["LIVE_SETTINGS", "LiveSettingDef", "coerce_live_value", "live_default
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveSettingDef:
     key: str
-    type: type[int] | type[float] | type[bool] | type[str]
-    default: int | float | bool | str
+    type: type[int] | type[float] | type[bool] | type[str] | type[dict[str, Any]]
+    default: int | float | bool | str | dict[str, Any]
     description: str
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     """For a text setting: the only values it accepts (empty: any text)."""
+    checked_by: str = ""
+    """Who checks the value's content on save beyond its type (see ``Admin.check_live``)."""
 
 
 def _defs(*items: LiveSettingDef) -> dict[str, LiveSettingDef]:
@@ -428,6 +431,14 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="How often the serving process looks for bound conversations with rows "
         "not yet sent to their chat (rows another process stored, e.g. a cluster worker).",
     ),
+    LiveSettingDef(
+        key="hooks",
+        type=dict,
+        default={},
+        checked_by="corral.runtime.hooks",
+        description="Operator hooks (Claude Code's hooks object, JSON), applied after those "
+        "of <data_dir>/hooks.json; a value that does not parse is refused with the reason.",
+    ),
 )
 
 
@@ -457,6 +468,11 @@ def coerce_live_value(key: str, value: Any) -> Any:
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                 raise ValueError(value)
             result = int(value)
+        elif kind is dict:
+            parsed = json.loads(value) if isinstance(value, str) else value
+            if not isinstance(parsed, dict):
+                raise ValueError(value)
+            result = parsed
         elif kind is float:
             if isinstance(value, bool):
                 raise ValueError(value)
@@ -466,6 +482,8 @@ def coerce_live_value(key: str, value: Any) -> Any:
             if definition.choices and result not in definition.choices:
                 raise ValueError(value)
     except (TypeError, ValueError):
+        if kind is dict:
+            raise UsageError(f"live setting {key!r} takes a JSON object, not {value!r}") from None
         if definition.choices:
             allowed = ", ".join(repr(c) for c in definition.choices)
             raise UsageError(

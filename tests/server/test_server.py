@@ -67,6 +67,7 @@ def test_health_tools_calls_and_auth(server: str, data_dir: Path) -> None:
     with httpx.Client(base_url=server, timeout=10) as http:
         health = http.get("/health").json()
         assert health["status"] == "ok" and health["tools"] >= 5
+        assert health["hook_problems"] == 0
         assert http.get("/tools").status_code == 401
         assert http.get("/tools", headers={"Authorization": "Bearer wrong"}).status_code == 401
         owner = {"Authorization": f"Bearer {owner_token}"}

@@ -26,6 +26,7 @@ from corral.cli import (
     delegates,
     doctor,
     goals,
+    hooks,
     host_broker,
     mcp,
     packages,
@@ -78,6 +79,7 @@ app.command("worker")(worker.worker)
 app.add_typer(tools.app, name="tools")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(settings.app, name="settings")
+app.add_typer(hooks.app, name="hooks")
 app.add_typer(users.app, name="users")
 app.add_typer(roles.app, name="roles")
 app.add_typer(tokens.app, name="tokens")

@@ -36,6 +36,15 @@ class Admin:
         self._config = config
         self._known_tools = known_tools
         self._known_packages = known_packages
+        self._live_checks: dict[str, Callable[[Any], None]] = {}
+
+    def check_live(self, key: str, check: Callable[[Any], None]) -> None:
+        """Have ``check`` judge every new value of live setting ``key`` before it is saved
+        (raising :class:`UsageError` with the reason); the layer that reads the setting
+        provides it, e.g. the hook engine for ``hooks``."""
+        if key not in LIVE_SETTINGS:
+            raise NotFound(f"no live setting named {key!r}")
+        self._live_checks[key] = check
 
     async def _write(self, change: Callable[[AsyncSession], Awaitable[T]]) -> T:
         async with self._sessions.begin() as session:
@@ -48,6 +57,8 @@ class Admin:
 
     async def set_live(self, key: str, value: Any, *, by: str | None = None) -> Any:
         checked = coerce_live_value(key, value)
+        if (check := self._live_checks.get(key)) is not None:
+            check(checked)
 
         async def change(session: AsyncSession) -> Any:
             row = await session.get(t.LiveSetting, key)

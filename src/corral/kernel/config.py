@@ -85,6 +85,12 @@ class ConfigCache:
         self._extra_secrets.extend(values)
         self.invalidate()
 
+    @property
+    def latest(self) -> ConfigSnapshot | None:
+        """The snapshot last loaded, without a check (None: none since the last write); for
+        a per-call check that must not await, e.g. whether any operator hook is set."""
+        return self._snapshot
+
     def invalidate(self) -> None:
         self._snapshot = None
         self._generation += 1

@@ -1,6 +1,7 @@
 """The composition root: open the kernel, build the runtime, install every package.
 
-Order: the kernel (folders, migrations, seed data, package discovery); the runtime on it,
+Order: the kernel (folders, migrations, seed data, package discovery); the operator hooks
+(``<data_dir>/hooks.json`` and the live setting); the runtime on it,
 whose report sink is the first service; each package's install hook, whose services join
 the ones before and whose pipeline stages take their declared places (a failing hook, a
 service provided twice or a stage that cannot be placed leaves that package out, named in
@@ -18,6 +19,7 @@ from typing import Any
 
 from corral.kernel import Kernel, open_kernel
 from corral.platform.core import Platform
+from corral.runtime.hooks import build_hooks
 from corral.runtime.package_setup import Installed, PackageSetup, run_install_hook
 from corral.runtime.runtime import Runtime
 from corral.settings import load_settings
@@ -43,11 +45,13 @@ async def open_platform(
     runs (an embedding program's own web access, a test's report sink)."""
     kernel = await open_kernel(load_settings(data_dir, **overrides))
     try:
+        hooks = build_hooks(kernel)  # a broken hooks.json refuses to start, with the reason
         runtime = Runtime(kernel)
-    except BaseException:  # a job runner the settings cannot have (cluster on SQLite)
+    except BaseException:  # or a job runner the settings cannot have (cluster on SQLite)
         await kernel.close()
         raise
-    platform = Platform(kernel, runtime)
+    runtime.hooks = hooks
+    platform = Platform(kernel, runtime, hooks)
     try:
         kernel.services = Services(reports=runtime.reports)
         installed: list[Installed] = []

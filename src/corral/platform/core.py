@@ -17,6 +17,7 @@ from corral.platform.meta import conversation_meta
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
 from corral.runtime.conversations import ConversationInfo
+from corral.runtime.hooks import Hooks
 from corral.runtime.results import ChatTurn
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import TimelineRow
@@ -34,9 +35,11 @@ __all__ = ["Platform"]
 class Platform:
     """Everything an embedding program, the CLI or the server needs."""
 
-    def __init__(self, kernel: Kernel, runtime: Runtime) -> None:
+    def __init__(self, kernel: Kernel, runtime: Runtime, hooks: Hooks) -> None:
         self.kernel = kernel
         self.runtime = runtime
+        self.hooks = hooks
+        """The operator hooks (``corral hooks list``; the pipeline's hook stage runs them)."""
         self.settings = kernel.settings
         self.engine = kernel.engine
         self.sessions = kernel.sessions

@@ -22,6 +22,7 @@ from corral.runtime.background import BackgroundWorkSource
 from corral.runtime.conversations import ConversationInfo, ConversationStore
 from corral.runtime.deliveries import DeliveryStore
 from corral.runtime.events import EventBus, StatusBoard
+from corral.runtime.hooks import Hooks
 from corral.runtime.jobs import JobRunner
 from corral.runtime.models import ModelRegistry, ResolvedModel
 from corral.runtime.prompt import PromptBuilder
@@ -105,6 +106,8 @@ class RunHost:
         self.live: dict[str, Cancellation] = {}
         """Cancellations of the runs (and approved calls) executing in this process."""
         self.run_end_hooks: list[RunEndHook] = []
+        self.hooks: Hooks | None = None
+        """The operator hooks (set by the composition root): a prompt's UserPromptSubmit."""
         self.row_observers: list[RowObserver] = []
         """Called with every batch of rows this process stores (keep them quick)."""
         self.remote_row_observers: list[Callable[[str], None]] = []

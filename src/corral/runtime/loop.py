@@ -35,6 +35,7 @@ from corral.policy.profiles import parse_profile, stricter
 from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.calls import StepScope, run_calls
 from corral.runtime.endings import Outcome, end_run, park_run
+from corral.runtime.hooks import permission_mode
 from corral.runtime.models import ResolvedModel
 from corral.runtime.parking import open_waits, resume_if_answered
 from corral.runtime.prompt import Prompt, PromptRequest
@@ -181,6 +182,7 @@ class _Loop:
         self.started = started
         self.taken_over = taken_over
         self._stop_checked = started
+        self._kept_going_by_hook = False
 
     def active_seconds(self) -> float:
         return self.run_record.active_seconds + (time.monotonic() - self.started)
@@ -250,6 +252,8 @@ class _Loop:
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
             await self._store_turn(response, calls)
             if not calls:
+                if await self._stop_hooks_continue(response.text or ""):
+                    continue
                 return Outcome(status="finished")
             scope = StepScope(
                 run=self.run_record,
@@ -265,6 +269,35 @@ class _Loop:
                     return Outcome(status="parked", waits=still)
                 # Answered while the turn ran, possibly by another process: re-read the rows.
                 self.rt.prompt.invalidate(run.conversation_id)
+
+    async def _stop_hooks_continue(self, answer: str) -> bool:
+        """Run the Stop (a delegate: SubagentStop) hooks before the run ends; a block keeps
+        it going with the hook's reason as the next message, as in Claude Code."""
+        hooks, run = self.rt.hooks, self.run_record
+        if hooks is None or not hooks.configured:
+            return False
+        outcome = await hooks.run(
+            "SubagentStop" if run.kind == "delegate" else "Stop",
+            {
+                "session_id": run.conversation_id,
+                "permission_mode": permission_mode(run.profile),
+                "stop_hook_active": self._kept_going_by_hook,
+                "last_assistant_message": answer,
+                "agent_type": run.agent,
+            },
+        )
+        if not outcome.blocked:
+            return False
+        self._kept_going_by_hook = True
+        text = f"[platform] An operator hook did not let the run end yet: {outcome.reason}"
+        row = NewRow(
+            kind="user_message",
+            run_id=run.id,
+            user_id=run.user_id,
+            data={"text": text, "hook": "Stop"},
+        )
+        await self.rt.append(run.conversation_id, [row])
+        return True
 
     async def _settle_cut_turn(self, context: _Context) -> Outcome | None:
         """Give the calls the dead worker left without a result theirs (see takeover)."""

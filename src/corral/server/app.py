@@ -87,6 +87,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
             "version": corral.__version__,
             "tools": len(platform.registry.tools),
             "load_errors": len(platform.registry.errors),
+            "hook_problems": len(platform.hooks.problems),  # `corral hooks list` says which
         }
 
     app.include_router(tools.router)

@@ -91,6 +91,7 @@ class Compactions:
         resolved = await resolve_targets(
             self._rt.kernel.sessions, ctx.conversation_id, args["targets"]
         )
+        await self._pre_compact(ctx.conversation_id, args)
         draft = Compaction(
             id="cp_" + secrets.token_hex(6),
             source="compact_history",
@@ -118,6 +119,22 @@ class Compactions:
             content=[TextBlock(_describe(compaction))],
             data={"compaction": compaction.to_json()},
         )
+
+    async def _pre_compact(self, conversation_id: str, args: Mapping[str, Any]) -> None:
+        """The PreCompact hooks (trigger "auto": the agent compacts); a block refuses."""
+        hooks = self._rt.hooks
+        if hooks is None or not hooks.configured:
+            return
+        outcome = await hooks.run(
+            "PreCompact",
+            {
+                "session_id": conversation_id,
+                "trigger": "auto",
+                "custom_instructions": str(args.get("reason") or ""),
+            },
+        )
+        if outcome.blocked:
+            raise ToolError(f"the compaction was refused: {outcome.reason}", code="hook_blocked")
 
     # -- people ---------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from corral.runtime.conversations import ConversationInfo
 from corral.runtime.delegation.answer import clip_both_ends, last_substantive_text
 from corral.runtime.delegation.reach import Reach, child_reach
 from corral.runtime.delegation.transcript import RunFolder
+from corral.runtime.hooks import added_context
 from corral.runtime.parking import resolve_wait
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord
 from corral.runtime.runtime import Runtime
@@ -202,10 +203,16 @@ class Delegation:
             parent_run_id=ctx.run_id,
         )
         opening = f"{context}\n\n{task}" if context else task
+        data: dict[str, Any] = {"text": opening}
+        added = await added_context(
+            rt.hooks,
+            "SubagentStart",
+            {"session_id": child.id, "agent_id": child.id, "agent_type": agent_name},
+        )
+        if added:
+            data["hook_context"] = added
         started = await start_turn(
-            rt,
-            spec,
-            [NewRow(kind="user_message", user_id=ctx.caller.user_id, data={"text": opening})],
+            rt, spec, [NewRow(kind="user_message", user_id=ctx.caller.user_id, data=data)]
         )
         if started is None:  # a brand-new conversation cannot be busy
             raise ToolError("the subagent could not start", code="delegate_failed")

@@ -18,7 +18,7 @@ history always pairs calls with returns as providers require.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -105,16 +105,25 @@ def _request_part(
     if kind == "user_message":
         if data.get("channel"):
             return UserPromptPart(render_channel_message(data), timestamp=now), False
+        text = str(data.get("text", "")) + _hook_context(data)
         attached = data.get("attachments")
         if not attached:
-            return UserPromptPart(str(data.get("text", "")), timestamp=now), False
+            return UserPromptPart(text, timestamp=now), False
         files, volatile = result_content(
             {"content": attached}, ctx.media, ctx.reader, ctx.caller, ctx.sources
         )
-        return UserPromptPart([str(data.get("text", "")), *files], timestamp=now), volatile
+        return UserPromptPart([text, *files], timestamp=now), volatile
     if kind == "background_report":
         return UserPromptPart(render_report(data), timestamp=now), False
     return UserPromptPart(render_message(data), timestamp=now), False
+
+
+def _hook_context(data: Mapping[str, Any]) -> str:
+    """What the operator's UserPromptSubmit hooks added to a message, after it."""
+    added = [str(item) for item in data.get("hook_context") or ()]
+    if not added:
+        return ""
+    return "\n\n[Context added by the operator's hooks]\n" + "\n".join(added)
 
 
 def _interrupted(open_calls: dict[str, str], now: datetime) -> list[ModelRequestPart]:

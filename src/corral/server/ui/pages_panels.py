@@ -5,6 +5,7 @@ and its own checks; the UI adds no rules. Changing tool access or settings needs
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, HTTPException
@@ -103,7 +104,10 @@ async def switch_package(
 @router.get("/settings")
 async def settings_page(who: PageCaller, message: str = "") -> Response:
     _need_admin(who)
-    values = await who.platform.live_settings()
+    values = {
+        key: json.dumps(value) if isinstance(value, dict) else value  # edited as JSON
+        for key, value in (await who.platform.live_settings()).items()
+    }
     return _page("settings.html", who, values=values, definitions=LIVE_SETTINGS, message=message)
 
 
