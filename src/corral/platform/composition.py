@@ -20,6 +20,7 @@ from typing import Any
 from corral.kernel import Kernel, open_kernel
 from corral.platform.core import Platform
 from corral.runtime.hooks import build_hooks
+from corral.runtime.hooks.stage import hook_stage
 from corral.runtime.package_setup import Installed, PackageSetup, run_install_hook
 from corral.runtime.runtime import Runtime
 from corral.settings import load_settings
@@ -51,6 +52,7 @@ async def open_platform(
         await kernel.close()
         raise
     runtime.hooks = hooks
+    kernel.dispatcher.add_stages([hook_stage(hooks, kernel.dispatcher.approval_required)])
     platform = Platform(kernel, runtime, hooks)
     try:
         kernel.services = Services(reports=runtime.reports)

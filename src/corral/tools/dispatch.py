@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 
 from corral.errors import ToolError
+from corral.policy.profiles import Profile
 from corral.settings import Settings
 from corral.tools.call import CallRequest, DispatchState, StateProvider, ToolCall
 from corral.tools.context import Cancellation
@@ -76,6 +77,7 @@ class Dispatcher:
         self._state = state
         self._visibility = VisibilityCheck(registry)
         self._shaping = ResultShaping(state)
+        self._approval = Approval(approvals)
         self.built_in: tuple[Stage, ...] = (
             SlowCallRecords(slow_calls),
             self._shaping,
@@ -84,7 +86,7 @@ class Dispatcher:
             FeatureGates(),
             BuildContext(settings),
             PolicyCheck(),
-            Approval(approvals),
+            self._approval,
             RunHandler(stop_grace=_stop_grace),
         )
         self._contributions: tuple[StageContribution, ...] = ()
@@ -115,6 +117,10 @@ class Dispatcher:
             return await self._chain(call)
         except ToolError as error:  # from a package stage placed outside ``shaping``
             return await self._shaping.shape(call, ToolResult.from_error(error))
+
+    def approval_required(self, tool: LoadedTool, profile: Profile) -> bool:
+        """Whether ``profile`` asks a person before ``tool`` runs."""
+        return self._approval.required(tool, profile)
 
     def visibility(self, request: CallRequest, state: DispatchState) -> Visibility:
         """The narrowing layers for this caller and run."""

@@ -4,7 +4,8 @@ The decision runs the call again with ``approved`` set, and this stage lets it p
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from corral.policy.profiles import Profile, needs_approval
 from corral.tools.call import CallRequest, ToolCall
@@ -13,7 +14,17 @@ from corral.tools.results import ToolResult
 from corral.tools.secret_arguments import split_secrets
 from corral.tools.stages import Next
 
-__all__ = ["Approval", "ApprovalSink"]
+__all__ = ["Approval", "ApprovalAdvice", "ApprovalSink"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAdvice:
+    """What an earlier stage (an operator's hook) says about asking a person: ``allow`` runs
+    the call without asking, ``ask`` asks even where the profile would not. Put on
+    ``call.findings``; the profile's own answer stands when there is none."""
+
+    decision: Literal["allow", "ask"]
+    reason: str
 
 
 class ApprovalSink(Protocol):
@@ -37,7 +48,12 @@ class Approval:
         self._approvals = approvals
 
     async def __call__(self, call: ToolCall, next: Next) -> ToolResult:
-        if not call.approved and self.required(call.tool, call.request.profile):
+        if call.approved:
+            return await next(call)
+        advice = call.findings.get(ApprovalAdvice)
+        if advice is not None and advice.decision == "ask":
+            return await self.park(call.request, call.tool, call.arguments, why=advice.reason)
+        if advice is None and self.required(call.tool, call.request.profile):
             return await self.park(call.request, call.tool, call.arguments)
         return await next(call)
 
@@ -51,10 +67,16 @@ class Approval:
         )
 
     async def park(
-        self, request: CallRequest, tool: LoadedTool, arguments: dict[str, Any]
+        self,
+        request: CallRequest,
+        tool: LoadedTool,
+        arguments: dict[str, Any],
+        *,
+        why: str | None = None,
     ) -> ToolResult:
-        reason = f"{tool.name!r} needs approval under the {request.profile!r} profile " + (
-            "(it always asks)" if tool.spec.approval == "always" else "(it can change things)"
+        reason = why or (
+            f"{tool.name!r} needs approval under the {request.profile!r} profile "
+            + ("(it always asks)" if tool.spec.approval == "always" else "(it can change things)")
         )
         redacted, secrets = split_secrets(arguments, tool.spec.secret_arguments)
         approval_id = await self._approvals.park(request, redacted, reason, secrets=secrets)
