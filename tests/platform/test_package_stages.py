@@ -25,6 +25,7 @@ async def test_contributed_stages_take_their_declared_places(data_dir: Path) -> 
             "slow_calls",
             "shaping",
             "visibility",
+            "hooks",
             "validation",
             "grants",
             "context",
