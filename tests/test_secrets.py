@@ -131,3 +131,21 @@ def test_a_secret_of_thousands_of_characters_is_redacted_in_every_form() -> None
         # Base64's last group depends on what follows the secret: a letter or two may stay.
         assert shown.startswith("<[redacted]") and len(shown) <= len("<[redacted]>") + 4, shown
     assert redactor(f"<{SECRET}>") == "<[redacted]>"
+
+
+def test_a_paused_tail_is_shown_and_a_secret_that_follows_is_still_caught() -> None:
+    stream = Redactor([SECRET]).stream()
+    shown = stream.feed("waiting for " + SECRET[:3])
+    assert stream.holding and SECRET[:3] not in shown  # it could begin the secret
+    shown += stream.flush()  # the command paused: the tail goes out
+    assert shown == "waiting for " + SECRET[:3] and not stream.holding
+    shown += stream.feed(SECRET[3:] + " done\n") + stream.end()
+    assert SECRET[3:] not in shown and SECRET[3:12] not in shown
+    assert shown == "waiting for " + SECRET[:3] + "[redacted] done\n"
+
+
+def test_a_flushed_tail_that_was_not_a_secret_passes_unchanged() -> None:
+    stream = Redactor([SECRET]).stream()
+    shown = stream.feed("status: g") + stream.flush()
+    shown += stream.feed("ood\n") + stream.end()
+    assert shown == "status: good\n"

@@ -206,28 +206,48 @@ class RedactingStream:
 
     :meth:`feed` returns what is safe to pass on now: a tail that could be the beginning
     of a secret is held until the next chunk shows whether it is; :meth:`end` releases it.
+    A command that prints part of a line and waits would leave that tail unseen, so after a
+    pause the reader calls :meth:`flush`: the tail goes out (a few letters that are not a
+    whole secret), and is remembered, so that if the secret does follow, the rest of it is
+    still caught and replaced.
     """
 
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._held = ""
+        self._released = ""
+
+    @property
+    def holding(self) -> bool:
+        """Whether a tail is held back, waiting for the next chunk."""
+        return bool(self._held)
 
     def feed(self, text: str) -> str:
         pattern = self._redactor._pattern
         if pattern is None:
             return text
-        text = self._held + text
+        shown = len(self._released)  # already passed on by flush(): matched, not repeated
+        text = self._released + self._held + text
+        self._released = ""
         pieces: list[str] = []
-        matched_to = 0
+        matched_to = shown
         for match in pattern.finditer(text):
-            pieces += [text[matched_to : match.start()], Redactor.marker]
+            if match.end() <= shown:
+                continue
+            pieces += [text[matched_to : max(matched_to, match.start())], Redactor.marker]
             matched_to = match.end()
-        cut = self._redactor._partial_start(text, matched_to)
+        cut = max(matched_to, self._redactor._partial_start(text, matched_to))
         self._held = text[cut:]
         pieces.append(text[matched_to:cut])
         return "".join(pieces)
 
+    def flush(self) -> str:
+        """The held tail, passed on now (the stream paused); kept to match what follows."""
+        held, self._held = self._held, ""
+        self._released = held
+        return held
+
     def end(self) -> str:
         """The held tail, redacted: the stream is over."""
-        held, self._held = self._held, ""
+        held, self._held, self._released = self._held, "", ""
         return self._redactor(held)

@@ -193,6 +193,10 @@ async def test_with_the_lock_held_elsewhere_run_waits_in_the_thread_not_the_loop
         other.execute("BEGIN IMMEDIATE")
         other.execute("INSERT INTO items (n, text) VALUES (1, 'other')")
         pending = asyncio.ensure_future(writer.run(where))
+        # One loop turn runs the task's first step, the inline attempt that finds the lock
+        # taken and hands the work to the thread; without it, under load, the COMMIT below
+        # could land first and the work would rightly run inline.
+        await asyncio.sleep(0)
         # The event loop is free while the writer waits: this thread commits the other side.
         await asyncio.to_thread(other.execute, "COMMIT")
         assert await pending == 2

@@ -13,7 +13,8 @@ statement, one round trip, that first waits for the conversation's append lock a
 reads the number, so appends from every process take turns instead of racing (retrying
 alone let one writer lose to the others eight times running under load). Appends inside
 other transactions (a run starting, parking, ending) do not take that lock; when one of
-them and a hot append take the same number, the loser retries.
+them and a hot append take the same number, the loser retries; on SQLite they first take
+the write lock, so they cannot.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -94,6 +95,12 @@ async def write(
     raise AssertionError("unreachable")
 
 
+def _dialect(db: Db) -> str:
+    if isinstance(db, AsyncConnection):
+        return db.dialect.name
+    return db.get_bind().dialect.name
+
+
 async def next_seq(db: Db, conversation_id: str) -> int:
     c = rt.ConversationRow
     last = await db.scalar(select(func.max(c.seq)).where(c.conversation_id == conversation_id))
@@ -136,6 +143,12 @@ async def _insert(db: Db, conversation_id: str, rows: list[TimelineRow]) -> None
 
 async def append_rows(db: Db, conversation_id: str, rows: Sequence[NewRow]) -> list[TimelineRow]:
     """Append ``rows`` inside the caller's transaction (run it with :func:`write`)."""
+    if _dialect(db) == "sqlite":
+        # Take SQLite's write lock before reading the number, as the writer does: the
+        # writer's appends then wait for this transaction instead of taking the same numbers
+        # (retrying alone lost eight times running under load).
+        c = rt.Conversation
+        await db.execute(update(c).where(c.id == conversation_id).values(id=c.id))
     stored = _stored(await next_seq(db, conversation_id), rows, utcnow())
     await _insert(db, conversation_id, stored)
     return stored

@@ -173,6 +173,10 @@ class RunOutcome:
         return sum(self.chars.values())
 
 
+HOLD_SECONDS = 0.3
+"""How long output that could begin a secret is held back when nothing follows it."""
+
+
 class Execution:
     """One started command, from spawn to a :class:`RunOutcome`."""
 
@@ -326,10 +330,17 @@ class Execution:
         if reader is None:
             return
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        redacting = self._redacting.get(stream)
         while True:
-            data = await reader.read(CHUNK_BYTES)
+            if redacting is not None and redacting.holding:
+                try:  # a held tail is shown once the command pauses (a prompt, "waiting")
+                    data = await asyncio.wait_for(reader.read(CHUNK_BYTES), HOLD_SECONDS)
+                except TimeoutError:
+                    self._emit(stream, redacting.flush())
+                    continue
+            else:
+                data = await reader.read(CHUNK_BYTES)
             text = decoder.decode(data, final=not data)
-            redacting = self._redacting.get(stream)
             if redacting is not None:
                 text = redacting.feed(text) + ("" if data else redacting.end())
             if text:
