@@ -23,7 +23,7 @@ from corral.shell.confinement import (
     landlock_namespaces,
 )
 from corral.shell.landlock import landlock_abi
-from corral.shell.reach import reach_advice, writable_by
+from corral.shell.reach import drive_out_of_reach
 from corral.shell.sandbox import SandboxFiles
 from corral.shell.seccomp import ARCHES, native_arch
 
@@ -196,12 +196,9 @@ async def diagnose(settings: Settings) -> Diagnosis:
     works = {"bubblewrap": bubblewrap.works, "landlock": landlock.works}
     advice = _advice(features, works, binary)
     if features.root and settings.drive_dir.is_dir():
-        why = writable_by(settings.drive_dir, settings.sandbox_uid)
-        if why is not None:
-            advice.append(
-                f"Sandboxed commands run as uid {settings.sandbox_uid} and cannot write the "
-                f"drive: {why}. {reach_advice(settings.sandbox_uid)}."
-            )
+        unreachable = drive_out_of_reach(settings.drive_dir, settings.sandbox_uid)
+        if unreachable is not None:
+            advice.append(f"Sandboxed commands cannot run: {unreachable}.")
     return Diagnosis(
         mode=settings.sandbox,
         chosen=_choose(settings.sandbox, works),

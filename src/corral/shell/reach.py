@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["reach_advice", "writable_by"]
+__all__ = ["drive_out_of_reach", "reach_advice", "writable_by"]
 
 
 def reach_advice(uid: int) -> str:
@@ -47,3 +47,15 @@ def writable_by(path: Path, uid: int) -> str | None:
     if not allows(info, stat.S_IWUSR | stat.S_IXUSR, stat.S_IWOTH | stat.S_IXOTH):
         return f"uid {uid} cannot write in {str(path)!r} (owner {info.st_uid})"
     return None
+
+
+def drive_out_of_reach(drive: Path, uid: int) -> str | None:
+    """Why commands running as ``uid`` cannot write the drive, with what to do; None when
+    they can. Start-up refuses commands with it, ``corral doctor`` shows it."""
+    why = writable_by(drive, uid)
+    if why is None:
+        return None
+    return (
+        f"as root, commands run as uid {uid}, which cannot write the drive: {why}. "
+        f"{reach_advice(uid)}"
+    )

@@ -23,7 +23,7 @@ from corral.settings import Settings
 from corral.shell.background import ConversationAccess
 from corral.shell.confinement import SandboxStatus, detect_confinement
 from corral.shell.host.client import HostBrokerClient
-from corral.shell.reach import reach_advice, writable_by
+from corral.shell.reach import drive_out_of_reach
 from corral.shell.sandbox import SandboxFiles
 from corral.shell.service import ShellService, StateSource
 
@@ -87,13 +87,7 @@ def _drive_out_of_reach(settings: Settings) -> str | None:
     """As root, why the sandbox uid cannot write the drive (then no tier can work)."""
     if os.geteuid() != 0 or settings.sandbox == "unconfined":
         return None
-    why = writable_by(settings.drive_dir, settings.sandbox_uid)
-    if why is None:
-        return None
-    return (
-        f"as root, commands run as uid {settings.sandbox_uid}, which cannot write the drive: "
-        f"{why}. {reach_advice(settings.sandbox_uid)}"
-    )
+    return drive_out_of_reach(settings.drive_dir, settings.sandbox_uid)
 
 
 async def recover_shells(service: ShellService) -> None:

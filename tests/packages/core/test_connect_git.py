@@ -3,24 +3,12 @@ locally (never claiming the vendor's health), removed again; secrets stay in cre
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from corral.platform import Platform
-from tests.sandbox_owner import give_to_sandbox
+from tests.sandbox_owner import git, give_to_sandbox
 
 TOKEN = "ghp_stored-token-never-shown-0123456789"
-
-
-def git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(
-        ["git", "-c", "safe.directory=*", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def repository(platform: Platform, tmp_path: Path) -> tuple[Path, str]:

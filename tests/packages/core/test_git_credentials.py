@@ -20,7 +20,7 @@ import corral
 from corral.packages.core.git_credentials import HELPER_USERNAME, token_variable
 from corral.platform import Platform
 from tests.conftest import DEMO
-from tests.sandbox_owner import give_to_sandbox
+from tests.sandbox_owner import git, give_to_sandbox
 
 TOKEN = "ghp_pushToken-never-shown-9f8e7d6c5b4a"
 
@@ -99,17 +99,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitServer]:
     yield httpd
     httpd.shutdown()
     httpd.server_close()
-
-
-def git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(
-        ["git", "-c", "safe.directory=*", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def script(tmp_path: Path, *turns: object) -> str:
