@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from corral.channels.service import ADMIN, Channels, public_fields
 from corral.errors import FeatureMissing, InvalidArguments
+from corral.packages.core.connect_channel import ChannelConnect
 from corral.policy.identity import Caller
 
 __all__ = ["ChannelKind"]
@@ -28,7 +29,7 @@ def _url(value: str, what: str, *, schemes: tuple[str, ...] = ("http", "https"))
         raise InvalidArguments(f"fields.{what} is {value!r}; give an absolute https:// URL")
 
 
-class ChannelKind:
+class ChannelKind(ChannelConnect):
     """What ``connect`` calls for kind ``channel``."""
 
     def __init__(self, channels: Channels) -> None:

@@ -2,7 +2,9 @@
 
 Order: the kernel (folders, migrations, seed data, package discovery); the operator hooks
 (``<data_dir>/hooks.json`` and the live setting); the runtime on it,
-whose report sink is the first service; each package's install hook, whose services join
+whose report sink is the first service; each package's install hook (the built-in
+package's is :func:`~corral.platform.built_in.install_built_in`: its services and their
+registrations on the runtime are built here, above the channels), whose services join
 the ones before and whose pipeline stages take their declared places (a failing hook, a
 service provided twice or a stage that cannot be placed leaves that package out, named in
 ``corral tools list``); then runs lost to a restart are recovered and the packages'
@@ -13,11 +15,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from corral.kernel import Kernel, open_kernel
+from corral.platform.built_in import BUILT_IN, install_built_in
 from corral.platform.core import Platform
 from corral.runtime.hooks import build_hooks
 from corral.runtime.hooks.stage import hook_stage
@@ -57,8 +60,8 @@ async def open_platform(
     try:
         kernel.services = Services(reports=runtime.reports)
         installed: list[Installed] = []
-        for package in _with_hooks(kernel):
-            done = await _install(package, kernel, runtime)
+        for package, hook in _with_hooks(kernel):
+            done = await _install(package, hook, kernel, runtime)
             for closer in done.close:  # at once: a later failure still closes what is open
                 platform.on_close(closer)
             installed.append(done)
@@ -75,19 +78,30 @@ async def open_platform(
     return platform
 
 
-def _with_hooks(kernel: Kernel) -> list[Package]:
-    return [p for p in kernel.registry.packages.values() if p.install is not None]
+InstallHook = Callable[[PackageSetup], Any]
 
 
-async def _install(package: Package, kernel: Kernel, runtime: Runtime) -> Installed:
+def _with_hooks(kernel: Kernel) -> list[tuple[Package, InstallHook]]:
+    """Each package with its install hook: the built-in package's is built here."""
+    hooks: list[tuple[Package, InstallHook]] = []
+    for package in kernel.registry.packages.values():
+        if package.name == BUILT_IN and package.origin == "entry_point":
+            hooks.append((package, install_built_in))
+        elif package.install is not None:
+            hooks.append((package, package.install))
+    return hooks
+
+
+async def _install(
+    package: Package, hook: InstallHook, kernel: Kernel, runtime: Runtime
+) -> Installed:
     """Run one package's install hook, join its services to the kernel's and place its
     pipeline stages: all of it, or none when one part fails."""
-    assert package.install is not None
     setup = PackageSetup(
         package=package.name, kernel=kernel, runtime=runtime, services=kernel.services
     )
     try:
-        done = await run_install_hook(package.install, setup)
+        done = await run_install_hook(hook, setup)
         services = kernel.services.joined(done.services)
         kernel.dispatcher.add_stages(done.stages)
         kernel.services = services

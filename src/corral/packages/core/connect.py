@@ -10,9 +10,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from corral.channels import ChannelKind
 from corral.connect import CredentialStore
 from corral.errors import ToolError, UsageError
+from corral.packages.core.connect_channel import ChannelConnect
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_plan import Plane, apply, list_kind, plan
 from corral.packages.core.connect_sources import SourceMounts
@@ -30,7 +30,7 @@ async def connect(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         mcp=ctx.services.get(McpServers),
         sources=ctx.sources,
         mounts=ctx.services.get(SourceMounts),
-        channels=ctx.services.get(ChannelKind),
+        channels=ctx.services.get(ChannelConnect),
         git=ctx.services.get(GitRemotes),
     )
     steps = plan(args, plane)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from corral.channels import ChannelKind
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
+from corral.packages.core.connect_channel import ChannelConnect
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers, McpServerSpec, McpServerView
@@ -95,7 +95,7 @@ class Plane:
     mcp: McpServers | None
     sources: SourcePolicy
     mounts: SourceMounts | None = None
-    channels: ChannelKind | None = None
+    channels: ChannelConnect | None = None
     git: GitRemotes | None = None
 
 

@@ -1,6 +1,7 @@
 """Handlers of the built-in package: one module per native tool, re-exported by name.
 
-``install`` is the package's install hook: it provides the services the handlers use.
+The services the handlers use are built by the composition root
+(``corral.platform.built_in``), not by the package.
 A native tool whose handler is not built yet is listed under ``pending`` in
 ``manifest.json`` and stays out of every visible set.
 """
@@ -14,7 +15,6 @@ from corral.packages.core.compact_history import compact_history
 from corral.packages.core.connect import connect
 from corral.packages.core.delegate import delegate
 from corral.packages.core.execute import execute, execute_policy
-from corral.packages.core.install import install
 from corral.packages.core.todos import todos
 from corral.packages.core.web_fetch import web_fetch
 from corral.packages.core.web_search import web_search
@@ -29,7 +29,6 @@ __all__ = [
     "connect",
     "delegate",
     "execute",
-    "install",
     "todos",
     "web_fetch",
     "web_search",

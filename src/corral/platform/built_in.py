@@ -1,8 +1,13 @@
-"""The built-in package's install hook: the services its native tools use.
+"""The built-in package's features, built by the composition root: the services its native
+tools use and their registrations on the runtime.
 
-Installed through the same hook as any package: web access (web_fetch, web_search), the
-shell service (execute), the credential store (web_search keys, connect), workflows with
-their scheduler (started when the process hosts), and the services of ask_question, todos
+The package declares its tools and handlers; this module, in the platform layer, builds
+what they call and what the runtime runs beside them, so the package stays below the
+channels and the runtime lists are filled in one place. Installed as the built-in
+package's install hook (all of it, or the package is left out, named): web access
+(web_fetch, web_search), the shell service (execute), the credential store (web_search
+keys, connect), workflows with their scheduler (started when the process hosts), the
+channels with their row observers and delivery, and the services of ask_question, todos
 and compact_history with their parts of the prompt (the goal state block, the context map,
 the compaction overlay) and the run-end hook that closes the questions of a run that ended;
 and skills (the prompt's list, activation through execute, the run's ticket).
@@ -15,6 +20,7 @@ from sqlalchemy import select, update
 from corral.channels import ChannelKind, Channels
 from corral.connect import CredentialKey, CredentialStore
 from corral.errors import NotFound
+from corral.packages.core.connect_channel import ChannelConnect
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
@@ -36,10 +42,13 @@ from corral.store.tables import utcnow
 from corral.tools.services import Services
 from corral.web.access import WebAccess
 
-__all__ = ["install"]
+__all__ = ["BUILT_IN", "install_built_in"]
+
+BUILT_IN = "core"
+"""The package whose features this module builds."""
 
 
-async def install(setup: PackageSetup) -> Installed:
+async def install_built_in(setup: PackageSetup) -> Installed:
     kernel, runtime = setup.kernel, setup.runtime
     # Search provider keys may come from the settings file; keep them out of every result.
     keys = (kernel.settings.tavily_api_key, kernel.settings.brave_api_key)
@@ -82,6 +91,7 @@ async def install(setup: PackageSetup) -> Installed:
     runtime.remote_row_observers.append(channels.relay.poke)
     runtime.run_end_hooks.append(channels.delivery.deliver_workflow_run)
     runtime.on_host.append(channels.host)
+    channel_kind = ChannelKind(channels)
 
     async def start() -> None:
         await credentials.all_values()
@@ -110,7 +120,8 @@ async def install(setup: PackageSetup) -> Installed:
                 McpServers: mcp_servers,
                 SourceMounts: SourceMounts(kernel),
                 Channels: channels,
-                ChannelKind: ChannelKind(channels),
+                ChannelKind: channel_kind,
+                ChannelConnect: channel_kind,
                 GitRemotes: GitRemotes(kernel, credentials),
             },
         ),
