@@ -56,6 +56,7 @@ async def open_platform(
         raise
     runtime.hooks = hooks
     kernel.dispatcher.add_stages([hook_stage(hooks, kernel.dispatcher.approval_required)])
+    hooks.on_change(kernel.dispatcher.recheck_stages)  # in the chain only while configured
     platform = Platform(kernel, runtime, hooks)
     try:
         kernel.services = Services(reports=runtime.reports)

@@ -17,13 +17,14 @@ result (slow-call records, shaping) come first and wrap the rest:
 - ``handler`` — runs with cancellation; Stop ends it.
 
 Packages add stages at positions relative to these (:mod:`corral.tools.stages`); the list
-is composed into one chain when it changes, never per call.
+is composed into one chain when it changes, never per call. A switched stage (one with
+``engaged()``, such as the hooks stage) is in the chain only while it has work.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from corral.errors import ToolError
 from corral.policy.profiles import Profile
@@ -42,7 +43,15 @@ from corral.tools.stage_shaping import ResultShaping
 from corral.tools.stage_slow_calls import SlowCallRecords, SlowCallSink
 from corral.tools.stage_validation import ArgumentValidation
 from corral.tools.stage_visibility import VisibilityCheck
-from corral.tools.stages import Stage, StageContribution, compose, place
+from corral.tools.stages import (
+    RECHECK_SECONDS,
+    Stage,
+    StageContribution,
+    SwitchedStage,
+    compose,
+    is_switched,
+    place,
+)
 
 __all__ = [
     "ApprovalSink",
@@ -92,6 +101,10 @@ class Dispatcher:
         self._contributions: tuple[StageContribution, ...] = ()
         self.stages: tuple[Stage, ...] = self.built_in
         """Every stage in order, built-in and contributed."""
+        self._switched: tuple[SwitchedStage, ...] = ()
+        self._idle: frozenset[str] = frozenset()
+        self._state_seen: DispatchState | None = None
+        self._recheck_at = 0.0
         self._chain = compose(self.stages)
 
     def add_stages(self, contributions: Sequence[StageContribution]) -> None:
@@ -101,14 +114,44 @@ class Dispatcher:
         stages = place(self.built_in, joined)
         self._contributions = joined
         self.stages = stages
-        self._chain = compose(stages)
+        self._switched = tuple(s for s in stages if is_switched(s))
+        self._idle = self._idle_now()
+        self._chain = self._composed()
+
+    def recheck_stages(self) -> None:
+        """Ask the switched stages again before the next call (their work changed)."""
+        self._recheck_at = 0.0
+
+    @property
+    def chained(self) -> tuple[Stage, ...]:
+        """The stages a call passes now: every stage but the idle switched ones."""
+        return tuple(s for s in self.stages if s.name not in self._idle)
+
+    def _idle_now(self) -> frozenset[str]:
+        return frozenset(s.name for s in self._switched if not s.engaged())
+
+    def _composed(self) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+        return compose(self.chained)
+
+    def _recheck(self, state: DispatchState) -> None:
+        self._state_seen = state
+        self._recheck_at = time.monotonic() + RECHECK_SECONDS
+        idle = self._idle_now()
+        if idle != self._idle:
+            self._idle = idle
+            self._chain = self._composed()
 
     async def dispatch(self, request: CallRequest, *, approved: bool = False) -> ToolResult:
         """Run ``request`` through every stage; ``approved`` passes the approval stage after
         a person's decision (the other stages run again: rights may have changed)."""
+        state = await self._state.dispatch_state()
+        if self._switched and (
+            state is not self._state_seen or time.monotonic() >= self._recheck_at
+        ):
+            self._recheck(state)
         call = ToolCall(
             request,
-            await self._state.dispatch_state(),
+            state,
             approved=approved,
             cancellation=request.cancellation or Cancellation(),
             started=time.perf_counter(),

@@ -25,6 +25,12 @@ is composed once into a chain (:func:`compose`), so a call costs one await per s
 that only acts on the way in may also define ``enter(call)`` (sync, same effect as its
 ``__call__`` before ``next``): consecutive such stages then run in one step of the chain,
 without an await each (the built-in visibility, validation, grants and context stages do).
+A stage that often has nothing to do may define ``engaged()`` (sync, cheap): while it
+answers False the stage is left out of the composed chain, and the dispatcher asks again
+when the configuration snapshot changes, at least once every :data:`RECHECK_SECONDS` and
+when told to (``Dispatcher.recheck_stages``); it recomposes when an answer changed (the
+hooks stage is out while no hook is configured). Such a stage must still pass calls
+through when it finds nothing to do, since it may stay in the chain up to that long.
 Contributions at the same position keep install order: two stages ``before="handler"``
 run in the order they were installed, both before the handler.
 
@@ -43,19 +49,22 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from corral.tools.call import ToolCall
 from corral.tools.results import ToolResult
 
 __all__ = [
     "BUILT_IN",
+    "RECHECK_SECONDS",
     "EntryStage",
     "Next",
     "Stage",
     "StageContribution",
     "StageError",
+    "SwitchedStage",
     "compose",
+    "is_switched",
     "place",
 ]
 
@@ -87,6 +96,22 @@ class Stage(Protocol):
     async def __call__(self, call: ToolCall, next: Next) -> ToolResult:
         """Handle ``call``; ``await next(call)`` runs the stages after this one."""
         ...
+
+
+RECHECK_SECONDS = 1.0
+"""How often, at most, a switched stage's ``engaged()`` waits to be asked again."""
+
+
+class SwitchedStage(Stage, Protocol):
+    """A stage left out of the chain while it has nothing to do."""
+
+    def engaged(self) -> bool:
+        """Whether the stage has work now (asked rarely, never per call)."""
+        ...
+
+
+def is_switched(stage: Stage) -> TypeGuard[SwitchedStage]:
+    return callable(getattr(stage, "engaged", None))
 
 
 class EntryStage(Stage, Protocol):

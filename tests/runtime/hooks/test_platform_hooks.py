@@ -116,3 +116,19 @@ def test_the_cli_lists_and_dry_runs_the_hooks(data_dir: Path) -> None:
     write_file(data_dir, pre_tool_use("Bash", "$CLAUDE_PROJECT_DIR/.claude/hooks/check.sh"))
     warned = corral_cli(data_dir, "list", "--json")
     assert warned.returncode == 0 and "which the agent can write" in warned.stdout
+
+
+async def test_the_hooks_stage_is_in_the_chain_only_while_a_hook_is_configured(
+    platform: Platform,
+) -> None:
+    dispatcher = platform.kernel.dispatcher
+    assert "hooks" in [s.name for s in dispatcher.stages]
+    passed = await platform.call_tool("echo", {"text": "hi"})
+    assert not passed.is_error and "hooks" not in [s.name for s in dispatcher.chained]
+    await platform.admin.set_live("hooks", pre_tool_use("echo", "echo no echo >&2; exit 2"))
+    blocked = await platform.call_tool("echo", {"text": "hi"})
+    assert blocked.is_error and "blocked by hook" in blocked.text and "no echo" in blocked.text
+    assert "hooks" in [s.name for s in dispatcher.chained]
+    await platform.admin.reset_live("hooks")
+    again = await platform.call_tool("echo", {"text": "hi"})
+    assert not again.is_error and "hooks" not in [s.name for s in dispatcher.chained]

@@ -127,6 +127,11 @@ class Hooks:
         self._from_file = _Source(str(file) if file else "", HooksConfig())
         self._from_live = _Source(f"live setting {LIVE_KEY!r}", HooksConfig())
         self._config = HooksConfig()
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever the hooks in force change (a source was re-read)."""
+        self._listeners.append(listener)
 
     # -- sources ----------------------------------------------------------------------------
 
@@ -202,6 +207,8 @@ class Hooks:
             return
         source.problem = ""
         self._config = self._from_file.config + self._from_live.config
+        for listener in self._listeners:
+            listener()
 
     def _refuse(self, source: _Source, problem: str, strict: bool) -> None:
         if strict:

@@ -10,7 +10,8 @@ A call a person approved comes back through the pipeline with ``approved`` set: 
 PreToolUse hooks already ran on the input the person saw, so only the Post hooks run then.
 Notification hooks hear of a call that waits for a person. Every hook that ran is listed
 in the result's ``data["hooks"]`` (the tool card, the run's rows); nothing is spent when no
-hook is configured.
+hook is configured: the stage is then out of the composed chain (a switched stage,
+:mod:`corral.tools.stages`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ class HookStage:
     def __init__(self, hooks: Hooks, approval_required: ApprovalRequired) -> None:
         self._hooks = hooks
         self._approval_required = approval_required
+
+    def engaged(self) -> bool:
+        """Out of the chain while no hook is configured (the dispatcher asks again when
+        the configuration changes)."""
+        return self._hooks.configured
 
     async def __call__(self, call: ToolCall, next: Next) -> ToolResult:
         if not self._hooks.configured or not isinstance(call.arguments, dict):
