@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.runtime.skills.conftest import write_bundle
+from tests.runtime.skills.test_claude_code_bundles import ANTHROPIC
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -45,3 +46,16 @@ def test_import_list_and_show(data_dir: Path, tmp_path: Path) -> None:
     assert "hand-made/SKILL.md (field 'description'): is required" in table
     shown = json.loads(run(data_dir, "show", "wiki-notes").stdout)
     assert shown["body"].startswith("# wiki-notes") and shown["folder"].endswith("wiki-notes")
+
+
+def test_an_over_long_description_imports_with_a_warning(data_dir: Path) -> None:
+    bundle = ANTHROPIC / "claude-api"
+    done = run(data_dir, "import", str(bundle))
+    assert done.returncode == 0, done.stderr
+    said = flat(done.stdout)
+    assert "imported skill 'claude-api'" in said and "over the format's 1024" in said
+    listed = flat(run(data_dir, "list").stdout)
+    assert "warning" in listed and "claude-api/SKILL.md" in listed
+    shown = json.loads(run(data_dir, "show", "claude-api").stdout)
+    assert shown["other_fields"] == {"license": "Complete terms in LICENSE.txt"}
+    assert len(shown["warnings"]) == 1

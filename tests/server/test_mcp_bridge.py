@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 import corral
+from corral.server.mcp_bridge import NOT_OVER_MCP
 from tests.conftest import DEMO
 
 
@@ -18,19 +20,20 @@ def text_of(content: list[object]) -> str:
     return "".join(block.text for block in content if isinstance(block, TextContent))
 
 
-async def test_the_sdk_client_lists_and_calls_our_tools_through_the_pipeline(
+async def test_a_whole_sdk_session_over_stdio_keeps_todos_and_waits_for_a_cli_approval(
     data_dir: Path,
 ) -> None:
     async with corral.open(data_dir, package_paths=[DEMO]):
         pass  # migrate and seed before the server process starts
+    env = {
+        "CORRAL_DATA_DIR": str(data_dir),
+        "CORRAL_PACKAGE_PATH": str(DEMO),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "corral", "mcp", "serve", "--profile", "balanced"],
-        env={
-            "CORRAL_DATA_DIR": str(data_dir),
-            "CORRAL_PACKAGE_PATH": str(DEMO),
-            "PYTHONPATH": os.pathsep.join(sys.path),
-        },
+        env=env,
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -44,8 +47,13 @@ async def test_the_sdk_client_lists_and_calls_our_tools_through_the_pipeline(
         assert not echoed.is_error and text_of(echoed.content) == "hi"
 
         todos = await session.call_tool("todos", {"plan": {"steps": ["write the tests"]}})
-        # An external caller has no conversation to keep a list in: a clear refusal, not a crash.
-        assert todos.structured_content == {"status": "error", "code": "no_conversation"}
+        assert not todos.is_error, text_of(todos.content)
+        marked = await session.call_tool(
+            "todos", {"mark": {"steps": [{"id": 1, "status": "done"}]}}
+        )
+        # The process's session is one conversation: the mark finds the planned step.
+        assert "completed: 'todo list (1 steps)'" in text_of(marked.content)
+        assert not NOT_OVER_MCP & set(listed)
         bad_todos = await session.call_tool("todos", {"plan": {"todos": []}})
         assert bad_todos.is_error and "unknown property 'todos'" in text_of(bad_todos.content)
 
@@ -62,5 +70,20 @@ async def test_the_sdk_client_lists_and_calls_our_tools_through_the_pipeline(
         assert pending.structured_content["status"] == "pending"
         approval = pending.structured_content["approvalId"]
         assert approval.startswith("ap_") and approval in text_of(pending.content)
+        # A person decides it with the CLI while the MCP session stays open.
+        decider = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *["-m", "corral", "approvals", "decide", approval, "approve"],
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await decider.communicate()
+        assert decider.returncode == 0, err.decode()
+        assert "wrote data://n.md" in out.decode()
+        again = await session.call_tool("echo", {"text": "still here"})
+        assert text_of(again.content) == "still here"
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:
-        assert [a.id for a in await platform.pending_approvals()] == [approval]
+        assert await platform.pending_approvals() == []
+        conversations = await platform.runtime.list_conversations()
+        assert [c.title for c in conversations] == ["MCP session"]

@@ -13,6 +13,7 @@ from mcp.types import TextContent
 
 from corral.platform import Platform
 from corral.server.app import create_app
+from corral.server.mcp_bridge import NOT_OVER_MCP
 from tests.server.loopback import serving
 
 
@@ -26,42 +27,67 @@ async def mcp_url(platform: Platform) -> AsyncIterator[str]:
         yield f"{base}/mcp"
 
 
-async def test_the_sdk_client_lists_calls_and_parks_as_the_tokens_user(
+async def test_a_whole_sdk_session_keeps_todos_and_waits_for_an_approval_over_http(
     platform: Platform, mcp_url: str
 ) -> None:
     token = (await platform.identity.create_token("owner")).token
     headers = {"Authorization": f"Bearer {token}"}
+    base = mcp_url.removesuffix("/mcp")
     async with (
         httpx2.AsyncClient(headers=headers) as http,
         streamable_http_client(mcp_url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
+        httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as api,
     ):
         await session.initialize()
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
-        assert {"todos", "echo", "write_note"} <= set(listed)
+        assert {"todos", "execute", "echo", "write_note"} <= set(listed)
+        # Tools that need a run the platform's model drives are not offered at all.
+        assert not NOT_OVER_MCP & set(listed)
         hints = listed["echo"].annotations
         assert hints is not None and hints.read_only_hint is True
 
         echoed = await session.call_tool("echo", {"text": "over mcp"})
         assert not echoed.is_error and text_of(echoed.content) == "over mcp"
 
-        todos = await session.call_tool("todos", {"plan": {"steps": ["one"]}})
-        assert todos.structured_content == {"status": "error", "code": "no_conversation"}
+        planned = await session.call_tool(
+            "todos", {"plan": {"goal": "Ship it", "steps": ["one", "two"]}}
+        )
+        assert not planned.is_error, text_of(planned.content)
+        marked = await session.call_tool(
+            "todos", {"mark": {"steps": [{"id": 1, "status": "done"}]}}
+        )
+        # The second call sees the first's list: the session is one conversation.
+        assert not marked.is_error, text_of(marked.content)
+        assert "1. [done] one" in text_of(marked.content)
+        assert "2. [pending] two" in text_of(marked.content)
         bad = await session.call_tool("todos", {"plan": {"todos": []}})
         assert bad.is_error and bad.structured_content == {
             "status": "error",
             "code": "invalid_arguments",
         }
+        refused = await session.call_tool("ask_question", {"questions": []})
+        assert refused.is_error and refused.structured_content is not None
+        assert refused.structured_content["code"] == "not_visible"
 
         pending = await session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
         assert not pending.is_error and pending.structured_content is not None
         assert pending.structured_content["status"] == "pending"
         approval = pending.structured_content["approvalId"]
-    # Parked as the token's user, under the endpoint's profile.
-    [record] = await platform.pending_approvals()
-    assert record.id == approval and record.profile == "balanced"
+        conversation = pending.structured_content["conversationId"]
+        # A person answers through the HTTP API while the MCP session stays open.
+        decided = await api.post(f"/approvals/{approval}/decision", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        result = decided.json()["result"]
+        assert result["status"] == "ok", result
+        assert result["content"] == [{"type": "text", "text": "wrote data://n.md"}]
+        again = await session.call_tool("echo", {"text": "still here"})
+        assert text_of(again.content) == "still here"
     owner = await platform.caller("owner")
-    assert record.user_id == owner.user_id
+    [record] = await platform.approvals.list(status="approved", user_id=owner.user_id)
+    assert record.id == approval and record.profile == "balanced"
+    mine = await platform.runtime.list_conversations(user="owner")
+    assert [c.id for c in mine] == [conversation]
 
 
 async def test_a_member_sees_only_their_tools_and_is_judged_as_themselves(
@@ -77,7 +103,7 @@ async def test_a_member_sees_only_their_tools_and_is_judged_as_themselves(
         await session.initialize()
         names = {tool.name for tool in (await session.list_tools()).tools}
         member_visible = {t.name for t in await platform.visible_tools(user="max")}
-        assert names == member_visible
+        assert names == member_visible - NOT_OVER_MCP
         pending = await session.call_tool("write_note", {"path": "data://m.md", "text": "x"})
         # The owner could park this; a member holds no write right on the drive.
         assert pending.is_error and pending.structured_content == {
@@ -135,3 +161,40 @@ async def test_no_or_a_bad_token_is_a_clear_401_and_sessions_stay_with_their_tok
             },
         )
         assert hijack.status_code == 404
+
+
+async def test_a_foreign_host_or_origin_is_refused_before_the_token_is_looked_at(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    port = mcp_url.split(":")[2].split("/")[0]
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    sent = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=10) as http:
+        rebound = await http.post(
+            mcp_url,
+            json=initialize,
+            headers=sent
+            | {"Host": f"evil.example.com:{port}", "Origin": "http://evil.example.com"},
+        )
+        assert rebound.status_code == 403
+        assert rebound.json()["code"] == "forbidden_origin"
+        assert "evil.example.com" in rebound.json()["detail"]
+        page = await http.post(
+            mcp_url, json=initialize, headers=sent | {"Origin": "https://evil.example.com"}
+        )
+        assert page.status_code == 403 and "Origin" in page.json()["detail"]
+        for name in (f"localhost:{port}", f"127.0.0.1:{port}"):
+            local = await http.post(
+                mcp_url, json=initialize, headers=sent | {"Host": name, "Origin": f"http://{name}"}
+            )
+            assert local.status_code == 200, local.text

@@ -34,6 +34,8 @@ def _summary(bundle: SkillBundle) -> dict[str, Any]:
         "folder": str(bundle.folder),
         "credentials": [{"name": c.name, "env": c.env} for c in bundle.credentials],
         "allowed_tools": list(bundle.allowed_tools),
+        "other_fields": bundle.other_fields,
+        "warnings": list(bundle.warnings),
     }
 
 
@@ -63,6 +65,9 @@ def list_skills(
         names = ", ".join(c["env"] for c in skill["credentials"]) or "-"
         table.add_row(skill["name"], origin, names, skill["description"][:70])
     console.print(table)
+    for skill in listed["skills"]:
+        for warning in skill["warnings"]:
+            console.print(f"[yellow]warning[/yellow] {skill['folder']}/SKILL.md: {warning}")
     for error in listed["errors"]:
         where = f" (field {error['field']!r})" if error["field"] else ""
         console.print(f"[red]left out[/red] {error['file']}{where}: {error['message']}")
@@ -108,6 +113,8 @@ def import_skill(
 
     imported = run_with_platform(ctx, work)
     console.print(f"imported skill {imported['name']!r} into data://skills/{imported['name']}/")
+    for warning in imported["warnings"]:
+        console.print(f"[yellow]warning[/yellow] {warning}")
 
 
 @app.command("trust")

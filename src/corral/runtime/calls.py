@@ -21,6 +21,7 @@ from pydantic_ai.messages import ToolCallPart
 from corral.errors import InvalidArguments
 from corral.policy.identity import Caller
 from corral.runtime.runs import RunRecord, Wait
+from corral.runtime.skills.allowed_tools import run_narrowing
 from corral.runtime.timeline import NewRow
 from corral.tools.context import Cancellation
 from corral.tools.dispatch import CallRequest
@@ -103,7 +104,7 @@ async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome
                 run_id=run.id,
                 conversation_id=run.conversation_id,
                 call_id=call_id,
-                narrowing=run.narrowing,
+                narrowing=run_narrowing(scope.services, run),
                 cancellation=scope.cancellation,
                 output=rt.output_sink(run, call_id),
                 services=scope.services,

@@ -28,6 +28,7 @@ from corral.runtime.models import ModelRegistry, ResolvedModel
 from corral.runtime.prompt import PromptBuilder
 from corral.runtime.results import RunResult
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord, RunStore
+from corral.runtime.skills.allowed_tools import run_narrowing
 from corral.runtime.stored_waits import StoredWaits
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.usage import UsageLog
@@ -190,7 +191,11 @@ class RunHost:
 
     async def visible_tools(self, run: RunRecord, caller: Caller) -> list[LoadedTool]:
         request = CallRequest(
-            tool="", arguments={}, caller=caller, agent=run.agent, narrowing=run.narrowing
+            tool="",
+            arguments={},
+            caller=caller,
+            agent=run.agent,
+            narrowing=run_narrowing(self.kernel.services, run),
         )
         state = await self.kernel.config.dispatch_state()
         return self.kernel.dispatcher.visible_tools(request, state)

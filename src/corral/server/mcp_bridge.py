@@ -1,11 +1,18 @@
 """Corral's own tools served over MCP: the caller's visible tools, each call through the one
-dispatch pipeline as that caller.
+dispatch pipeline as that caller, in a conversation of the caller's own.
 
-Tools are listed with their schemas and MCP annotations exactly as the pipeline would show
-them to this caller. A call that needs approval is not held open: it returns at once with
-the approval's id (``structuredContent.status = "pending"``); a person decides it with
-``corral approvals decide``. Every refusal (``invalid_arguments``, ``not_visible``…) comes
-back as an error result whose text starts with its code.
+Each MCP session is a conversation of its user, created on the session's first tool call, so
+``todos`` keeps the session's goal and list, a background shell reports into it, and a call
+that needs approval is parked under it as in a chat. A call that needs approval is not held
+open: it returns at once with the approval's id (``structuredContent.status = "pending"``)
+and the conversation's (``conversationId``); a person decides it with ``corral approvals
+decide`` or the HTTP API. Every refusal (``invalid_arguments``, ``not_visible``…) comes back
+as an error result whose text starts with its code.
+
+Tools that need a run the model drives (:data:`NOT_OVER_MCP`) are not listed: an MCP
+client is its own agent loop, so nothing could answer ``ask_question`` into it, a delegate
+could not report back, and ``compact_history`` would have no history to trim (the calls an
+MCP client makes are not turns of the conversation).
 
 Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the HTTP endpoint
 (:mod:`corral.server.mcp_http`) the user its bearer token belongs to.
@@ -13,6 +20,7 @@ Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the H
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,12 +38,22 @@ from mcp.types import (
 
 from corral.platform import Platform
 from corral.policy.profiles import Profile
+from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool
 
-__all__ = ["Who", "build_mcp_server", "serve_stdio"]
+__all__ = ["NOT_OVER_MCP", "SessionKey", "Who", "build_mcp_server", "serve_stdio"]
 
 Who = Callable[[Any], Awaitable[tuple[str | None, Profile]]]
 """From a request's context, the user id to act as and the profile of its calls."""
+
+NOT_OVER_MCP = frozenset({"ask_question", "delegate", "compact_history"})
+"""Tools that only work inside a run the platform's model drives."""
+
+SessionKey = Callable[[Any], str | None]
+"""From a request's context, the MCP session it belongs to (None: a call without one)."""
+
+_OVER_MCP = Narrowing(blocked_tools=NOT_OVER_MCP)
+_SESSIONS_KEPT = 4096
 
 
 def _tool(loaded: LoadedTool) -> Tool:
@@ -55,24 +73,65 @@ def _tool(loaded: LoadedTool) -> Tool:
     )
 
 
-def build_mcp_server(platform: Platform, who: Who) -> Server[Any]:
-    """An MCP server whose tools are the caller's visible tools, called under its profile."""
+class _SessionConversations:
+    """The conversation of each MCP session, created on its first tool call.
+
+    Sessions are known by their key (:data:`SessionKey`); the most recent
+    :data:`_SESSIONS_KEPT` are remembered, an older one starts a new conversation."""
+
+    def __init__(self, platform: Platform) -> None:
+        self._platform = platform
+        self._ids: OrderedDict[tuple[str | None, str], str] = OrderedDict()
+
+    async def of(self, session: str | None, user: str | None) -> str:
+        if session is None:
+            return await self._create(user)
+        key = (user, session)
+        found = self._ids.get(key)
+        if found is None:
+            created = await self._create(user)
+            # Two first calls of one session may race: the first stored wins.
+            found = self._ids.setdefault(key, created)
+        self._ids.move_to_end(key)
+        while len(self._ids) > _SESSIONS_KEPT:
+            self._ids.popitem(last=False)
+        return found
+
+    async def _create(self, user: str | None) -> str:
+        created = await self._platform.runtime.start_conversation(user=user, title="MCP session")
+        return created.id
+
+
+def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Server[Any]:
+    """An MCP server whose tools are the caller's visible tools, called under its profile,
+    each session's calls in a conversation of its own."""
+    conversations = _SessionConversations(platform)
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         user, _ = await who(ctx)
-        visible = await platform.visible_tools(user=user)
+        visible = await platform.visible_tools(user=user, narrowing=_OVER_MCP)
         return ListToolsResult(tools=[_tool(t) for t in sorted(visible, key=lambda t: t.name)])
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         user, profile = await who(ctx)
+        conversation_id = await conversations.of(session_of(ctx), user)
         result = await platform.call_tool(
-            params.name, params.arguments or {}, user=user, profile=profile
+            params.name,
+            params.arguments or {},
+            user=user,
+            profile=profile,
+            conversation_id=conversation_id,
+            narrowing=_OVER_MCP,
         )
         structured: dict[str, Any] = {"status": result.status}
         if result.error_code:
             structured["code"] = result.error_code
         if result.waiting is not None:
-            structured |= {"status": "pending", "approvalId": result.waiting.id}
+            structured |= {
+                "status": "pending",
+                "approvalId": result.waiting.id,
+                "conversationId": conversation_id,
+            }
         return CallToolResult(
             content=[TextContent(text=result.text)],
             structured_content=structured,
@@ -88,6 +147,7 @@ async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile)
     async def fixed(ctx: Any) -> tuple[str | None, Profile]:
         return user, profile
 
-    server = build_mcp_server(platform, fixed)
+    # One process serves one client: the whole stdio connection is one session.
+    server = build_mcp_server(platform, fixed, lambda ctx: "stdio")
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())

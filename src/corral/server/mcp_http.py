@@ -8,8 +8,11 @@ call runs through the one dispatch pipeline as that user under the ``mcp_http_pr
 setting (default balanced: a call that needs approval returns a pending result with its
 approval id, see :mod:`corral.server.mcp_bridge`).
 
-DNS-rebinding protection (a Host/Origin allow-list) is off on purpose: a page that rebinds a
-name to this server cannot add the bearer token, so it only ever gets the 401.
+Before the token is looked at, ``Host`` and ``Origin`` must name this server (loopback or the
+configured ``public_url``, see :mod:`corral.server.mcp_origin`): a page whose name was rebound
+to this address gets a 403 saying which header was refused, as MCP's transport specification
+asks. The SDK's own check stays off: it answers 421 and knows neither ``public_url`` nor
+that any loopback port is this server.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from corral.kernel.tokens import hash_token
 from corral.platform import Platform
 from corral.policy.profiles import Profile, parse_profile
 from corral.server.mcp_bridge import build_mcp_server
+from corral.server.mcp_origin import AllowedHosts
 
 __all__ = ["McpEndpoint"]
 
@@ -41,9 +45,11 @@ class McpEndpoint:
     def __init__(self, platform: Platform) -> None:
         self._platform = platform
         self._manager = StreamableHTTPSessionManager(
-            build_mcp_server(platform, self._who),
+            build_mcp_server(platform, self._who, _session_id),
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
+        settings = platform.kernel.settings
+        self._hosts = AllowedHosts(public_url=settings.public_url, bind_host=settings.host)
         self._running = False
 
     @asynccontextmanager
@@ -58,6 +64,11 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            return
+        refused = self._hosts.refusal(scope)
+        if refused is not None:
+            answer = JSONResponse({"detail": refused, "code": "forbidden_origin"}, status_code=403)
+            await answer(scope, receive, send)
             return
         user_id = await self._authenticate(scope)
         if user_id is None:
@@ -107,3 +118,12 @@ def _bearer(scope: Scope) -> str:
 
 def _token_id(scope: Scope) -> str:
     return hash_token(_bearer(scope))
+
+
+def _session_id(ctx: Any) -> str | None:
+    """The ``Mcp-Session-Id`` the SDK checked against the session's credential."""
+    request = getattr(ctx, "request", None)
+    if request is None:
+        return None
+    found = request.headers.get("mcp-session-id")
+    return str(found) if found else None

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from corral.policy.identity import Caller
 from corral.policy.sources import SourceDef
+from corral.tools.narrowing import Narrowing
 from corral.tools.results import ToolResult
 
 __all__ = ["ShellBinding", "SkillActivator", "SkillScope"]
@@ -58,4 +59,8 @@ class SkillActivator(Protocol):
 
     async def binding(self, ctx: SkillScope, skill: str | None, /) -> ShellBinding:
         """The binding for a shell call; raises a ToolError naming an unknown ``skill``."""
+        ...
+
+    def narrowing(self, run_id: str | None, /) -> Narrowing:
+        """How the skills active in ``run_id`` narrow its tools (their ``allowed-tools``)."""
         ...

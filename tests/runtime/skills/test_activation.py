@@ -232,3 +232,40 @@ async def test_project_credentials_reach_only_skills_an_operator_installed(
     assert "receives only the user's own credentials" in text(drive_skill)
     assert package_skill["data"]["credentials"][0]["staged"] is True
     assert TEAM_SECRET not in json.dumps([text(drive_skill), text(package_skill)])
+
+
+async def test_allowed_tools_narrow_the_run_while_the_skill_is_active(
+    skill_platform: Platform, tmp_path: Path
+) -> None:
+    skills = skill_platform.services.require(Skills)
+    folder = write_bundle(tmp_path, "narrow-notes", description="Only shell and todos.")
+    skill_md = folder / "SKILL.md"
+    # Claude Code's spelling: a string with argument patterns, its tool names.
+    skill_md.write_text(
+        skill_md.read_text().replace(
+            "description:", 'allowed-tools: "Bash(bash scripts/*:*), TodoWrite"\ndescription:', 1
+        )
+    )
+    import_bundle(folder, skills.catalog.drive_folder)
+    await skills.trust("narrow-notes", user_id="", project=True)
+    model = Recorder(
+        skill_platform.runtime,
+        "narrowed",
+        {"tool_calls": [call("execute", action="skill", skill="narrow-notes")]},
+        {"tool_calls": [call("echo", text="past the skill")]},
+        {"tool_calls": [PROBE]},
+        {"text": "Done."},
+    )
+    turn = await skill_platform.chat("narrow", model=model.name, profile="auto")
+    assert turn.status == "finished", turn
+    before, after = set(model.seen[0].tools), set(model.seen[1].tools)
+    assert {"echo", "execute", "todos"} <= before
+    assert after == {"execute", "todos"}
+    activated, echoed, probed = await results(skill_platform, turn.conversation_id)
+    assert activated["data"]["allowed_tools"] == ["Bash(bash scripts/*:*)", "TodoWrite"]
+    assert echoed["status"] == "error" and echoed["error_code"] == "not_visible", echoed
+    assert probed["status"] == "ok" and "skill=narrow-notes" in text(probed)
+    # The next run starts with no skill active: its tools are whole again.
+    again = Recorder(skill_platform.runtime, "whole-again", {"text": "Hi."})
+    await skill_platform.chat("hi", model=again.name, profile="auto")
+    assert "echo" in again.seen[0].tools

@@ -25,10 +25,12 @@ from corral.errors import ToolError
 from corral.kernel.tickets import Tickets
 from corral.policy.sources import SourceDef, SourceGrant
 from corral.runtime.runs import RunRecord
+from corral.runtime.skills.allowed_tools import narrowing_of
 from corral.runtime.skills.bundle import SkillBundle, SkillError, parse_skill
 from corral.runtime.skills.catalog import DRIVE_SKILLS, SkillCatalog, SkillSet
 from corral.runtime.skills.trust import SkillTrust, Trusted, bundle_digest
 from corral.service_protocols import CredentialLookup
+from corral.tools.narrowing import Narrowing
 from corral.tools.results import ToolResult
 from corral.tools.skill_binding import ShellBinding, SkillScope
 
@@ -228,6 +230,8 @@ class Skills:
                     for c in bundle.credentials
                 ],
                 "allowed_tools": list(bundle.allowed_tools),
+                "other_fields": bundle.other_fields,
+                "warnings": list(bundle.warnings),
                 "active": [a.bundle.name for a in self._active[ctx.run_id]],
             },
         )
@@ -255,6 +259,10 @@ class Skills:
             self._known.update(new)
             self._add_secrets(new)
         return values, missing
+
+    def narrowing(self, run_id: str | None) -> Narrowing:
+        """How the run's active skills narrow its tools (their ``allowed-tools``)."""
+        return narrowing_of(a.bundle.allowed_tools for a in self._active.get(run_id or "", []))
 
     def active(self, run_id: str) -> list[str]:
         """The skills active in ``run_id``, oldest activation first."""

@@ -1,8 +1,11 @@
 """One skill bundle: a folder with ``SKILL.md`` (YAML front matter, then the body).
 
-The agentskills.io format: ``name`` and ``description`` are required; ``allowed-tools``,
-``license``, ``compatibility`` and ``metadata`` are optional (other fields are ignored);
-Corral adds ``credentials``, the stored
+The agentskills.io format as Claude Code loads it: ``description`` is required and ``name``
+defaults to the folder's name; ``allowed-tools`` narrows the run's tools while the skill is
+active (see :mod:`corral.runtime.skills.allowed_tools`); ``license``, ``compatibility``,
+``metadata`` and any other field are kept as they are (:attr:`SkillBundle.other_fields`). A
+description over 1,024 characters (the format's limit) is a warning, not a refusal: the
+prompt listing shows its start. Corral adds ``credentials``, the stored
 credentials the skill's scripts need, each staged under the variable name it declares::
 
     ---
@@ -48,6 +51,7 @@ _RESERVED = frozenset(
 """Variables the platform sets for every skill call; a credential may not replace them."""
 _CREDENTIAL = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _DESCRIPTION_MAX = 1024
+_READ = frozenset({"name", "description", "allowed-tools", "credentials"})
 _BODY_MAX = 100_000
 
 
@@ -71,6 +75,10 @@ class SkillBundle:
     """The package it came with (origin ``package``)."""
     credentials: tuple[DeclaredCredential, ...] = ()
     allowed_tools: tuple[str, ...] = ()
+    other_fields: dict[str, Any] = field(default_factory=dict)
+    """Front matter Corral does not read (``license``, ``compatibility``, ``metadata``…)."""
+    warnings: tuple[str, ...] = ()
+    """What was loaded anyway but breaks the format's advice (an over-long description)."""
     body: str = field(default="", repr=False)
 
 
@@ -130,11 +138,16 @@ def _credentials(value: Any, fail: Any) -> tuple[DeclaredCredential, ...]:
     return tuple(found)
 
 
+_TOOL_ENTRY = re.compile(r"[^\s,(]+(?:\([^)]*\))?")
+"""One entry of an ``allowed-tools`` string: a name, with Claude Code's ``(pattern)`` kept
+whole (``Bash(git add:*)`` is one entry, not two)."""
+
+
 def _tools(value: Any, fail: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return tuple(value.replace(",", " ").split())
+        return tuple(_TOOL_ENTRY.findall(value))
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise fail("allowed-tools", "must be a list of tool names or one space-separated string")
@@ -194,6 +207,8 @@ def _bundle(
     any_folder: bool,
 ) -> SkillBundle:
     name = meta.get("name")
+    if name is None and not any_folder:
+        name = folder.name
     if not isinstance(name, str) or not _NAME.match(name):
         raise fail("name", f"{name!r} must be lower-case letters, digits and '-' (1-64)")
     if not any_folder and folder.name != name:
@@ -201,8 +216,12 @@ def _bundle(
     description = meta.get("description")
     if not isinstance(description, str) or not description.strip():
         raise fail("description", "is required: one line saying when to use the skill")
+    warnings: list[str] = []
     if len(description) > _DESCRIPTION_MAX:
-        raise fail("description", f"is longer than {_DESCRIPTION_MAX} characters")
+        warnings.append(
+            f"description: {len(description)} characters, over the format's "
+            f"{_DESCRIPTION_MAX}; the prompt listing shows only its start"
+        )
     if len(body) > _BODY_MAX:
         raise fail("", f"the body is longer than {_BODY_MAX} characters")
     return SkillBundle(
@@ -213,5 +232,7 @@ def _bundle(
         package=package,
         credentials=_credentials(meta.get("credentials"), fail),
         allowed_tools=_tools(meta.get("allowed-tools"), fail),
+        other_fields={k: v for k, v in meta.items() if k not in _READ},
+        warnings=tuple(warnings),
         body=body,
     )

@@ -3,10 +3,14 @@
 Every source is a folder of bundle folders. Packages come first (a disabled package's
 skills are gone), then the folders in the start-up setting ``skill_paths``, then the project
 drive's ``data://skills/``. A name already taken leaves the later bundle out with an error,
-as does a bundle whose front matter breaks a rule. Parsed bundles are cached by the
-``SKILL.md`` modification time, and the whole set is reused while a scan of the folders
-(one ``scandir`` a source, one ``lstat`` a bundle) finds every bundle as it was: the skills
-block asks for the set at every step of every run.
+as does a bundle whose front matter breaks a rule. A ``skill_paths`` folder is taken as Claude
+Code keeps skills: a project (its ``.claude/skills``), a ``.claude`` folder (its ``skills``)
+or the skills folder itself, and its bundle folders may be symbolic links (an operator's
+folder, as ``~/.claude/skills`` often is); a package's or the drive's may not.
+
+Parsed bundles are cached by the ``SKILL.md`` modification time, and the whole set is reused
+while a scan of the folders (one ``scandir`` a source, one ``lstat`` a bundle) finds every
+bundle as it was: the skills block asks for the set at every step of every run.
 """
 
 from __future__ import annotations
@@ -69,6 +73,15 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
+def _skills_folder(folder: Path) -> Path:
+    """The folder of bundles a ``skill_paths`` entry names, Claude Code's layouts included."""
+    if folder.name == ".claude" and (folder / "skills").is_dir():
+        return folder / "skills"
+    if (folder / ".claude" / "skills").is_dir():
+        return folder / ".claude" / "skills"
+    return folder
+
+
 def _lstat(path: str) -> _Stamp:
     try:
         found = os.lstat(path)
@@ -114,7 +127,7 @@ class SkillCatalog:
             for name, path in sorted(self._packages.items())
             if name not in disabled
         ]
-        roots += [_Root(folder=folder, origin="folder") for folder in self._folders]
+        roots += [_Root(folder=_skills_folder(folder), origin="folder") for folder in self._folders]
         roots.append(_Root(folder=self._drive, origin="drive"))
         self._roots_of = (key, roots)
         return roots
@@ -149,10 +162,11 @@ class SkillCatalog:
     def _parse(
         self, folder: Path, root: _Root, linked: bool, skill: _Stamp, settled: int
     ) -> SkillBundle | SkillError:
-        if linked or (skill is not None and stat.S_ISLNK(skill[0])):
+        linked_folder = linked and root.origin != "folder"
+        if linked_folder or (skill is not None and stat.S_ISLNK(skill[0])):
             # A link would make the platform read, and a skill's cwd grant reach, wherever
-            # the link's author pointed it.
-            where = folder if linked else folder / SKILL_FILE
+            # the link's author pointed it: only an operator's own folders may hold links.
+            where = folder if linked_folder else folder / SKILL_FILE
             return SkillError(
                 file=str(folder / SKILL_FILE),
                 field="",
