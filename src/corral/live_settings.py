@@ -432,6 +432,26 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "not yet sent to their chat (rows another process stored, e.g. a cluster worker).",
     ),
     LiveSettingDef(
+        key="channels_outage_retry_s",
+        type=int,
+        default=900,
+        minimum=0,
+        maximum=7 * 86400,
+        description="After channels_send_attempts, how long an outbound channel message is "
+        "still retried through a vendor outage (backing off to 20 s apart) before it is "
+        "recorded as undelivered: a card in the conversation and the channel's 'undelivered' "
+        "count.",
+    ),
+    LiveSettingDef(
+        key="channels_api_hosts",
+        type=str,
+        default="",
+        description="Vendor API hosts channels may reach although the web fetch policy "
+        "refuses them (loopback or private addresses, other ports): comma-separated 'host' "
+        "or 'host:port', e.g. a self-hosted Telegram Bot API server named by "
+        "telegram_api_url. Only the channel calls to these hosts skip the fetch policy.",
+    ),
+    LiveSettingDef(
         key="hooks",
         type=dict,
         default={},

@@ -117,7 +117,7 @@ async def test_two_processes_relaying_the_same_rows_send_them_once(
     assert texts == [f"Line {n}\\." for n in range(5)]
 
 
-async def test_a_cursor_moves_for_one_claimant_only(
+async def test_a_chat_is_taken_by_one_process_at_a_time_until_released_or_lapsed(
     ch_platform: Platform,
     http: httpx.AsyncClient,
     telegram: FakeTelegram,
@@ -126,14 +126,29 @@ async def test_a_cursor_moves_for_one_claimant_only(
     conversation_id = await bound_chat(
         ch_platform, http, telegram, write_script({"text": "Hello."})
     )
-    cursors = RelayCursors(ch_platform.runtime.kernel.sessions)
-    at = await cursors.position(conversation_id)
+    sessions = ch_platform.runtime.kernel.sessions
+    processes = [RelayCursors(sessions) for _ in range(4)]
+    at = await processes[0].position(conversation_id)
     rows = await ch_platform.runtime.conversations.rows(conversation_id)
     assert at is not None and at == rows[-1].seq
-    claims = await asyncio.gather(*(cursors.claim(conversation_id, at, at + 3) for _ in range(4)))
-    assert sorted(claims) == [False, False, False, True]
-    assert await cursors.position(conversation_id) == at + 3
-    assert await cursors.position("c_nobody") is None
+    claims = await asyncio.gather(*(p.take(conversation_id) for p in processes))
+    assert sum(c is not None for c in claims) == 1
+    holder = processes[[c is not None for c in claims].index(True)]
+    other = next(p for p in processes if p is not holder)
+    assert not await other.done(conversation_id, at + 3)  # only the holder moves the cursor
+    assert await holder.done(conversation_id, at + 3)
+    assert await other.take(conversation_id) is None
+    await holder.release(conversation_id)
+    taken = await other.take(conversation_id)
+    assert taken is not None and taken.relayed_seq == at + 3
+
+    lapsing = RelayCursors(sessions, lease_s=0)  # a process that died holding the chat
+    await other.release(conversation_id)
+    assert await lapsing.take(conversation_id) is not None
+    assert await lapsing.sending(conversation_id, at + 4, 0)
+    successor = await processes[0].take(conversation_id)
+    assert successor is not None and successor.in_flight and successor.sending_seq == at + 4
+    assert await processes[0].position("c_nobody") is None
 
 
 async def test_the_serving_process_sweeps_on_its_own(

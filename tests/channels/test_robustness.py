@@ -68,6 +68,7 @@ async def test_outbound_failures_retry_with_back_off_and_show_in_check(
     assert "429" in state["lastError"]
 
     await ch_platform.admin.set_live("channels_send_attempts", 2)
+    await ch_platform.admin.set_live("channels_outage_retry_s", 0)
     telegram.failures.extend([502, 502])
     await http.post(
         "/channels/tg/inbound",

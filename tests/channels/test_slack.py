@@ -123,3 +123,31 @@ async def test_slack_refuses_bad_signatures_and_stale_timestamps(
     assert (await send(http, message_event("Ev1", "hi", ts="1.1"))).status_code == 200
     await settle(ch_platform)
     assert "pairing code" in slack.posted[-1]["text"]
+
+
+async def test_a_message_delivered_as_message_and_app_mention_is_taken_once(
+    ch_platform: Platform, http: httpx.AsyncClient, slack: FakeSlack, write_script: ScriptWriter
+) -> None:
+    model = write_script({"text": "Hello from Corral."})
+    await connect(
+        ch_platform,
+        name="sl",
+        provider="slack",
+        secret=slack.token,
+        fields={"signing_secret": SIGNING, "model": model},
+    )
+    await send(http, message_event("Ev1", "hi", ts="200.1"))
+    await settle(ch_platform)
+    code = slack.posted[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+    await http.post(f"/channels/pairing/{code}/approve", json={})
+    await settle(ch_platform)
+
+    mention = message_event("Ev3", "<@UBOT> hello", ts="200.2")
+    mention["event"]["type"] = "app_mention"
+    await send(http, message_event("Ev2", "<@UBOT> hello", ts="200.2"))
+    await send(http, mention)  # the same message, as Slack sends it to a mentioned app
+    pairing = (await http.get("/channels/pairing", params={"status": "approved"})).json()
+    await settle(ch_platform, pairing["pairings"][0]["conversation_id"])
+    texts = [p["text"] for p in slack.posted]
+    assert texts.count("Hello from Corral.") == 1
+    assert not [t for t in texts if t.startswith("Still working")]

@@ -162,6 +162,8 @@ class FakeTelegram(FakeVendor):
                 )
                 ready = [u for u in self.updates if u["update_id"] >= offset]
             return 200, {"ok": True, "result": ready}
+        if method == "getMe":
+            return 200, {"ok": True, "result": {"id": 123, "is_bot": True, "username": "c_bot"}}
         if method in ("setWebhook", "deleteWebhook", "answerCallbackQuery"):
             return 200, {"ok": True, "result": True}
         return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
@@ -179,10 +181,12 @@ class FakeSlack(FakeVendor):
             return [c.json for c in self.calls if c.path == "/api/chat.postMessage"]
 
     def answer(self, call: Call) -> tuple[int, Any]:
-        if call.path != "/api/chat.postMessage":
+        if call.path not in ("/api/chat.postMessage", "/api/auth.test"):
             return 404, {"ok": False, "error": "unknown_method"}
         if call.headers.get("authorization") != f"Bearer {self.token}":
             return 200, {"ok": False, "error": "invalid_auth"}
+        if call.path == "/api/auth.test":
+            return 200, {"ok": True, "team": "corral", "user": "corral_bot"}
         return 200, {"ok": True, "ts": f"1700000000.{len(self.calls):06d}"}
 
 

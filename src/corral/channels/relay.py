@@ -2,12 +2,18 @@
 
 The runtime tells :meth:`Relay.poke` of every conversation it stores rows in; a bound
 conversation's rows are caught up on by one queue that a single task drains, so a chat
-reads them in the order they were written. Catching up reads the rows after the chat's
-cursor and claims them (:mod:`corral.channels.relay_cursor`), so rows stored by another
+reads them in the order they were written. Catching up takes the chat's claim and reads the
+rows after its cursor (:mod:`corral.channels.relay_cursor`), so rows stored by another
 process — a cluster worker — are sent by whichever process catches up first, and by no
-other. What is sent: the agent's text, a one-line summary per tool result, a line per
-background report, approvals and questions as choices (buttons where the vendor has them,
-numbered replies otherwise), and a failed or stopped run's reason. Cards for people, the
+other; the cursor moves past a row once the vendor accepted it. A piece that a relayer
+which died had at the vendor is sent again where the vendor deduplicates (the generic
+webhook's ``Idempotency-Key``) and otherwise counted undelivered: at most once, never
+silently. A row given up on after ``channels_outage_retry_s`` leaves an ``undelivered``
+card in the conversation and counts on the connection.
+
+What is sent: the agent's text, a one-line summary per tool result, a line per background
+report, approvals and questions as choices (buttons where the vendor has them, numbered
+replies otherwise), and a failed or stopped run's reason. Cards for people, the
 sender's own message and model-internal rows are not sent.
 """
 
@@ -20,8 +26,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corral.channels.outbound import FetchPoster, send_with_retry
-from corral.channels.relay_cursor import RelayCursors
+from corral.channels.outbound import send_with_retry, vendor_poster
+from corral.channels.relay_cursor import Claim, RelayCursors
 from corral.channels.store import ChannelStore, ConnectionRecord
 from corral.channels.text import escape_markdown_v2, split_text
 from corral.channels.vendors import Choice, Outbound, SendFailed, Vendor
@@ -29,13 +35,16 @@ from corral.kernel import Kernel
 from corral.runtime.questions import Questions
 from corral.runtime.timeline import TimelineRow
 
-__all__ = ["Chat", "Relay", "approval_choices", "summarise"]
+__all__ = ["UNDELIVERED_CARD", "Chat", "Delivered", "Relay", "approval_choices", "summarise"]
 
 log = logging.getLogger("corral.channels")
 
 SecretsOf = Callable[[ConnectionRecord], Awaitable[dict[str, str]]]
 RowsAfter = Callable[[str, int], Awaitable[Sequence[TimelineRow]]]
 """A conversation's rows after a row number, in order."""
+CardOf = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Append a card to a conversation."""
+UNDELIVERED_CARD = "undelivered"
 _SUMMARY_CHARS = 160
 
 
@@ -92,12 +101,14 @@ class Relay:
         questions: Questions | None,
         rows_after: RowsAfter,
         *,
+        add_card: CardOf | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._kernel = kernel
         self._store = store
         self._cursors = RelayCursors(kernel.sessions)
         self._rows_after = rows_after
+        self._add_card = add_card
         self._vendors = vendors
         self._secrets_of = secrets_of
         self._questions = questions
@@ -109,6 +120,7 @@ class Relay:
         self._waiting: set[str] = set()
         """Conversations whose catch-up is queued and not begun (one is enough)."""
         self._worker: asyncio.Task[None] | None = None
+        self._closed = False
 
     # -- queueing ---------------------------------------------------------------------------
 
@@ -142,25 +154,37 @@ class Relay:
         await self._queue.join()
 
     def _ensure_worker(self) -> None:
+        if self._closed:  # rows stored after close wait for the next relayer's sweep
+            return
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain())
 
     async def close(self, *, grace_s: float = 5.0) -> None:
-        """Send what is queued (for at most ``grace_s``), then stop."""
+        """Send what is queued (for at most ``grace_s``), then stop and give back the chats
+        this process holds: what it did not send stays after their cursors for the next
+        relayer (this process's successor on its sweep, or another process now)."""
         if self._worker is not None and not self._worker.done():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._queue.join(), grace_s)
+        self._closed = True
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
+        await self._cursors.release_all()
 
     async def _drain(self) -> None:
         while True:
             chat, item = await self._queue.get()
             try:
                 if isinstance(item, Outbound):
-                    await self.deliver(chat.connection, item)
+                    sent = await self.deliver(chat.connection, item)
+                    if not sent.ok:
+                        log.warning(
+                            "channel %r: a notice was not delivered: %s",
+                            chat.connection,
+                            sent.error,
+                        )
                 else:
                     self._waiting.discard(item)
                     await self._catch_up(chat, item)
@@ -170,17 +194,98 @@ class Relay:
                 self._queue.task_done()
 
     async def _catch_up(self, chat: Chat, conversation_id: str) -> None:
-        after = await self._cursors.position(conversation_id)
-        if after is None:
-            self.bound.pop(conversation_id, None)  # unbound by another process
-            return
-        rows = await self._rows_after(conversation_id, after)
-        if not rows or not await self._cursors.claim(conversation_id, after, rows[-1].seq):
-            return
+        claim = await self._cursors.take(conversation_id)
+        if claim is None:
+            if await self._cursors.position(conversation_id) is None:
+                self.bound.pop(conversation_id, None)  # unbound by another process
+            return  # or another process holds the chat and sends these rows
+        try:
+            await self._send_rows(chat, conversation_id, claim)
+        finally:
+            await self._cursors.release(conversation_id)
+
+    async def _send_rows(self, chat: Chat, conversation_id: str, claim: Claim) -> None:
+        rows = await self._rows_after(conversation_id, claim.relayed_seq)
         for row in rows:
             message = await self._message(chat, row)
-            if message is not None:
-                await self.deliver(chat.connection, message)
+            if message is None:
+                continue
+            first = 0
+            if row.seq == claim.sending_seq:
+                first = claim.sending_part
+                if claim.in_flight and not await self._may_resend(chat, conversation_id, row):
+                    first += 1
+            if not await self._send_row(chat, conversation_id, row, message, first):
+                return
+        if rows:
+            await self._cursors.done(conversation_id, rows[-1].seq)
+
+    async def _may_resend(self, chat: Chat, conversation_id: str, row: TimelineRow) -> bool:
+        """A piece of ``row`` was at the vendor when its relayer died: send it again where
+        the vendor deduplicates; otherwise count it undelivered (it may have arrived)."""
+        connection = await self._store.connection(chat.connection)
+        if connection is None or self._vendors[connection.provider].idempotent:
+            return True
+        await self._undelivered(
+            chat,
+            conversation_id,
+            row.seq,
+            "the process sending it stopped during the call to the vendor, which cannot take "
+            "a message exactly once; it may not have arrived",
+        )
+        return False
+
+    async def _send_row(
+        self, chat: Chat, conversation_id: str, row: TimelineRow, message: Outbound, first: int
+    ) -> bool:
+        """Send the row's pieces from ``first``; False when the claim was lost."""
+        cursors = self._cursors
+        lost = False
+
+        async def before(part: int) -> None:
+            nonlocal lost
+            lost = lost or not await cursors.sending(conversation_id, row.seq, part)
+
+        async def after(part: int, accepted: bool) -> None:
+            if accepted:
+                await cursors.sent_piece(conversation_id, row.seq, part)
+            else:
+                await cursors.not_sent(conversation_id)
+
+        progress = _Progress(before=before, after=after, lost=lambda: lost)
+        delivered = await self.deliver(
+            chat.connection,
+            message,
+            first_part=first,
+            key=f"{conversation_id}:{row.seq}",
+            progress=progress,
+        )
+        if lost:
+            return False
+        if not delivered.ok:
+            await self._undelivered(chat, conversation_id, row.seq, delivered.error)
+        return await cursors.done(conversation_id, row.seq)
+
+    async def _undelivered(self, chat: Chat, conversation_id: str, seq: int, reason: str) -> None:
+        await self._store.count(chat.connection, "undelivered", error=reason)
+        log.warning(
+            "channel %r: row %d of %s was not delivered: %s",
+            chat.connection,
+            seq,
+            conversation_id,
+            reason,
+        )
+        if self._add_card is not None:
+            await self._add_card(
+                conversation_id,
+                {
+                    "card": UNDELIVERED_CARD,
+                    "channel": chat.connection,
+                    "chat_id": chat.chat_id,
+                    "seq": seq,
+                    "reason": reason,
+                },
+            )
 
     # -- formatting -------------------------------------------------------------------------
 
@@ -230,20 +335,29 @@ class Relay:
 
     # -- sending ----------------------------------------------------------------------------
 
-    async def deliver(self, connection_name: str, message: Outbound) -> bool:
-        """Send ``message`` now (split to the vendor's limit), counting sends, retries and
-        failures on the connection; False when it could not be delivered."""
+    async def deliver(
+        self,
+        connection_name: str,
+        message: Outbound,
+        *,
+        first_part: int = 0,
+        key: str = "",
+        progress: _Progress | None = None,
+    ) -> Delivered:
+        """Send ``message`` now (split to the vendor's limit, from piece ``first_part``),
+        counting sends, retries and failures on the connection."""
         connection = await self._store.connection(connection_name)
         if connection is None:
-            return False
+            return Delivered(ok=False, error=f"the channel {connection_name!r} is gone")
         vendor = self._vendors[connection.provider]
         secrets = await self._secrets_of(connection)
         live = await self._kernel.live_settings()
         web = self._kernel.services.web
         if web is None:
             await self._store.count(connection.name, "failures", error="no web access installed")
-            return False
-        poster = FetchPoster.for_url(web.fetcher(live), vendor.api_url(connection.fields, secrets))
+            return Delivered(ok=False, error="no web access installed")
+        url = vendor.api_url(connection.fields, secrets)
+        poster = vendor_poster(web.fetcher(live), live, url)
         encode = escape_markdown_v2 if vendor.provider == "telegram" else (lambda s: s)
         pieces = split_text(message.text, vendor.max_chars, encode=encode)
 
@@ -251,12 +365,15 @@ class Relay:
             await self._store.count(connection.name, "retries", error=error)
 
         for index, piece in enumerate(pieces):
+            if index < first_part:
+                continue
             last = index == len(pieces) - 1
             part = Outbound(
                 chat_id=message.chat_id,
                 text=piece,
                 thread=message.thread,
                 choices=message.choices if last else (),
+                key=f"{key}:{index}" if key else "",
             )
             try:
                 await send_with_retry(
@@ -267,11 +384,47 @@ class Relay:
                     part,
                     attempts=int(live["channels_send_attempts"]),
                     base_delay_s=int(live["channels_retry_base_ms"]) / 1000,
+                    outage_s=float(live["channels_outage_retry_s"]),
                     note_retry=note_retry,
+                    before_try=progress.before_try(index) if progress else None,
+                    refused=progress.refused(index) if progress else None,
                     sleep=self._sleep,
                 )
             except SendFailed as exc:
                 await self._store.count(connection.name, "failures", error=str(exc))
-                return False
+                return Delivered(ok=False, error=str(exc))
+            if progress is not None:
+                await progress.after(index, True)
+                if progress.lost():
+                    return Delivered(ok=False, error="another process took the chat over")
             await self._store.count(connection.name, "sent")
-        return True
+        return Delivered(ok=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivered:
+    """How a delivery ended: sent, or the reason it was not."""
+
+    ok: bool
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Progress:
+    """The relay's notes around each vendor call of one row (its claim's in-flight mark)."""
+
+    before: Callable[[int], Awaitable[None]]
+    after: Callable[[int, bool], Awaitable[None]]
+    lost: Callable[[], bool]
+
+    def before_try(self, part: int) -> Callable[[], Awaitable[None]]:
+        async def note() -> None:
+            await self.before(part)
+
+        return note
+
+    def refused(self, part: int) -> Callable[[], Awaitable[None]]:
+        async def note() -> None:
+            await self.after(part, False)
+
+        return note

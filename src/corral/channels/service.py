@@ -26,7 +26,7 @@ from typing import Any
 from corral.channels.delivery import WorkflowDelivery
 from corral.channels.flood import FloodGate
 from corral.channels.inbound import Router
-from corral.channels.outbound import FetchPoster
+from corral.channels.outbound import vendor_poster
 from corral.channels.pairing import ADMIN, Pairing
 from corral.channels.polling import poll
 from corral.channels.relay import Chat, Relay
@@ -36,16 +36,17 @@ from corral.channels.vendors import (
     GenericWebhook,
     Inbound,
     Poster,
+    SendFailed,
     Slack,
     Telegram,
     Vendor,
 )
 from corral.connect import CredentialStore
-from corral.errors import UsageError
+from corral.errors import InvalidArguments, UsageError
 from corral.policy.identity import Caller
 from corral.runtime.questions import Questions
 from corral.runtime.runtime import Runtime
-from corral.runtime.timeline import TimelineRow
+from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.workflows import Workflows
 from corral.store.tables import utcnow
 
@@ -96,6 +97,7 @@ class Channels:
             self.secrets,
             questions,
             lambda conversation_id, after: runtime.conversations.rows(conversation_id, after=after),
+            add_card=self._add_card,
         )
         self.router = Router(runtime, self.store, self.relay, questions)
         self.pairing = Pairing(self.kernel, self.store, self.relay)
@@ -108,6 +110,9 @@ class Channels:
         self._sweeper: asyncio.Task[None] | None = None
         self.hosting = False
         self._secrets: dict[str, dict[str, str]] = {}
+
+    async def _add_card(self, conversation_id: str, card: dict[str, Any]) -> None:
+        await self.rt.append(conversation_id, [NewRow(kind="card", data=card)])
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -134,11 +139,25 @@ class Channels:
     async def _sweep_forever(self) -> None:
         while True:
             try:
+                await self.follow_connections()
                 await self.relay.sweep()
             except Exception:  # the next sweep tries again
-                log.exception("looking for rows to send to bound chats failed")
+                log.exception("looking for new channels and rows to send to chats failed")
             live = await self.kernel.live_settings()
             await asyncio.sleep(int(live["channels_relay_sweep_ms"]) / 1000)
+
+    async def follow_connections(self) -> None:
+        """Take up connections another process made (a CLI ``connect`` while this one
+        serves): poll the new polling ones, stop polling removed ones."""
+        current = {c.name: c for c in await self.store.connections()}
+        for name in set(self.names) - set(current):
+            await self.stop_polling(name)
+            self._secrets.pop(name, None)
+            self.names.discard(name)
+        for name, connection in current.items():
+            self.names.add(name)
+            if self.polls(connection) and name not in self._polls:
+                self.start_polling(name)
 
     def observe_rows(self, conversation_id: str, rows: Sequence[TimelineRow]) -> None:
         """The runtime's row observer. A cluster worker leaves chats to the serving process:
@@ -269,8 +288,8 @@ class Channels:
             raise UsageError("no web access is installed, so channels cannot reach vendors")
         vendor = self.vendors[connection.provider]
         url = vendor.api_url(connection.fields, await self.secrets(connection))
-        fetcher = web.fetcher(await self.kernel.live_settings())
-        return FetchPoster.for_url(fetcher, url, timeout_ms=timeout_ms)
+        live = await self.kernel.live_settings()
+        return vendor_poster(web.fetcher(live), live, url, timeout_ms=timeout_ms)
 
     # -- connections ------------------------------------------------------------------------
 
@@ -293,18 +312,28 @@ class Channels:
         self.names.add(name)
         try:
             await self._register(connection)
+        except SendFailed as exc:
+            await self.disconnect(name)
+            raise InvalidArguments(
+                f"the {provider} channel {name!r} was not connected: {exc}"
+            ) from None
         except BaseException:
             await self.disconnect(name)
             raise
         return connection
 
     async def _register(self, connection: ConnectionRecord) -> None:
-        if connection.provider != "telegram":
-            return
-        vendor = self.vendors["telegram"]
-        assert isinstance(vendor, Telegram)
+        """Check the vendor takes the credentials, then register the webhook or polling."""
+        if connection.provider == "webhook":
+            return  # the integration's receiver has nothing to check it by
         secrets_ = await self.secrets(connection)
         poster = await self.poster(connection)
+        vendor = self.vendors[connection.provider]
+        if isinstance(vendor, Telegram | Slack):
+            await vendor.verify(poster, secrets_)
+        if connection.provider != "telegram":
+            return
+        assert isinstance(vendor, Telegram)
         if self.polls(connection):
             await vendor.call(poster, secrets_, "deleteWebhook", {"drop_pending_updates": False})
             if self.hosting:
@@ -371,6 +400,7 @@ class Channels:
             "sent": connection.sent,
             "retries": connection.retries,
             "failures": connection.failures,
+            "undelivered": connection.undelivered,
             "pendingPairings": sum(1 for s in senders if s.status == "pending"),
             "pairedSenders": sum(1 for s in senders if s.status == "approved"),
         }

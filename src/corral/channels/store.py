@@ -36,6 +36,7 @@ class ConnectionRecord:
     retries: int
     failures: int
     poll_offset: int
+    undelivered: int = 0
 
     @classmethod
     def of(cls, row: ct.ChannelConnection) -> ConnectionRecord:
@@ -52,6 +53,7 @@ class ConnectionRecord:
             retries=row.retries,
             failures=row.failures,
             poll_offset=row.poll_offset,
+            undelivered=row.undelivered or 0,
         )
 
 
@@ -130,6 +132,7 @@ class ChannelStore:
             retries=0,
             failures=0,
             poll_offset=0,
+            undelivered=0,
             created_at=utcnow(),
         )
         async with self._sessions.begin() as session:
@@ -168,7 +171,8 @@ class ChannelStore:
             )
 
     async def count(self, name: str, column: str, *, error: str | None = None) -> None:
-        """Add one to ``sent``, ``retries`` or ``failures``; record ``error`` when given."""
+        """Add one to ``sent``, ``retries``, ``failures`` or ``undelivered``; record ``error``
+        when given."""
         target = getattr(ct.ChannelConnection, column)
         values: dict[str, Any] = {column: target + 1}
         if error is not None:
@@ -280,6 +284,9 @@ class ChannelStore:
                     conversation_id=conversation_id,
                     thread=thread,
                     relayed_seq=last.scalar_subquery(),
+                    sending_seq=0,
+                    sending_part=0,
+                    in_flight=False,
                 )
             )
 

@@ -54,7 +54,15 @@ def list_channels(ctx: typer.Context, as_json: _Json = False) -> None:
         console.print("no channels; connect one with the connect tool (kind 'channel')")
         return
     table = Table(
-        "name", "provider", "mode", "last inbound", "sent", "retries", "failures", "error"
+        "name",
+        "provider",
+        "mode",
+        "last inbound",
+        "sent",
+        "retries",
+        "failures",
+        "undelivered",
+        "error",
     )
     for row in rows:
         table.add_row(
@@ -65,6 +73,7 @@ def list_channels(ctx: typer.Context, as_json: _Json = False) -> None:
             str(row["sent"]),
             str(row["retries"]),
             str(row["failures"]),
+            str(row["undelivered"]),
             row["lastError"] or "",
         )
     console.print(table)

@@ -78,7 +78,11 @@ class Platform:
         self._closers.append(closer)
 
     async def close(self) -> None:
+        """End the runs first, so their last rows are stored while the packages' services
+        (channels sending them to chats, shells, MCP servers) still run; then close those
+        services, the runtime and the kernel."""
         try:
+            await self.runtime.end_runs()
             while self._closers:
                 await self._closers.pop()()
             await self.runtime.close()

@@ -118,6 +118,7 @@ class RunHost:
         self.wake_gate: WakeGate | None = None
         """Registered by a server whose browsers may claim report continuations."""
         self.closing = False
+        self._jobs_closed = False
         self.timers: Timers = LoopTimers()
         """When the wall-clock limits fire: a seam tests replace to make minutes short."""
 

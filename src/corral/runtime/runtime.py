@@ -282,12 +282,19 @@ class Runtime(RunHost):
     async def recover(self) -> list[str]:
         return await recovery.recover(self)
 
-    async def close(self) -> None:
-        """End the runs this process advances as partial (shutdown), transcripts kept."""
+    async def end_runs(self) -> None:
+        """End the runs this process advances as partial (shutdown), transcripts kept, and
+        take no more jobs; their last rows are stored when this returns."""
         self.closing = True
         for cancellation in list(self.live.values()):
             cancellation.cancel("shutdown")
-        await self.jobs.close()
+        if not self._jobs_closed:
+            self._jobs_closed = True
+            await self.jobs.close()
+
+    async def close(self) -> None:
+        """End the runs (:meth:`end_runs`), then the event relay."""
+        await self.end_runs()
         if self.relay is not None:  # after the jobs: their last events go out too
             await self.relay.close()
             self.relay = None

@@ -13,8 +13,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.sql import false
 
 from corral.store.tables import Base, utcnow
 
@@ -37,6 +38,9 @@ class ChannelConnection(Base):
     retries: Mapped[int] = mapped_column(Integer, default=0)
     failures: Mapped[int] = mapped_column(Integer, default=0)
     poll_offset: Mapped[int] = mapped_column(Integer, default=0)
+    undelivered: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Messages given up on after ``channels_outage_retry_s`` (or lost mid-send by a
+    relayer that died, where the vendor has no idempotency key)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -56,7 +60,19 @@ class ChannelSender(Base):
     conversation_id: Mapped[str | None] = mapped_column(String(64), index=True)
     thread: Mapped[str] = mapped_column(String(128), default="")
     relayed_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    """The last row of the bound conversation sent to this chat (or skipped as not for it)."""
+    """The last row of the bound conversation sent to this chat (or skipped as not for it);
+    it moves only after the vendor accepted the row."""
+    claimed_by: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    """The relayer sending this chat its rows now ('' when none); see ``claimed_until``."""
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the claim lapses unless renewed: a relayer that died is succeeded after it."""
+    sending_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The row being sent now (0: none); a long row is sent in pieces."""
+    sending_part: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Pieces of row ``sending_seq`` the vendor accepted."""
+    in_flight: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Piece ``sending_part`` is at the vendor now: whether it arrived is unknown if the
+    relayer dies before the answer."""
     decided_by: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

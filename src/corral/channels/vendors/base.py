@@ -76,6 +76,8 @@ class Outbound:
     text: str
     thread: str = ""
     choices: tuple[Choice, ...] = ()
+    key: str = ""
+    """The same for every try of one piece of one row, for vendors that deduplicate."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,6 +121,9 @@ class Vendor(Protocol):
     fields: tuple[FieldSpec, ...]
     has_buttons: bool
     max_chars: int
+    idempotent: bool
+    """Whether a send may be repeated safely (the vendor deduplicates :attr:`Outbound.key`);
+    otherwise a piece whose sender died mid-call is not sent again (at most once)."""
 
     def parse(
         self,

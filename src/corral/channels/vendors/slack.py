@@ -84,6 +84,7 @@ class Slack:
 
     provider: str = "slack"
     has_buttons: bool = True
+    idempotent: bool = False
     max_chars: int = 3900
     fields: tuple[FieldSpec, ...] = (
         FieldSpec(name="bot_token", secret=True, required=True, description="xoxb-… bot token"),
@@ -124,7 +125,11 @@ class Slack:
         return Parsed(
             events=[
                 Inbound(
-                    event_id=f"event:{envelope.get('event_id')}",
+                    # One message comes as both `message` and `app_mention` (two event ids):
+                    # its channel and ts name it once, retries included.
+                    event_id=f"message:{event.get('channel')}:{event.get('ts')}"
+                    if event.get("ts")
+                    else f"event:{envelope.get('event_id')}",
                     chat_id=str(event.get("channel", "")),
                     sender_id=str(event["user"]),
                     sender_name=str(event["user"]),
@@ -136,6 +141,22 @@ class Slack:
 
     def api_url(self, fields: Mapping[str, str], secrets: Mapping[str, str]) -> str:
         return self.base_url
+
+    async def verify(self, poster: Poster, secrets: Mapping[str, str]) -> None:
+        """Ask ``auth.test``: a refused bot token is :class:`SendFailed` saying so."""
+        status, answer = await poster.post(
+            f"{self.base_url}/auth.test",
+            {},
+            headers={"Authorization": f"Bearer {secrets['bot_token']}"},
+        )
+        if isinstance(answer, Mapping) and answer.get("ok") is True:
+            return
+        error = answer.get("error") if isinstance(answer, Mapping) else None
+        raise SendFailed(
+            f"Slack refused the bot token (auth.test answered {status}: "
+            f"{error or 'no error named'}); copy the xoxb- token from the app's OAuth page",
+            retry=status == 429 or status >= 500,
+        )
 
     async def send(
         self,

@@ -70,6 +70,7 @@ class Telegram:
 
     provider: str = "telegram"
     has_buttons: bool = True
+    idempotent: bool = False
     max_chars: int = 4096
     fields: tuple[FieldSpec, ...] = (
         FieldSpec(name="bot_token", secret=True, required=True, description="from @BotFather"),
@@ -134,6 +135,19 @@ class Telegram:
             retry=status == 429 or status >= 500,
             after=float(after) if isinstance(after, int | float) else None,
         )
+
+    async def verify(self, poster: Poster, secrets: Mapping[str, str]) -> None:
+        """Ask ``getMe``: a refused bot token is :class:`SendFailed` saying so."""
+        try:
+            await self.call(poster, secrets, "getMe", {})
+        except SendFailed as exc:
+            if exc.retry:
+                raise
+            raise SendFailed(
+                f"Telegram refused the bot token ({exc}); copy the token @BotFather gave "
+                "for this bot",
+                retry=False,
+            ) from None
 
     async def send(
         self,

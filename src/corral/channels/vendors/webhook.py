@@ -42,6 +42,7 @@ class GenericWebhook:
 
     provider: str = "webhook"
     has_buttons: bool = False
+    idempotent: bool = True
     max_chars: int = 16_000
     fields: tuple[FieldSpec, ...] = (
         FieldSpec(
@@ -107,7 +108,10 @@ class GenericWebhook:
         status, _ = await poster.post(
             fields["outbound_url"],
             payload,
-            headers={"X-Corral-Signature": sign_body(secrets["signing_secret"], body)},
+            headers={
+                "X-Corral-Signature": sign_body(secrets["signing_secret"], body),
+                **({"Idempotency-Key": message.key} if message.key else {}),
+            },
         )
         if not 200 <= status < 300:
             raise SendFailed(
