@@ -19,6 +19,7 @@ from corral.platform import Platform
 from corral.server.access_log import hide_oauth_queries
 from corral.server.body_limit import BodyLimit
 from corral.server.mcp_http import McpEndpoint
+from corral.server.openapi_errors import document_errors
 from corral.server.routes import (
     agents,
     approvals,
@@ -61,6 +62,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.platform = platform
+    app.openapi = lambda: document_errors(FastAPI.openapi(app))  # type: ignore[method-assign]
 
     async def body_limit() -> int:
         return int((await platform.kernel.live_settings())["http_body_max_bytes"])
