@@ -49,6 +49,7 @@ from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.workflows import Workflows
 from corral.store.tables import utcnow
+from corral.strict_json import JsonRefused
 
 __all__ = ["ADMIN", "Channels", "Received"]
 
@@ -227,6 +228,8 @@ class Channels:
             parsed = vendor.parse(lowered, body, await self.secrets(connection), self._clock())
         except BadSignature as exc:
             return Received(status=401, body={"detail": f"{exc}; nothing was stored"})
+        except JsonRefused as exc:
+            return Received(status=400, body={"detail": f"{exc}; nothing was stored"})
         if parsed.answer is not None:
             return Received(status=200, body=parsed.answer)
         for event in parsed.events:

@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
@@ -17,6 +19,7 @@ from corral.platform import Platform
 from corral.server.access_log import hide_oauth_queries
 from corral.server.body_limit import BodyLimit
 from corral.server.mcp_http import McpEndpoint
+from corral.server.openapi_errors import document_errors
 from corral.server.routes import (
     agents,
     approvals,
@@ -31,7 +34,9 @@ from corral.server.routes import (
     tools,
     workflows,
 )
+from corral.server.strict_bodies import StrictJsonBodies
 from corral.server.ui import install_ui
+from corral.strict_json import json_safe
 
 __all__ = ["create_app"]
 
@@ -57,11 +62,19 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.platform = platform
+    app.openapi = lambda: document_errors(FastAPI.openapi(app))  # type: ignore[method-assign]
 
     async def body_limit() -> int:
         return int((await platform.kernel.live_settings())["http_body_max_bytes"])
 
-    app.add_middleware(BodyLimit, limit=body_limit)
+    app.add_middleware(StrictJsonBodies, raw_body=_parses_own_body)
+    app.add_middleware(BodyLimit, limit=body_limit)  # outermost: nothing reads past the limit
+
+    @app.exception_handler(RequestValidationError)
+    async def unprocessable(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # The errors echo the input, which may hold what JSON cannot carry.
+        errors = jsonable_encoder(exc.errors(), custom_encoder={bytes: _bytes_shown})
+        return JSONResponse({"detail": json_safe(errors)}, status_code=422)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:
@@ -108,3 +121,17 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(channels.router)
     install_ui(app, platform)
     return app
+
+
+def _parses_own_body(path: str) -> bool:
+    """Webhooks and vendors' inbound parse their body themselves (strictly too) and answer in
+    their own documented shape; MCP answers JSON-RPC errors."""
+    return (
+        path.startswith("/hooks/")
+        or (path.startswith("/channels/") and path.endswith("/inbound"))
+        or path == "/mcp"
+    )
+
+
+def _bytes_shown(data: bytes) -> str:
+    return data.decode("utf-8", "backslashreplace")

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
+from corral import strict_json
 from corral.channels.vendors.base import (
     BadSignature,
     FieldSpec,
@@ -41,19 +41,18 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 def _verify(headers: Mapping[str, str], body: bytes, secret: str, now: float) -> None:
     stamp = headers.get("x-slack-request-timestamp", "")
     given = headers.get("x-slack-signature", "")
-    if not secret or not stamp.isdigit() or not given:
+    if not secret or not given or not (stamp.isascii() and stamp.isdigit()):
         raise BadSignature("the request carries no Slack signature and timestamp")
-    if abs(now - int(stamp)) > REPLAY_WINDOW_S:
+    if abs(int(now) - int(stamp)) > REPLAY_WINDOW_S:  # integers: a 400-digit stamp is no float
         raise BadSignature("the Slack timestamp is outside the 5-minute window")
     if not hmac.compare_digest(given.encode(), sign(secret, stamp, body).encode()):
         raise BadSignature("the Slack signature does not match this connection")
 
 
 def _interaction(raw: str) -> Parsed:
-    try:
-        payload = json.loads(raw)
-    except ValueError:
+    if not raw:
         return Parsed()
+    payload = strict_json.loads(raw)  # refused: a 400
     if not isinstance(payload, Mapping) or payload.get("type") != "block_actions":
         return Parsed()
     actions = payload.get("actions") or []
@@ -106,10 +105,7 @@ class Slack:
         if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
             form = parse_qs(body.decode("utf-8", "replace"))
             return _interaction(form.get("payload", [""])[0])
-        try:
-            envelope = json.loads(body)
-        except ValueError:
-            return Parsed()
+        envelope = strict_json.loads(body)  # refused: a 400
         if not isinstance(envelope, Mapping):
             return Parsed()
         if envelope.get("type") == "url_verification":

@@ -10,10 +10,10 @@ come back as ``callback_query`` updates.
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from corral import strict_json
 from corral.channels.vendors.base import (
     BadSignature,
     FieldSpec,
@@ -110,10 +110,7 @@ class Telegram:
         given = headers.get(SECRET_HEADER, "")
         if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
             raise BadSignature(f"the {SECRET_HEADER!r} header does not match this connection")
-        try:
-            update = json.loads(body)
-        except ValueError:
-            return Parsed()
+        update = strict_json.loads(body)  # refused: a 400
         found = read_update(update) if isinstance(update, Mapping) else None
         return Parsed(events=[found] if found else [])
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from corral import strict_json
 from corral.channels.vendors.base import (
     BadSignature,
     FieldSpec,
@@ -66,10 +66,7 @@ class GenericWebhook:
         given = headers.get(SIGNATURE_HEADER, "")
         if not secret or not hmac.compare_digest(given.encode(), sign_body(secret, body).encode()):
             raise BadSignature(f"the {SIGNATURE_HEADER!r} header does not match the body")
-        try:
-            event = json.loads(body)
-        except ValueError:
-            return Parsed()
+        event = strict_json.loads(body)  # refused: a 400
         if not isinstance(event, Mapping) or not event.get("event_id") or not event.get("chat_id"):
             return Parsed()
         choice = event.get("choice")

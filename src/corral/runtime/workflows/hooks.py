@@ -46,7 +46,7 @@ def body_problems(schema: dict[str, Any], body: Any, *, limit: int = 10) -> list
     """What is wrong with ``body`` under ``schema``, each named by its JSON pointer."""
     found = []
     for error in sorted(Draft202012Validator(schema).iter_errors(body), key=lambda e: e.path):
-        pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in error.path)
+        pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.path)
         message = error.message if len(error.message) <= 300 else error.message[:300] + "…"
         found.append(BodyProblem(pointer, message))
         if len(found) == limit:
