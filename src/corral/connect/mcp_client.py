@@ -9,6 +9,13 @@ dead server: a call while it is down is refused with ``mcp_unavailable``.
 
 A server over HTTP that needs OAuth is ``authorizing`` while a person has the authorization
 URL: :meth:`McpConnection.authorizing` lifts the connect deadline until the code comes back.
+
+What a server asks of the client: ``roots/list`` is answered with the roots of the users
+being served (:mod:`corral.connect.mcp_roots`); sampling and elicitation are refused at once
+with an error that says why (never left waiting). What it tells: ``tools/list_changed`` (and
+the prompt and resource lists') is listed again at once, log messages go to ``on_log``, a
+call's progress to the caller's ``progress``. A call cancelled by its caller is cancelled
+at the server too (the SDK sends ``notifications/cancelled``).
 """
 
 from __future__ import annotations
@@ -16,19 +23,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import logging
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from corral.connect.mcp_roots import Roots, RootsGate
 from corral.errors import ToolError
 from corral.files import open_for_append
 
 if TYPE_CHECKING:  # the SDK is imported where a server is used: it costs ~0.7 s at start-up
     from mcp import ClientSession
-    from mcp.types import CallToolResult, Tool
+    from mcp.client.session import ClientRequestContext, IncomingMessage
+    from mcp.types import (
+        CallToolResult,
+        CreateMessageRequestParams,
+        ElicitRequestParams,
+        ErrorData,
+        ListRootsResult,
+        LoggingMessageNotificationParams,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        Tool,
+    )
 
 __all__ = ["Backoff", "McpConnection", "McpState", "Opener", "stdio_opener"]
 
@@ -37,8 +60,25 @@ log = logging.getLogger("corral.connect.mcp")
 McpState = Literal["connecting", "authorizing", "connected", "down", "closed"]
 Opener = Callable[[], AbstractAsyncContextManager[Any]]
 """Opens the transport: yields the SDK's (read, write) streams."""
+
+
+class Progress(Protocol):
+    """Hears a call's progress notifications."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        """``progress`` of ``total`` (if known), with the server's ``message``."""
+
+
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
+_ROOTS_ASKED_WITHIN = 10.0
+"""Seconds a server that asks for roots is given to ask again after being told they changed."""
+_REFUSED_REQUESTS = {
+    "sampling": "Corral does not let an MCP server ask its model for completions (sampling) "
+    "yet; do the work without it or return what you need as the tool's result",
+    "elicitation": "Corral does not pass an MCP server's questions to the user (elicitation) "
+    "yet; take what you need as tool arguments instead",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +124,8 @@ class McpConnection:
         opener: Opener,
         *,
         on_tools: Callable[[list[Tool]], None] = lambda tools: None,
+        on_log: Callable[[str], None] = lambda line: None,
+        roots: Roots = (),
         call_timeout: float = 300.0,
         connect_timeout: float = 30.0,
         backoff: Backoff | None = None,
@@ -91,6 +133,13 @@ class McpConnection:
         self.name = name
         self._opener = opener
         self._on_tools = on_tools
+        self._on_log = on_log
+        self._roots = RootsGate(self._announce_roots, initial=roots)
+        self._roots_asked = 0
+        """How many times the server asked for the roots (``roots/list``)."""
+        self.prompts: list[Prompt] = []
+        self.resources: list[Resource] = []
+        self.resource_templates: list[ResourceTemplate] = []
         self._call_timeout = call_timeout
         self._connect_timeout = connect_timeout
         self._backoff = backoff or Backoff()
@@ -139,8 +188,32 @@ class McpConnection:
             self._changed.clear()
             await self._changed.wait()
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call ``tool``; a dead, slow or failing server is a :class:`ToolError` with a code."""
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        roots: Roots | None = None,
+        progress: Progress | None = None,
+    ) -> CallToolResult:
+        """Call ``tool`` with the server told ``roots`` (None: leave them); a dead, slow or
+        failing server, or an answer that breaks the tool's output schema, is a
+        :class:`ToolError` with a code."""
+        async with self._roots.using(roots):
+            return await self._call(tool, arguments, progress)
+
+    async def read_resource(self, uri: str, *, roots: Roots | None = None) -> ReadResourceResult:
+        """Read the resource at ``uri`` (listed, or made from one of the server's templates)."""
+        session = self._live_session()
+        from mcp.shared.exceptions import MCPError
+
+        async with self._roots.using(roots):
+            try:
+                return await session.read_resource(uri)
+            except MCPError as exc:
+                raise self._refusal(exc, f"resource {uri!r}") from None
+
+    def _live_session(self) -> ClientSession:
         session = self._session
         if self.state == "authorizing" or self._authorization_lost:
             raise self._needs_authorization()
@@ -150,31 +223,54 @@ class McpConnection:
                 "it is restarted automatically: try again shortly, or check it with connect",
                 code="mcp_unavailable",
             )
+        return session
+
+    async def _call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None
+    ) -> CallToolResult:
+        session = self._live_session()
         from mcp.shared.exceptions import MCPError
 
         try:
-            return await session.call_tool(tool, arguments, read_timeout_seconds=self._call_timeout)
+            return await session.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=self._call_timeout,
+                progress_callback=progress,
+            )
         except MCPError as exc:
-            if exc.code == _CONNECTION_CLOSED and self._authorization_lost:
-                raise self._needs_authorization() from None
-            if exc.code == _CONNECTION_CLOSED:
-                self._lost("the server process ended during a call")
-                raise ToolError(
-                    f"MCP server {self.name!r} stopped while running {tool!r}; the call may or "
-                    "may not have taken effect. It is being restarted: check its state before "
-                    "calling again",
-                    code="mcp_server_gone",
-                ) from None
-            if exc.code == _REQUEST_TIMEOUT:
-                raise ToolError(
-                    f"MCP server {self.name!r} did not answer {tool!r} within "
-                    f"{self._call_timeout:g} s; try again later",
-                    code="mcp_timeout",
-                ) from None
+            raise self._refusal(exc, repr(tool)) from None
+        except RuntimeError as exc:
+            # The SDK checks structuredContent against the tool's outputSchema.
             raise ToolError(
-                f"MCP server {self.name!r} refused {tool!r}: {exc.error.message}",
-                code="mcp_error",
+                f"MCP server {self.name!r} answered {tool!r} with output that breaks the "
+                f"tool's own output schema ({str(exc)[:300]}); the answer was not used. Try "
+                "other arguments, or report it to the server's maintainers",
+                code="mcp_bad_output",
             ) from None
+
+    def _refusal(self, exc: Any, what: str) -> ToolError:
+        """The :class:`ToolError` for the SDK's ``MCPError`` ``exc`` on ``what``."""
+        if exc.code == _CONNECTION_CLOSED and self._authorization_lost:
+            return self._needs_authorization()
+        if exc.code == _CONNECTION_CLOSED:
+            self._lost("the server process ended during a call")
+            return ToolError(
+                f"MCP server {self.name!r} stopped while running {what}; the call may or "
+                "may not have taken effect. It is being restarted: check its state before "
+                "calling again",
+                code="mcp_server_gone",
+            )
+        if exc.code == _REQUEST_TIMEOUT:
+            return ToolError(
+                f"MCP server {self.name!r} did not answer {what} within "
+                f"{self._call_timeout:g} s; try again later",
+                code="mcp_timeout",
+            )
+        return ToolError(
+            f"MCP server {self.name!r} refused {what}: {exc.error.message}",
+            code="mcp_error",
+        )
 
     def _needs_authorization(self) -> ToolError:
         why = self._authorization_lost or f"MCP server {self.name!r} needs authorization first"
@@ -257,23 +353,141 @@ class McpConnection:
     async def _connect_once(self) -> None:
         from mcp import ClientSession
 
-        async with self._opener() as (read, write), ClientSession(read, write) as session:
-            async with asyncio.timeout(self._connect_timeout) as deadline:
-                self._deadline = deadline
-                try:
-                    await session.initialize()
-                    tools = await _all_tools(session)
-                finally:
-                    self._deadline = None
-            self.tools = tools
-            self._on_tools(tools)
-            self._session = session
-            self.connections += 1
-            self.last_error = self._authorization_lost = ""
-            self._set_state("connected")
-            await self._ended.wait()
+        async with self._opener() as (read, write):
+            opened = ClientSession(
+                read,
+                write,
+                list_roots_callback=self._list_roots,
+                logging_callback=self._log,
+                message_handler=self._notified,
+                sampling_callback=self._refuse_sampling,
+                elicitation_callback=self._refuse_elicitation,
+            )
+            async with opened as session:
+                await self._serve(session)
         if not self._closing.is_set() and not self.last_error:
             self.last_error = "the server process ended"
+
+    async def _serve(self, session: ClientSession) -> None:
+        async with asyncio.timeout(self._connect_timeout) as deadline:
+            self._deadline = deadline
+            try:
+                await session.initialize()
+                tools = await _all_tools(session)
+                await self._list_the_rest(session)
+            finally:
+                self._deadline = None
+        self.tools = tools
+        self._on_tools(tools)
+        self._session = session
+        self.connections += 1
+        self.last_error = self._authorization_lost = ""
+        self._set_state("connected")
+        await self._ended.wait()
+
+    async def _list_the_rest(self, session: ClientSession) -> None:
+        """Prompts, resources and resource templates, for a server that offers them, and
+        the log level (info) for one that logs."""
+        from mcp.shared.exceptions import MCPError
+
+        offered = session.server_capabilities
+        if offered is None:
+            return
+        with contextlib.suppress(MCPError):
+            if offered.logging is not None:
+                await session.set_logging_level("info")
+        with contextlib.suppress(MCPError):
+            self.prompts = list((await session.list_prompts()).prompts) if offered.prompts else []
+        with contextlib.suppress(MCPError):
+            if offered.resources is not None:
+                self.resources = list((await session.list_resources()).resources)
+                listed = await session.list_resource_templates()
+                self.resource_templates = list(listed.resource_templates)
+
+    # -- what the server asks and tells --------------------------------------------------
+
+    async def _list_roots(self, context: ClientRequestContext) -> ListRootsResult:
+        from mcp.types import ListRootsResult, Root
+
+        self._roots_asked += 1
+        self._changed.set()
+        return ListRootsResult(roots=[Root(uri=uri) for uri in self._roots.current])
+
+    async def _announce_roots(self, roots: Roots) -> None:
+        """Tell the server its roots changed; a server that asked for them before is given
+        time to ask again, so the call that follows finds them in place."""
+        session = self._session
+        if session is None:
+            return  # the server asks for them when it connects
+        asked = self._roots_asked
+        from mcp.shared.exceptions import MCPDeprecationWarning
+
+        with warnings.catch_warnings():
+            # Deprecated by the 2026-07-28 revision, yet what 2025-11-25 servers (the reference
+            # filesystem server among them) take their allowed folders from.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await session.send_roots_list_changed()
+        if asked == 0:
+            return
+        try:
+            async with asyncio.timeout(_ROOTS_ASKED_WITHIN):
+                await self.wait_until(lambda: self._roots_asked > asked or self._session is None)
+        except TimeoutError:
+            self._on_log(
+                f"corral: the server did not ask for its new roots within {_ROOTS_ASKED_WITHIN:g} s"
+            )
+            return
+        from mcp.shared.exceptions import MCPError
+
+        with contextlib.suppress(MCPError):
+            await session.send_ping()  # the roots answer was taken in before this is
+
+    async def _log(self, params: LoggingMessageNotificationParams) -> None:
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        where = f" {params.logger}" if params.logger else ""
+        self._on_log(f"[{params.level}{where}] {data}")
+
+    async def _notified(self, message: IncomingMessage) -> None:
+        from mcp.types import (
+            PromptListChangedNotification,
+            ResourceListChangedNotification,
+            ToolListChangedNotification,
+        )
+
+        session = self._session
+        if session is None:
+            return
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            if isinstance(message, ToolListChangedNotification):
+                self.tools = await _all_tools(session)
+                self._on_tools(self.tools)
+                self._on_log("corral: the server's tool list changed; listed again")
+            elif isinstance(
+                message, PromptListChangedNotification | ResourceListChangedNotification
+            ):
+                await self._list_the_rest(session)
+                self._on_tools(self.tools)  # the resource reader's listing changes with them
+        except MCPError as exc:
+            self._on_log(f"corral: listing again after a change failed: {exc.error.message}")
+        self._changed.set()
+
+    async def _refuse_sampling(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> ErrorData:
+        return self._refused("sampling")
+
+    async def _refuse_elicitation(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ErrorData:
+        return self._refused("elicitation")
+
+    def _refused(self, what: str) -> ErrorData:
+        from mcp.types import INVALID_REQUEST, ErrorData
+
+        self._on_log(f"corral: refused the server's {what} request")
+        return ErrorData(code=INVALID_REQUEST, message=_REFUSED_REQUESTS[what])
 
 
 async def _all_tools(session: ClientSession) -> list[Tool]:

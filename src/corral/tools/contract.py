@@ -51,6 +51,7 @@ __all__ = [
     "parse_tool",
     "pointer",
     "read_json_file",
+    "undescribed_properties",
 ]
 
 _NAME = "^[a-z][a-z0-9_]{0,63}$"
@@ -244,6 +245,25 @@ def _undescribed(schema: Any, at: list[str | int]) -> list[str]:
     return found
 
 
+def undescribed_properties(schema: Any) -> list[str]:
+    """JSON pointers (within ``schema``) of the properties that have no description."""
+    return [at.removesuffix("/description") for at in _undescribed(schema, [])]
+
+
+def _cannot_validate(schema: dict[str, Any]) -> str:
+    """Why arguments could not be checked against ``schema`` (a ``$ref`` that resolves
+    nowhere, a pattern Python cannot compile...), or ``""`` when they can."""
+    every_property = {name: None for name in schema.get("properties") or {}}
+    try:
+        validator = Draft202012Validator(schema)
+        for probe in ({}, every_property):
+            for _ in validator.iter_errors(probe):
+                pass
+    except Exception as exc:  # whatever jsonschema or referencing raise: the schema is unusable
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return ""
+
+
 MAX_NESTING = 64
 """Deepest nesting of arrays and objects a tool file may have (real ones use under 10)."""
 
@@ -306,10 +326,20 @@ def _load_tool_file(path: Path, package: str | None) -> ToolSpec | LoadError:
 
 
 def parse_tool(
-    raw: Any, *, file: str, package: str | None = None, file_name: str | None = None
+    raw: Any,
+    *,
+    file: str,
+    package: str | None = None,
+    file_name: str | None = None,
+    external: bool = False,
 ) -> ToolSpec | LoadError:
     """Validate one tool declaration already read (a tool file's JSON, or a declaration
-    generated from an MCP server's tool list); ``file`` names where it came from."""
+    generated from an MCP server's tool list); ``file`` names where it came from.
+
+    ``external``: the input schema is someone else's (an MCP server's), taken as they give
+    it: undescribed properties are allowed (see :func:`undescribed_properties` for the
+    warning), and only a schema that is not valid JSON Schema or cannot be validated
+    against is refused."""
 
     def error(at: str, message: str) -> LoadError:
         return LoadError(file=file, pointer=at, message=message, package=package)
@@ -330,9 +360,14 @@ def parse_tool(
             pointer(["input_schema", *exc.absolute_path]),
             f"input_schema is not a valid JSON Schema: {exc.message}",
         )
-    missing = _undescribed(schema, ["input_schema"])
-    if missing:
-        return error(missing[0], "every input property needs a description for the model")
+    if external:
+        unusable = _cannot_validate(schema)
+        if unusable:
+            return error("/input_schema", f"input_schema cannot be validated against: {unusable}")
+    else:
+        missing = _undescribed(schema, ["input_schema"])
+        if missing:
+            return error(missing[0], "every input property needs a description for the model")
     feature_lists = [(["features"], raw.get("features", []))] + [
         (["argument_features", i, "features"], item["features"])
         for i, item in enumerate(raw.get("argument_features", []))

@@ -38,11 +38,17 @@ def server_python() -> str:
 
 
 MCP_SERVER = [server_python(), str(FIXTURES / "mcp_demo_server.py")]
+MCP_FEATURES_SERVER = [MCP_SERVER[0], str(FIXTURES / "mcp_features_server.py")]
 
 
 @pytest.fixture
 def mcp_command() -> list[str]:
     return list(MCP_SERVER)
+
+
+@pytest.fixture
+def features_command() -> list[str]:
+    return list(MCP_FEATURES_SERVER)
 
 
 @pytest.fixture

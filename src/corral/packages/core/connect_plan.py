@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from corral.connect import CredentialStore, Scope
 from corral.connect.credentials import NAME_PATTERN
+from corral.connect.mcp_roots import roots_for
 from corral.errors import FeatureMissing, InvalidArguments, ToolError, UsageError
 from corral.packages.core.connect_channel import ChannelConnect
 from corral.packages.core.connect_git import GitRemotes
@@ -308,7 +309,8 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
                 private_host=fields.get("privateHost") == "true",
                 created_by=plane.caller.user_id,
             )
-            return done | mcp_projection(await plane.mcp.add(spec))
+            roots = roots_for(plane.caller, plane.sources)
+            return done | mcp_projection(await plane.mcp.add(spec, roots=roots))
         if step.verb == "authorize":
             found = plane.mcp.view(step.name)
             url = plane.mcp.authorization_url(step.name)
@@ -357,6 +359,13 @@ def mcp_projection(view: McpServerView) -> dict[str, Any]:
         "tools": list(view.tools),
         "leftOut": list(view.left_out),
     }
+    offered = {
+        "warnings": list(view.warnings),
+        "prompts": list(view.prompts),
+        "resources": view.resources,
+        "resourceTemplates": view.resource_templates,
+    }
+    shown |= {key: value for key, value in offered.items() if value}
     return shown | ({"problem": view.problem} if view.problem else {})
 
 

@@ -1,7 +1,8 @@
 """An MCP server's tool list as a Corral package ``mcp:<server>``.
 
 Each server tool becomes a tool declaration validated by the same contract code as a tool
-file (a tool that breaks it is left out with its error), named ``<server>_<tool>`` so it
+file, its input schema taken as the server gives it (only one that is not JSON Schema, or
+cannot be validated against, leaves the tool out, with the reason), named ``<server>_<tool>`` so it
 cannot pass for a native tool. The server's ``readOnlyHint`` / ``destructiveHint`` are
 taken only from a server the operator trusts; an untrusted server's tools are declared
 mutating and destructive, so the balanced profile asks before each call.
@@ -9,21 +10,25 @@ mutating and destructive, so the balanced profile asks before each call.
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corral.connect.mcp_client import McpConnection
+from corral.connect.mcp_roots import roots_for
 from corral.errors import ToolError
+from corral.packages.core.mcp_resources import resource_reader
 from corral.tools.context import CallContext
-from corral.tools.contract import LoadError, parse_tool
+from corral.tools.contract import LoadError, parse_tool, undescribed_properties
 from corral.tools.registry import Handler, LoadedTool, Package
-from corral.tools.results import ToolResult
+from corral.tools.results import AudioBlock, ContentBlock, ImageBlock, TextBlock, ToolResult
 
 if TYPE_CHECKING:  # the SDK loads only once a server is in use (see connect.mcp_client)
     from mcp.types import CallToolResult, Tool
 
-__all__ = ["build_package", "package_name", "tool_name"]
+__all__ = ["build_package", "package_name", "tool_name", "warnings"]
 
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 
@@ -38,18 +43,25 @@ def tool_name(server: str, tool: str) -> str:
 
 
 def declaration(server: str, tool: Tool, *, trusted: bool) -> dict[str, Any]:
-    """The tool file an MCP tool would have been."""
+    """The tool file an MCP tool would have been: its schema as the server gives it, and a
+    description that says what is known (and what the server left undescribed)."""
     hints = tool.annotations
     read_only = bool(trusted and hints is not None and hints.read_only_hint)
     destructive = True
     if trusted and hints is not None and hints.destructive_hint is not None:
         destructive = hints.destructive_hint
-    described = (tool.description or "").strip()
+    described = (tool.description or "").strip() or "The server gives no description of it."
+    notes = [f"Tool {tool.name!r} of the connected MCP server {server!r}"]
+    vague = [at.removeprefix("/properties/") for at in undescribed_properties(tool.input_schema)]
+    if vague:
+        notes.append(f"the server does not describe {', '.join(vague[:10])}")
+    if tool.output_schema:
+        notes.append("its answer also carries structured data checked against its schema")
+    notes.append("its answers are the server's, not verified by Corral")
     return {
         "name": tool_name(server, tool.name),
         "title": (hints.title if hints and hints.title else None) or tool.title or tool.name,
-        "description": f"{described}\n\n(Tool {tool.name!r} of the connected MCP server "
-        f"{server!r}; its answers are the server's, not verified by Corral.)".lstrip(),
+        "description": f"{described}\n\n({'; '.join(notes)}.)",
         "input_schema": tool.input_schema,
         "annotations": {
             "readOnlyHint": read_only,
@@ -62,10 +74,24 @@ def declaration(server: str, tool: Tool, *, trusted: bool) -> dict[str, Any]:
     }
 
 
+def warnings(tools: list[Tool]) -> list[str]:
+    """What is usable but imperfect in a server's tools: properties without a description."""
+    found = []
+    for tool in tools:
+        vague = undescribed_properties(tool.input_schema)
+        if vague:
+            found.append(
+                f"{tool.name}: no description for {', '.join(vague[:10])} (the model sees "
+                "the property names and types only)"
+            )
+    return found
+
+
 def build_package(
     server: str, connection: McpConnection, tools: list[Tool], *, trusted: bool
 ) -> Package:
-    """The package of ``tools``; tools the contract refuses are in its ``errors``."""
+    """The package of ``tools`` (and a resource reader for a server with resources); tools
+    whose schema cannot be used are in its ``errors``."""
     name = package_name(server)
     package = Package(
         name=name,
@@ -75,7 +101,9 @@ def build_package(
     )
     for tool in tools:
         where = f"{name}/{tool.name}"
-        spec = parse_tool(declaration(server, tool, trusted=trusted), file=where, package=name)
+        spec = parse_tool(
+            declaration(server, tool, trusted=trusted), file=where, package=name, external=True
+        )
         if isinstance(spec, LoadError):
             package.errors.append(spec)
             continue
@@ -92,28 +120,71 @@ def build_package(
         package.tools[spec.name] = LoadedTool(
             spec=spec, package=name, handler=_handler(connection, tool.name), is_async=True
         )
+    reader = resource_reader(server, connection)
+    if reader is not None and reader.name not in package.tools:
+        package.tools[reader.name] = reader
     return package
 
 
 def _handler(connection: McpConnection, remote: str) -> Handler:
     async def call(args: dict[str, Any], ctx: CallContext) -> ToolResult:
-        return to_result(await connection.call(remote, args), connection.name, remote)
+        async def heard(progress: float, total: float | None, message: str | None) -> None:
+            ctx.output("progress", progress_line(progress, total, message))
+
+        answer = await connection.call(
+            remote, args, roots=roots_for(ctx.caller, ctx.sources), progress=heard
+        )
+        return to_result(answer, connection.name, remote)
 
     return call
 
 
-def to_result(answer: CallToolResult, server: str, remote: str) -> ToolResult:
-    """Text blocks as the result; other block kinds are named, not passed through."""
-    from mcp.types import TextContent
+def progress_line(done: float, total: float | None, message: str | None) -> str:
+    """One line of live output for a progress notification: ``3/10 copying…``."""
+    amount = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"{amount} {message}\n" if message else f"{amount}\n"
 
-    texts = [block.text for block in answer.content if isinstance(block, TextContent)]
-    others = sorted({block.type for block in answer.content if not isinstance(block, TextContent)})
-    if others:
-        texts.append(f"[the server also sent {', '.join(others)} content, not shown]")
-    text = "\n".join(texts) or "(the server returned no text)"
+
+def to_result(answer: CallToolResult, server: str, remote: str) -> ToolResult:
+    """The server's content blocks as the result, its structured content as the card's data."""
+    blocks, text = content_blocks(answer.content)
     if answer.is_error:
         raise ToolError(
             f"MCP server {server!r} reported an error from {remote!r}: {text}",
             code="mcp_tool_error",
         )
-    return ToolResult.text_result(text, data={"server": server, "tool": remote})
+    data: dict[str, Any] = {"server": server, "tool": remote}
+    if answer.structured_content is not None:
+        data["structured"] = answer.structured_content
+        if not blocks:  # the specification asks for a text copy; a server that skips it
+            blocks = [TextBlock(json.dumps(answer.structured_content, ensure_ascii=False))]
+    return ToolResult(content=blocks or [TextBlock("(the server returned no content)")], data=data)
+
+
+def content_blocks(content: list[Any]) -> tuple[list[ContentBlock], str]:
+    """Corral's blocks for the SDK's content, and their text (what an error message shows)."""
+    from mcp.types import AudioContent, EmbeddedResource, ImageContent, TextContent
+
+    blocks: list[ContentBlock] = []
+    others: set[str] = set()
+    for block in content:
+        if isinstance(block, TextContent):
+            blocks.append(TextBlock(block.text))
+        elif isinstance(block, ImageContent | AudioContent):
+            kind = ImageBlock if isinstance(block, ImageContent) else AudioBlock
+            try:
+                raw = base64.b64decode(block.data, validate=True)
+            except ValueError:
+                others.add(f"{block.type} (not valid base64)")
+                continue
+            blocks.append(kind(data=raw, media_type=block.mime_type))
+        elif isinstance(block, EmbeddedResource) and hasattr(block.resource, "text"):
+            blocks.append(TextBlock(f"[{block.resource.uri}]\n{block.resource.text}"))
+        else:
+            others.add(str(getattr(block, "type", type(block).__name__)))
+    if others:
+        blocks.append(
+            TextBlock(f"[the server also sent {', '.join(sorted(others))} content, not shown]")
+        )
+    text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+    return blocks, text or "(the server returned no text)"

@@ -12,10 +12,15 @@ rules (an administrator may allow its own private host), and one that wants OAut
 ``authorizing``, until a person opened the URL :meth:`McpServers.authorization_url` gives
 and the callback route handed the code to :meth:`McpServers.complete_authorization`; its
 tokens are a project credential.
+
+A server's log (``private/mcp/<name>/stderr.log``) holds its stderr, the log messages it
+sends over MCP and what the client noted about it (a refused sampling request, a tool list
+that changed).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import shutil
@@ -30,10 +35,12 @@ from sqlalchemy import delete, select
 
 from corral.connect import CredentialStore
 from corral.connect.mcp_client import Backoff, McpConnection, McpState, Opener, stdio_opener
+from corral.connect.mcp_roots import Roots
 from corral.errors import InvalidArguments, ToolError
+from corral.files import open_for_append
 from corral.kernel import Kernel
 from corral.packages.core.mcp_home import server_home
-from corral.packages.core.mcp_package import build_package, package_name
+from corral.packages.core.mcp_package import build_package, package_name, warnings
 from corral.shell.environment import build_environment
 from corral.shell.launcher import launcher_argv
 from corral.store import connect_tables as ct
@@ -81,8 +88,13 @@ class McpServerView:
     trusted: bool
     tools: tuple[str, ...]
     left_out: tuple[str, ...]
-    """Tools the contract refused, each with its reason."""
+    """Tools whose schema cannot be used, each with its reason."""
     problem: str
+    warnings: tuple[str, ...] = ()
+    """What is usable but imperfect (properties the server does not describe)."""
+    prompts: tuple[str, ...] = ()
+    resources: int = 0
+    resource_templates: int = 0
 
 
 class McpServers:
@@ -150,6 +162,10 @@ class McpServers:
             tools=tuple(sorted(package.tools)) if package else (),
             left_out=tuple(f"{e.file}: {e.message}" for e in package.errors) if package else (),
             problem=connection.last_error,
+            warnings=tuple(warnings(connection.tools)),
+            prompts=tuple(sorted(p.name for p in connection.prompts)),
+            resources=len(connection.resources),
+            resource_templates=len(connection.resource_templates),
         )
 
     def callback_url(self) -> str:
@@ -185,8 +201,9 @@ class McpServers:
                 "or store a credential"
             )
 
-    async def add(self, spec: McpServerSpec) -> McpServerView:
-        """Connect the server; only one that connected (or waits for authorization) is stored
+    async def add(self, spec: McpServerSpec, *, roots: Roots = ()) -> McpServerView:
+        """Connect the server, telling it ``roots`` (those of the person adding it) until a
+        call says others; only one that connected (or waits for authorization) is stored
         and registered."""
         name = spec.name
         if name in self._connections:
@@ -198,7 +215,7 @@ class McpServers:
             self.check_url(spec.url)
         else:
             self.check_command(list(spec.command))
-        await self._connect(spec)
+        await self._connect(spec, roots=roots)
         fields = {"url": spec.url, "privateHost": spec.private_host} if spec.url else {}
         async with self._kernel.sessions.begin() as session:
             session.add(
@@ -294,7 +311,7 @@ class McpServers:
             connection = self._connections.pop(name)
             await connection.close()
 
-    async def _connect(self, spec: McpServerSpec) -> None:
+    async def _connect(self, spec: McpServerSpec, *, roots: Roots = ()) -> None:
         name, trusted = spec.name, spec.trusted
 
         def on_tools(tools: list[Tool]) -> None:
@@ -307,6 +324,8 @@ class McpServers:
             name,
             opener or self._stdio_opener(spec),
             on_tools=on_tools,
+            on_log=lambda line: self._log(name, line),
+            roots=roots,
             backoff=self._backoff,
         )
         self._specs[name] = spec
@@ -329,6 +348,17 @@ class McpServers:
         env = build_environment(platform_env=os.environ, home=str(home))
         command = launcher_argv(spec.command, uid=settings.sandbox_uid)
         return stdio_opener(command, env=env.values, cwd=home, errlog=self._errlog(spec.name))
+
+    def _log(self, name: str, line: str) -> None:
+        """A line of the server's own log messages (or of the client about it) in its log."""
+        errlog = self._errlog(name)
+        try:
+            errlog.parent.mkdir(parents=True, exist_ok=True)
+            raw = open_for_append(errlog.parent, errlog, mode=0o600)
+            with io.BufferedWriter(raw) as sink:
+                sink.write(f"{line}\n".encode(errors="replace"))
+        except OSError as exc:
+            log.warning("MCP server %r: its log cannot be written: %s", name, exc)
 
     def _errlog(self, name: str) -> Path:
         """The server's stderr, kept where only the platform writes (never its home)."""
