@@ -6,6 +6,10 @@ a ``running`` or ``queued`` run whose worker on this host is gone is ended ``par
 (reason ``restart``) with its transcript kept to the cut; its approvals are closed and its
 conversation is freed. Runs of workers on other hosts are left alone: that host recovers
 its own. A ``parked`` run holds nothing and needs nothing.
+
+On a database set up for a cluster (PostgreSQL with ``run_jobs`` ``auto`` or ``cluster``)
+no process recovers anything at start-up, a CLI command least of all: a queued run waits
+for a worker, and a run whose worker died is taken over by the cluster's sweep.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ async def recover(rt: RunHost) -> list[str]:
 
     Not on a cluster: there the engine notices dead workers and their runs are taken over
     from their last persisted step (see :mod:`corral.runtime.takeover`)."""
-    if rt.jobs.distributed:
+    if rt.jobs.distributed or rt.kernel.settings.hosted_run_jobs == "cluster":
         return []
     ended: list[str] = []
     for run in await rt.runs.list_runs(statuses=["running", "queued"], limit=100_000):

@@ -47,12 +47,24 @@ class Cluster:
         (self.data_dir / "corral.toml").write_text("\n".join(lines) + "\n")
         self._scripts = 0
 
-    def start_worker(self, concurrency: int = 4) -> subprocess.Popen[bytes]:
-        """A `corral worker` process on this cluster; its output goes to a log file."""
+    def start_worker(
+        self, concurrency: int = 4, *, hostname: str | None = None
+    ) -> subprocess.Popen[bytes]:
+        """A `corral worker` process on this cluster; its output goes to a log file. With
+        ``hostname`` it runs in a UTS namespace of its own under that name: a worker on
+        another machine, whose liveness this host cannot see."""
         log = (self.root / f"worker-{len(self.workers)}.log").open("wb")
         env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+        # unshare and sh exec in place: the worker keeps the pid Popen knows.
+        elsewhere = (
+            ["unshare", "--uts", "--", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh"]
+            if hostname is not None
+            else []
+        )
         process = subprocess.Popen(
             [
+                *elsewhere,
+                *([hostname] if hostname is not None else []),
                 *(sys.executable, "-m", "corral", "--data-dir", str(self.data_dir)),
                 *("worker", "--concurrency", str(concurrency)),
             ],
@@ -99,6 +111,21 @@ class Cluster:
         path = self.root / name
         os.mkfifo(path)
         return path
+
+
+@pytest.fixture
+def own_cluster(postgres: str, tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster of one test's own (its own database): no other test's worker takes its jobs."""
+    made = Cluster(tmp_path, new_database(postgres))
+    asyncio.run(_migrate(made.data_dir))
+    try:
+        yield made
+    finally:
+        for process in made.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # a test may leave one stopped
+                process.kill()
+                process.wait()
 
 
 @pytest.fixture(scope="session")
