@@ -1,7 +1,8 @@
 """The composition root: open the kernel, build the runtime, install every package.
 
 Order: the kernel (folders, migrations, seed data, package discovery); the operator hooks
-(``<data_dir>/hooks.json`` and the live setting); the runtime on it,
+(``<data_dir>/hooks.json`` and the live setting) and the permission rules stage
+(``<data_dir>/rules/``, before approval); the runtime on it,
 whose report sink is the first service; each package's install hook, whose services join
 the ones before and whose pipeline stages take their declared places (a failing hook, a
 service provided twice or a stage that cannot be placed leaves that package out, named in
@@ -18,6 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from corral.kernel import Kernel, open_kernel
+from corral.packages.core.rules_stage import rules_stage
 from corral.platform.core import Platform
 from corral.runtime.hooks import build_hooks
 from corral.runtime.hooks.stage import hook_stage
@@ -53,6 +55,7 @@ async def open_platform(
         raise
     runtime.hooks = hooks
     kernel.dispatcher.add_stages([hook_stage(hooks, kernel.dispatcher.approval_required)])
+    kernel.dispatcher.add_stages([rules_stage(kernel.command_rules)])
     platform = Platform(kernel, runtime, hooks)
     try:
         kernel.services = Services(reports=runtime.reports)
