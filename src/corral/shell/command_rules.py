@@ -34,6 +34,14 @@ ScriptDecision = Decision | Literal["unmatched"]
 
 _NEVER_ALLOWED = frozenset({"sudo", "su", "doas", "pkexec", "sudoedit", "run0", "runuser"})
 
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+
+# Builtins that change nothing outside the shell itself: no rule is needed for them.
+_INERT_BUILTINS = frozenset(
+    {"read", "test", "[", "[[", "true", "false", ":", "shift", "local", "break", "continue",
+     "return", "exit", "wait"}
+)  # fmt: skip
+
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
 
 # Options a program takes before its subcommand: those followed by a value, and flags.
@@ -190,7 +198,7 @@ def judge_analysis(
     decisions = [
         _judge(command, rules, which)
         for command in analysis.commands
-        if not (command.function or _shell_string(command))  # their commands are listed
+        if not (command.function or _shell_string(command) or command.name in _INERT_BUILTINS)
     ]
     return RulesJudgement(commands=tuple(decisions))
 
@@ -210,6 +218,8 @@ def _judge(command: Command, rules: RuleSet, which: Resolver) -> CommandDecision
     note = ""
     if decision == "allow" and _elevated(command):
         decision, note = "prompt", "a command run through sudo is never allowed by a rule"
+    elif decision == "allow" and _writes_through_redirect(command):
+        decision, note = None, "it writes a file through a redirect, which a rule does not allow"
     return CommandDecision(
         words=words, decision=decision, rules=tuple(matched), family=family, note=note
     )
@@ -221,6 +231,12 @@ def _shell_string(command: Command) -> bool:
         return False
     values = [word.value for word in command.argv[1:]]
     return "-c" in values and None not in values[values.index("-c") :]
+
+
+def _writes_through_redirect(command: Command) -> bool:
+    return any(
+        r.access == "write" and r.target.value not in _HARMLESS_TARGETS for r in command.redirects
+    )
 
 
 def _elevated(command: Command) -> bool:
