@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from corral.policy.command_rules import Decision, PrefixRule, RuleSet, strictest
+from corral.policy.command_rules.model import STRICTNESS
 from corral.shell.analysis import Analysis, Command
 
 __all__ = [
@@ -183,12 +184,15 @@ def rule_words(command: Command) -> tuple[str | None, ...]:
 def family_of(command: Command) -> tuple[str, ...]:
     """The prefix to remember for ``command``: its name, and for a tool with subcommands
     the subcommand (``git -C repo log --oneline`` → ``git log``)."""
-    words = rule_words(command)
-    if command.name in _SUBCOMMAND_PROGRAMS and len(words) > 1:
+    return _family(command.name, rule_words(command))
+
+
+def _family(name: str, words: tuple[str | None, ...]) -> tuple[str, ...]:
+    if name in _SUBCOMMAND_PROGRAMS and len(words) > 1:
         sub = words[1]
         if sub is not None and not sub.startswith("-"):
-            return (command.name, sub)
-    return (command.name,)
+            return (name, sub)
+    return (name,)
 
 
 def judge_analysis(
@@ -205,7 +209,7 @@ def judge_analysis(
 
 def _judge(command: Command, rules: RuleSet, which: Resolver) -> CommandDecision:
     words = rule_words(command)
-    family = family_of(command)
+    family = _family(command.name, words)
     if not rules:
         return CommandDecision(words=words, decision=None, family=family)
     written = words[0]
@@ -213,7 +217,7 @@ def _judge(command: Command, rules: RuleSet, which: Resolver) -> CommandDecision
     if written is not None and written != command.name and "/" in written:
         if same_program(written, command.name, which):
             matched += rules.matching_words((command.name, *words[1:]))
-    matched.sort(key=lambda r: {"forbidden": 0, "prompt": 1, "allow": 2}[r.decision])
+    matched.sort(key=lambda r: -STRICTNESS[r.decision])
     decision = matched[0].decision if matched else None
     note = ""
     if decision == "allow" and _elevated(command):
