@@ -32,7 +32,7 @@ async def decide_approval(
     who: Acting,
     decision: Annotated[Literal["approve", "deny"], Form()],
     note: Annotated[str, Form()] = "",
-    remember: Annotated[Literal["exact", "family"] | None, Form()] = None,
+    remember: Annotated[Literal["", "exact", "family"], Form()] = "",
     scope: Annotated[Literal["agent", "user", "project"], Form()] = "agent",
 ) -> Response:
     await who.platform.decide_approval(
@@ -40,7 +40,7 @@ async def decide_approval(
         decision,
         note=note.strip() or None,
         user=who.user,
-        remember=remember,
+        remember=remember or None,
         scope=scope,
     )
     return Response(status_code=204)
