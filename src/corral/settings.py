@@ -266,6 +266,7 @@ class Settings(BaseSettings):
         """The platform's own files: no command, tool or source may reach them, whatever a
         source covers."""
         paths = [self.private_dir, self.drive_private_dir, self.data_dir / "corral.toml"]
+        paths.append(self.data_dir / "rules")  # permission rules: a command must not add one
         config = os.environ.get("CORRAL_CONFIG")
         if config:
             paths.append(Path(config))  # the settings file may hold provider keys

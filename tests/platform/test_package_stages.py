@@ -31,6 +31,7 @@ async def test_contributed_stages_take_their_declared_places(data_dir: Path) -> 
             "context",
             "staged_refuser",
             "policy",
+            "rules",
             "approval",
             "staged_observer",
             "staged_shouter",

@@ -13,7 +13,9 @@ from corral.errors import UsageError
 
 if TYPE_CHECKING:
     from corral.kernel.approvals import ApprovalRecord, Decision
+    from corral.kernel.remembered_rules import Scope
     from corral.platform import Platform
+    from corral.platform.rules import Remember
     from corral.runtime.runs import RunRecord
     from corral.tools.results import ToolResult
 
@@ -51,6 +53,16 @@ def decide(
     approval_id: Annotated[str, typer.Argument(help="The approval's id.")],
     decision: Annotated[str, typer.Argument(help="approve or deny")],
     note: Annotated[str | None, typer.Option(help="A note for the agent.")] = None,
+    remember: Annotated[
+        str | None,
+        typer.Option(
+            help="Keep the answer as rules: 'exact' (these commands) or 'family' (their "
+            "prefixes, e.g. `git log`); a denial is kept as forbidden with the note."
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option(help="Who remembered rules cover: agent, user or project (admins).")
+    ] = "agent",
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole result.")] = False,
 ) -> None:
     """Approve (the call runs now) or deny a pending approval; a parked run continues."""
@@ -59,13 +71,22 @@ def decide(
         if decision not in ("approve", "deny"):
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
         chosen = cast("Decision", decision)
+        decider = await platform.caller()
+        platform.rules.check_choice(remember, scope, decider)
+        kept = cast("Remember | None", remember)
+        area = cast("Scope", scope)
         record = await platform.approvals.get(approval_id)
         run = await _run_of(platform, record.run_id)
         if run is None:
-            return await platform.decide_approval(approval_id, chosen, note=note), None
+            decided = await platform.decide_approval(
+                approval_id, chosen, note=note, remember=kept, scope=area
+            )
+            return decided, None
 
         async def decide_it() -> ToolResult:
-            return await platform.decide_approval(approval_id, chosen, note=note)
+            return await platform.decide_approval(
+                approval_id, chosen, note=note, remember=kept, scope=area
+            )
 
         printer = None if as_json else TurnPrinter(console)
         result = await follow(platform, run.conversation_id, printer, decide_it)

@@ -32,6 +32,7 @@ from corral.cli import (
     packages,
     questions,
     roles,
+    rules,
     runs,
     serve,
     settings,
@@ -80,6 +81,7 @@ app.add_typer(tools.app, name="tools")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(settings.app, name="settings")
 app.add_typer(hooks.app, name="hooks")
+app.add_typer(rules.app, name="rules")
 app.add_typer(users.app, name="users")
 app.add_typer(roles.app, name="roles")
 app.add_typer(tokens.app, name="tokens")

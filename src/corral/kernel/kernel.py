@@ -18,6 +18,7 @@ from corral.kernel.accounts import Identity
 from corral.kernel.admin import Admin
 from corral.kernel.approvals import ApprovalStore
 from corral.kernel.bootstrap import bootstrap, prepare_folders
+from corral.kernel.command_rules import CommandRules
 from corral.kernel.config import ConfigCache
 from corral.kernel.logs import LogStore
 from corral.policy.identity import Caller
@@ -65,6 +66,8 @@ class Kernel:
             slow_calls=self.logs,
             settings=settings,
         )
+        self.command_rules = CommandRules.in_data_dir(settings.data_dir, sessions)
+        """Permission rules: the rule files and the remembered ones (the ``rules`` stage)."""
         self.services = Services()
         """What every call receives as ``ctx.services``; the composition root fills it."""
 

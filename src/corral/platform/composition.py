@@ -1,7 +1,8 @@
 """The composition root: open the kernel, build the runtime, install every package.
 
 Order: the kernel (folders, migrations, seed data, package discovery); the operator hooks
-(``<data_dir>/hooks.json`` and the live setting); the runtime on it,
+(``<data_dir>/hooks.json`` and the live setting) and the permission rules stage
+(``<data_dir>/rules/``, before approval); the runtime on it,
 whose report sink is the first service; each package's install hook (the built-in
 package's is :func:`~corral.platform.built_in.install_built_in`: its services and their
 registrations on the runtime are built here, above the channels), whose services join
@@ -20,6 +21,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from corral.kernel import Kernel, open_kernel
+from corral.packages.core.rules_stage import rules_stage
 from corral.platform.built_in import BUILT_IN, install_built_in
 from corral.platform.core import Platform
 from corral.runtime.hooks import build_hooks
@@ -57,6 +59,7 @@ async def open_platform(
     runtime.hooks = hooks
     kernel.dispatcher.add_stages([hook_stage(hooks, kernel.dispatcher.approval_required)])
     hooks.on_change(kernel.dispatcher.recheck_stages)  # in the chain only while configured
+    kernel.dispatcher.add_stages([rules_stage(kernel.command_rules)])
     platform = Platform(kernel, runtime, hooks)
     try:
         kernel.services = Services(reports=runtime.reports)

@@ -13,7 +13,9 @@ from typing import Any
 from corral.connect import CredentialStore
 from corral.errors import ApprovalDenied, UsageError
 from corral.kernel import DEFAULT_AGENT, ApprovalRecord, Decision, Kernel
+from corral.kernel.remembered_rules import Scope
 from corral.platform.meta import conversation_meta
+from corral.platform.rules import PlatformRules, Remember
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
 from corral.runtime.conversations import ConversationInfo
@@ -50,6 +52,8 @@ class Platform:
         self.identity = kernel.identity
         self.admin = kernel.admin
         self.dispatcher = kernel.dispatcher
+        self.rules = PlatformRules(kernel)
+        """Permission rules: check a command with them, list, remove, remember."""
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     @property
@@ -172,12 +176,29 @@ class Platform:
         *,
         note: str | None = None,
         user: str | None = None,
+        remember: Remember | None = None,
+        scope: Scope = "agent",
     ) -> ToolResult:
-        """Approve (run the parked call now) or deny it; the result is stored with the record."""
+        """Approve (run the parked call now) or deny it; the result is stored with the record.
+        ``remember`` (``exact`` or ``family``) also keeps the answer as permission rules for
+        ``scope`` (``agent``, ``user``; ``project`` for an admin)."""
         if decision not in ("approve", "deny"):
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
         decider = await self.caller(user)
+        self.rules.check_choice(remember, scope, decider)
+        if remember is not None:
+            pending = await self.approvals.get(approval_id)
+            self.rules.check_record(pending)
         record = await self.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
+        if remember is not None:
+            await self.rules.remember(
+                record,
+                approved=decision == "approve",
+                remember=remember,
+                scope=scope,
+                decider=decider,
+                note=note,
+            )
         if record.run_id is not None:
             resumed = await self.runtime.decide_approval(record, decision, decider, note)
             if resumed is not None:

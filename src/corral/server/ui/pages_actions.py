@@ -32,9 +32,16 @@ async def decide_approval(
     who: Acting,
     decision: Annotated[Literal["approve", "deny"], Form()],
     note: Annotated[str, Form()] = "",
+    remember: Annotated[Literal["", "exact", "family"], Form()] = "",
+    scope: Annotated[Literal["agent", "user", "project"], Form()] = "agent",
 ) -> Response:
     await who.platform.decide_approval(
-        approval_id, decision, note=note.strip() or None, user=who.user
+        approval_id,
+        decision,
+        note=note.strip() or None,
+        user=who.user,
+        remember=remember or None,
+        scope=scope,
     )
     return Response(status_code=204)
 

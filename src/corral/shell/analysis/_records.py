@@ -202,6 +202,7 @@ class Recorder:
         skip: Iterable[int] = (),
         text_only: bool = False,
         chdir: Chain = (),
+        function: bool = False,
     ) -> Command:
         """Record a command; ``skip`` lists argv indexes that are not paths."""
         chdir = call.chdir + chdir
@@ -252,6 +253,7 @@ class Recorder:
             redirects=tuple(redirects),
             dynamic_args=call.dynamic_args,
             depth=call.frame.depth,
+            function=function,
         )
         self.commands.append(command)
         self.paths.extend(refs)

@@ -185,6 +185,8 @@ class Command:
     """More arguments arrive at run time (``xargs``, ``find -exec … {}``)."""
     depth: int = 0
     """How many re-parsed script levels (``bash -c``, here-docs) it sits in."""
+    function: bool = field(default=False, repr=False)
+    """A call of a shell function the script defined (its body's commands are listed too)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -514,7 +514,7 @@ class Walker:
                 )
         info = frame.functions.get(value) if not call.wrappers else None
         if info is not None:
-            self.recorder.record(call, base, mutating=False)
+            self.recorder.record(call, base, mutating=False, function=True)
             return _functions.call(self, info, call)
         if self.recorder.unconfined:
             runner = project_code_runner(base, argv) or sql_script_on_stdin(base, call)

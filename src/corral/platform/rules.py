@@ -1,0 +1,156 @@
+"""Permission rules at the platform's surface: judge a command with them (``corral
+check-command``, ``corral rules test``), list and remove them, and remember a rule from an
+approval's answer (approve or deny, the exact command or its family, for an agent, all of a
+person's agents or, for an admin, the whole project)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from corral.errors import NotFound, UsageError
+from corral.kernel import ApprovalRecord, Kernel
+from corral.kernel.remembered_rules import SCOPES, RememberOutcome, Scope
+from corral.policy.command_rules import PrefixRule, ToolRule
+from corral.policy.identity import Caller
+from corral.shell.analysis import analyze
+from corral.shell.command_rules import RulesJudgement, judge_analysis
+from corral.shell.verdict import Verdict
+
+__all__ = ["REMEMBER_KINDS", "CommandCheck", "PlatformRules", "Remember"]
+
+Remember = Literal["exact", "family"]
+REMEMBER_KINDS: tuple[Remember, ...] = ("exact", "family")
+_ADMIN_FEATURE = "admin.settings"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandCheck:
+    """The verdict of the guards on a command and, when it may run, the rules' decisions."""
+
+    verdict: Verdict
+    rules: RulesJudgement | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.verdict.to_json(),
+            "rules": self.rules.to_json() if self.rules is not None else None,
+        }
+
+
+class PlatformRules:
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._rules = kernel.command_rules
+
+    def problems(self) -> list[str]:
+        """Rule files that could not be used: file, line and reason."""
+        self._rules.folder.refresh(force=True)
+        return self._rules.folder.problems
+
+    async def check(
+        self, command: str, *, cwd: str | None = None, caller: Caller, agent: str
+    ) -> CommandCheck:
+        """Judge ``command`` as ``execute`` would, the rules included; nothing runs."""
+        shells = self._kernel.services.shells
+        if shells is None:
+            raise UsageError("shell execution is not installed on this platform")
+        checked = await shells.check(command, cwd=cwd, caller=caller)
+        if not checked.verdict.allowed or checked.analysis is None:
+            return CommandCheck(verdict=checked.verdict, rules=None)
+        rules = await self._rules.for_call(caller.user_id, agent)
+        return CommandCheck(verdict=checked.verdict, rules=judge_analysis(checked.analysis, rules))
+
+    async def listing(self, caller: Caller) -> list[PrefixRule | ToolRule]:
+        """The rule files' rules and the remembered rules ``caller`` may see (all of them for
+        an admin)."""
+        self._rules.folder.refresh(force=True)
+        everyone = caller.grants.has(_ADMIN_FEATURE)
+        remembered = await self._rules.remembered.listing(
+            user_id=None if everyone else caller.user_id
+        )
+        return [*self._rules.folder.rules.rules, *remembered]
+
+    async def remove(self, rule_id: str, caller: Caller) -> None:
+        """Remove a remembered rule (one's own; an admin any). A rule file's rule is removed
+        by editing its file."""
+        if self._rules.folder.rules.find(rule_id) is not None:
+            raise UsageError(
+                f"rule {rule_id!r} comes from a rule file in {self._rules.folder.folder}; "
+                "remove it by editing that file"
+            )
+        mine = await self._rules.remembered.listing(user_id=caller.user_id)
+        found = next((r for r in mine if r.id == rule_id), None)
+        if found is None:
+            raise NotFound(f"no remembered rule {rule_id!r}; `corral rules list` shows them")
+        if found.origin.scope == "project" and not caller.grants.has(_ADMIN_FEATURE):
+            raise UsageError(f"rule {rule_id!r} is the project's; only an admin may remove it")
+        await self._rules.remembered.remove(rule_id)
+
+    @staticmethod
+    def check_choice(remember: str | None, scope: str, caller: Caller) -> None:
+        """Refuse a remember choice before the approval is claimed."""
+        if remember is None:
+            return
+        if remember not in REMEMBER_KINDS:
+            raise UsageError(f"remember must be 'exact' or 'family', not {remember!r}")
+        if scope not in SCOPES:
+            raise UsageError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        if scope == "project" and not caller.grants.has(_ADMIN_FEATURE):
+            raise UsageError(
+                "only an admin may remember a rule for the whole project; choose scope "
+                "'agent' or 'user'"
+            )
+
+    def check_record(self, record: ApprovalRecord) -> str:
+        """The command of an approval that can be remembered; refuse any other."""
+        command = record.arguments.get("command")
+        if record.tool != "execute" or not isinstance(command, str):
+            raise UsageError(
+                f"only execute commands can be remembered; for {record.tool!r} write a "
+                f"tool_rule in {self._rules.folder.folder}"
+            )
+        return command
+
+    async def remember(
+        self,
+        record: ApprovalRecord,
+        *,
+        approved: bool,
+        remember: Remember,
+        scope: Scope,
+        decider: Caller,
+        note: str | None,
+    ) -> list[RememberOutcome]:
+        """Remember the answer to ``record``: one rule per command no rule allowed yet, its
+        exact words or the family the analysis proposes; a denial as ``forbidden``."""
+        command = self.check_record(record)
+        analysis = analyze(command)
+        current = await self._rules.for_call(record.user_id, record.agent)
+        judged = judge_analysis(analysis, current)
+        patterns: list[tuple[str, ...]] = []
+        for found in judged.uncovered:
+            if remember == "family":
+                pattern = found.family
+            elif None in found.words:
+                raise UsageError(
+                    f"{' '.join(w or '…' for w in found.words)!r} has words known only when it "
+                    "runs, so it cannot be remembered exactly; remember its family instead"
+                )
+            else:
+                pattern = tuple(w for w in found.words if w is not None)
+            if pattern not in patterns:
+                patterns.append(pattern)
+        return [
+            await self._rules.remembered.remember(
+                pattern,
+                decision="allow" if approved else "forbidden",
+                scope=scope,
+                user_id=record.user_id,
+                agent=record.agent,
+                created_by=decider.name,
+                justification=note or "",
+                approval_id=record.id,
+            )
+            for pattern in patterns
+        ]
