@@ -15,6 +15,7 @@ from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
 from corral.packages.core.mcp_servers import CALLBACK_PATH
 from corral.platform import Platform
 from corral.server.access_log import hide_oauth_queries
+from corral.server.api_docs import install_api_docs
 from corral.server.body_limit import BodyLimit
 from corral.server.mcp_http import McpEndpoint
 from corral.server.routes import (
@@ -31,6 +32,7 @@ from corral.server.routes import (
     tools,
     workflows,
 )
+from corral.server.security_headers import SecurityHeaders
 from corral.server.ui import install_ui
 
 __all__ = ["create_app"]
@@ -55,6 +57,8 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         version=corral.__version__,
         description="Schema-first tools behind one dispatch pipeline.",
         lifespan=lifespan,
+        docs_url=None,  # served from vendored files by install_api_docs
+        redoc_url=None,
     )
     app.state.platform = platform
 
@@ -62,6 +66,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         return int((await platform.kernel.live_settings())["http_body_max_bytes"])
 
     app.add_middleware(BodyLimit, limit=body_limit)
+    app.add_middleware(SecurityHeaders)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:
@@ -107,4 +112,5 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(agents.router)
     app.include_router(channels.router)
     install_ui(app, platform)
+    install_api_docs(app)
     return app
