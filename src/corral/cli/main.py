@@ -34,6 +34,7 @@ from corral.cli import (
     roles,
     runs,
     serve,
+    sessions,
     settings,
     shells,
     skills,
@@ -82,6 +83,7 @@ app.add_typer(settings.app, name="settings")
 app.add_typer(hooks.app, name="hooks")
 app.add_typer(users.app, name="users")
 app.add_typer(roles.app, name="roles")
+app.add_typer(sessions.app, name="sessions")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(sources.app, name="sources")
 app.add_typer(agents.app, name="agents")
