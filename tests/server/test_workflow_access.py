@@ -233,7 +233,7 @@ async def test_the_ui_pages_hide_the_owners_workflow(
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
         base_url="http://corral.test",
-        cookies={COOKIE_NAME: state.keys.issue(member)},
+        cookies={COOKIE_NAME: await state.sessions.begin(member)},
     ) as page:
         listed = await page.get("/ui/workflows")
         assert listed.status_code == 200 and owned.workflow_id not in listed.text

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import corral
-from corral.errors import UsageError
+from corral.errors import NotFound
 from corral.platform import Platform
 from tests.conftest import DEMO
 
@@ -89,8 +89,13 @@ async def test_refusals_happen_before_parking(platform: Platform) -> None:
 async def test_only_the_caller_may_decide(platform: Platform) -> None:
     await platform.identity.create_user("mia", "admin")
     parked = await platform.call_tool("write_note", {"path": "d.md", "text": "x"}, profile="safe")
-    with pytest.raises(UsageError, match="only they can answer it"):
-        await platform.decide_approval(parked.data["approval_id"], "approve", user="mia")  # type: ignore[index]
+    approval_id = parked.data["approval_id"]  # type: ignore[index]
+    # The same answer as for an unknown id: nothing tells that the approval exists.
+    with pytest.raises(NotFound) as theirs:
+        await platform.decide_approval(approval_id, "approve", user="mia")
+    with pytest.raises(NotFound) as unknown:
+        await platform.decide_approval("a_unknown", "approve", user="mia")
+    assert str(theirs.value) == str(unknown.value).replace("a_unknown", approval_id)
 
 
 async def test_rights_are_re_resolved_when_approved(data_dir: Path) -> None:

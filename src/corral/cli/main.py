@@ -35,6 +35,7 @@ from corral.cli import (
     rules,
     runs,
     serve,
+    sessions,
     settings,
     shells,
     skills,
@@ -84,6 +85,7 @@ app.add_typer(hooks.app, name="hooks")
 app.add_typer(rules.app, name="rules")
 app.add_typer(users.app, name="users")
 app.add_typer(roles.app, name="roles")
+app.add_typer(sessions.app, name="sessions")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(sources.app, name="sources")
 app.add_typer(agents.app, name="agents")

@@ -170,10 +170,8 @@ class ApprovalStore:
         """Move a pending approval to approved/denied exactly once."""
         record = await self.get(approval_id)
         if record.user_id != by:
-            raise UsageError(
-                f"approval {approval_id!r} belongs to the person who started the call; only "
-                "they can answer it"
-            )
+            # Answered as an unknown id: another person's approval is not theirs to learn of.
+            raise NotFound(f"no approval {approval_id!r}; `corral approvals list` shows them")
         status = "approved" if decision == "approve" else "denied"
         async with self._sessions.begin() as session:
             outcome = await session.execute(

@@ -17,6 +17,7 @@ from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
 from corral.packages.core.mcp_servers import CALLBACK_PATH
 from corral.platform import Platform
 from corral.server.access_log import hide_oauth_queries
+from corral.server.api_docs import install_api_docs
 from corral.server.body_limit import BodyLimit
 from corral.server.mcp_http import McpEndpoint
 from corral.server.openapi_errors import document_errors
@@ -34,6 +35,7 @@ from corral.server.routes import (
     tools,
     workflows,
 )
+from corral.server.security_headers import SecurityHeaders
 from corral.server.strict_bodies import StrictJsonBodies
 from corral.server.ui import install_ui
 from corral.strict_json import json_safe
@@ -60,6 +62,8 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         version=corral.__version__,
         description="Schema-first tools behind one dispatch pipeline.",
         lifespan=lifespan,
+        docs_url=None,  # served from vendored files by install_api_docs
+        redoc_url=None,
     )
     app.state.platform = platform
     app.openapi = lambda: document_errors(FastAPI.openapi(app))  # type: ignore[method-assign]
@@ -68,7 +72,8 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
         return int((await platform.kernel.live_settings())["http_body_max_bytes"])
 
     app.add_middleware(StrictJsonBodies, raw_body=_parses_own_body)
-    app.add_middleware(BodyLimit, limit=body_limit)  # outermost: nothing reads past the limit
+    app.add_middleware(BodyLimit, limit=body_limit)  # nothing reads past the limit
+    app.add_middleware(SecurityHeaders)  # outermost: every answer carries the headers
 
     @app.exception_handler(RequestValidationError)
     async def unprocessable(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -120,6 +125,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(agents.router)
     app.include_router(channels.router)
     install_ui(app, platform)
+    install_api_docs(app)
     return app
 
 

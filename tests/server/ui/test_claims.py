@@ -25,7 +25,7 @@ GRACE = "background_wake_client_grace_ms"
 def _signed_in(server: LiveServer, user: str | None = None) -> Iterator[httpx.Client]:
     state: UiState = server.app.state.ui
     user_id = server.run(server.platform.caller(user)).user_id
-    cookie = state.keys.issue(user_id)
+    cookie = server.run(state.sessions.begin(user_id))
     headers = {CSRF_HEADER: state.keys.csrf_token(cookie)}
     with httpx.Client(
         base_url=server.base_url, cookies={COOKIE_NAME: cookie}, headers=headers, timeout=30

@@ -123,7 +123,7 @@ def test_a_background_subagent_is_followed_and_approved_in_its_transcript(
 
     state: UiState = server.app.state.ui
     other = server.run(server.platform.identity.create_user("noa", "member"))
-    cookies = {COOKIE_NAME: state.keys.issue(other)}
+    cookies = {COOKIE_NAME: server.run(state.sessions.begin(other))}
     with httpx.Client(base_url=server.base_url, cookies=cookies, timeout=30) as client:
         for path in (
             f"/ui/delegates/{run_id}",
@@ -147,7 +147,7 @@ def test_each_run_of_a_child_opens_on_its_own_rows_and_a_partial_one_says_so(
 ) -> None:
     state: UiState = server.app.state.ui
     owner = server.run(server.platform.caller(None)).user_id
-    cookies = {COOKIE_NAME: state.keys.issue(owner)}
+    cookies = {COOKIE_NAME: server.run(state.sessions.begin(owner))}
     child = script(tmp_path, {"text": "First <b>answer</b>."}, {"text": "Second answer."})
     cid, first = _delegate_turn(server, tmp_path, child)
     delegation = server.platform.services.require(Delegation)

@@ -29,7 +29,7 @@ async def browse(platform: Platform) -> AsyncIterator[dict[str, httpx.AsyncClien
         clients[name] = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app),
             base_url="http://corral.test",
-            cookies={COOKIE_NAME: state.keys.issue(user_id)},
+            cookies={COOKIE_NAME: await state.sessions.begin(user_id)},
         )
     yield clients
     for client in clients.values():
@@ -136,7 +136,7 @@ async def test_channels_panel_needs_the_grant_a_csrf_token_and_the_services_rule
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
         base_url="http://corral.test",
-        cookies={COOKIE_NAME: state.keys.issue(lin)},
+        cookies={COOKIE_NAME: await state.sessions.begin(lin)},
     ) as linker:
         member, owner = browse["member"], browse["owner"]
         assert 'id="nav-channels"' not in (await member.get("/ui")).text

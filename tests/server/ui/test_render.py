@@ -67,6 +67,15 @@ def test_markdown_answers_are_sanitised() -> None:
     ]
 
 
+def test_only_images_served_here_are_shown_and_others_are_links() -> None:
+    outside = "http://127.0.0.1:9/pixel.png?leak=secret"
+    html = str(markdown(f"![pixel]({outside}) ![pic](/ui/c/c_1/files/a.png) ![y](//evil/a.png)"))
+    images = [attrs for tag, attrs in _Elements(html).found if tag == "img"]
+    assert images == [{"src": "/ui/c/c_1/files/a.png", "alt": "pic"}]
+    links = [attrs["href"] for tag, attrs in _Elements(html).found if tag == "a"]
+    assert links == [outside.replace("&", "&amp;"), "//evil/a.png"]
+
+
 def test_tool_output_is_escaped_text() -> None:
     view = TimelineView.of(
         [

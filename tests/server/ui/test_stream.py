@@ -17,7 +17,9 @@ def _client(server: LiveServer, user: str | None = None) -> httpx.Client:
     state: UiState = server.app.state.ui
     user_id = server.run(server.platform.caller(user)).user_id
     return httpx.Client(
-        base_url=server.base_url, cookies={COOKIE_NAME: state.keys.issue(user_id)}, timeout=30
+        base_url=server.base_url,
+        cookies={COOKIE_NAME: server.run(state.sessions.begin(user_id))},
+        timeout=30,
     )
 
 

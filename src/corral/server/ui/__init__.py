@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
+from corral.kernel.ui_sessions import UiSessions
 from corral.platform import Platform
 from corral.server.ui import (
     pages_actions,
@@ -32,6 +33,7 @@ def install_ui(app: FastAPI, platform: Platform) -> None:
     """Serve the UI from ``app``: pages under ``/ui``, vendored files under ``/ui/static``."""
     app.state.ui = UiState(
         platform=platform,
+        sessions=UiSessions(platform.kernel.sessions),
         keys=SessionKeys.in_private_dir(platform.settings.private_dir),
         claims=install_claims(platform),
     )

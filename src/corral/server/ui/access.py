@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
 from corral.errors import CorralError, InvalidArguments, NotFound, ToolError, UsageError
+from corral.kernel.ui_sessions import UiSessions
 from corral.platform import Platform
 from corral.policy.identity import Caller
 from corral.server.ui.claims import WakeClaims
@@ -34,10 +35,11 @@ __all__ = ["PageCaller", "SignedIn", "UiRoute", "UiState", "require_csrf", "ui_s
 
 @dataclass(slots=True)
 class UiState:
-    """What the UI keeps on the app: the platform, session keys, sign-in links and the
-    continuations offered to open pages."""
+    """What the UI keeps on the app: the platform, its sessions, the CSRF key, sign-in links
+    and the continuations offered to open pages."""
 
     platform: Platform
+    sessions: UiSessions
     keys: SessionKeys
     claims: WakeClaims
     links: SignInLinks = field(default_factory=SignInLinks)
@@ -72,7 +74,7 @@ class SignedIn:
 async def _signed_in(request: Request) -> SignedIn:
     state = ui_state(request)
     cookie = request.cookies.get(COOKIE_NAME)
-    session = state.keys.session_of(cookie)
+    session = await state.sessions.find(cookie)
     if session is None or cookie is None:
         raise SignInNeeded
     tokens = state.platform.identity.tokens
