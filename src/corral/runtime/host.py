@@ -240,15 +240,19 @@ class RunHost:
         return RunResult.of(run, rows)
 
     async def wait_run(self, run_id: str) -> RunRecord:
-        """Wait until a run this process advances finishes, parks or stops.
+        """Wait until a run finishes, parks or stops.
 
-        On a cluster the run may advance on any worker: the store says when it settled."""
+        A run this process advances is followed on its board; one another process advances
+        (on a cluster any worker; on SQLite `corral serve` while this is a CLI command) is
+        followed in the store, which says when it settled."""
         if self.jobs.distributed:
             return await self._wait_stored(run_id)
         if self.board.get(run_id) is None:
             run = await self.runs.get(run_id)
-            if run.status not in ACTIVE or run.worker != self.worker:
+            if run.status not in ACTIVE:
                 return run
+            if run.worker != self.worker:
+                return await self._wait_stored(run_id)
         await self.board.wait_until(run_id, SETTLED)
         return await self.runs.get(run_id)
 

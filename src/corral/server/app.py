@@ -92,7 +92,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     @app.exception_handler(InvalidArguments)
     async def invalid(request: Request, exc: InvalidArguments) -> JSONResponse:
         body = {"detail": exc.message, "code": exc.code, "data": exc.data}
-        return JSONResponse(body, status_code=422)
+        return JSONResponse(json_safe(body), status_code=422)  # data may echo arguments
 
     @app.exception_handler(ToolError)
     async def refused(request: Request, exc: ToolError) -> JSONResponse:
