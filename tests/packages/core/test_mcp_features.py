@@ -8,12 +8,14 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
 from mcp.types import Tool
 
 from corral.connect.mcp_client import McpConnection
 from corral.packages.core.mcp_package import build_package
 from corral.packages.core.mcp_servers import McpServers
 from corral.platform import Platform
+from corral.tools import dispatch
 from corral.tools.cancellation import Cancellation
 
 
@@ -84,8 +86,10 @@ async def test_progress_is_live_output_and_logs_reach_the_connections_log(
 
 
 async def test_a_stopped_call_is_cancelled_at_the_server(
-    platform: Platform, features_command: list[str]
+    platform: Platform, features_command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Not the pipeline's grace running out: the handler cancels the request on Stop itself.
+    monkeypatch.setattr(dispatch, "STOP_GRACE_SECONDS", 3600.0)
     await connected(platform, features_command)
     waiting = asyncio.Event()
     stop = Cancellation()
@@ -124,14 +128,16 @@ async def test_the_server_is_told_the_callers_roots(
     await connected(platform, features_command)
     drive = file_uri(platform.kernel.settings.drive_dir)
     told = await platform.call_tool("feat_roots", {})
-    assert drive in told.text.splitlines(), told.text
-    assert all(uri.startswith("file:///") for uri in told.text.splitlines())
+    changed, *uris = told.text.splitlines()
+    assert changed == "changed 0" and drive in uris, told.text
+    assert all(uri.startswith("file:///") for uri in uris)
     folder = data_dir.parent / "notes"
     folder.mkdir(mode=0o755)
     source = {"kind": "source", "name": "notes", "fields": {"root": str(folder)}}
     assert not (await platform.call_tool("connect", {"add": [source]})).is_error
     again = await platform.call_tool("feat_roots", {})
-    assert file_uri(folder) in again.text.splitlines(), again.text
+    changed, *uris = again.text.splitlines()
+    assert changed == "changed 1" and file_uri(folder) in uris, again.text
 
 
 async def test_sampling_and_elicitation_are_refused_at_once(
