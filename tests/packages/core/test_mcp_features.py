@@ -70,6 +70,9 @@ async def test_structured_output_reaches_the_card(
     result = await platform.call_tool("feat_weather", {"city": "Oslo"})
     assert not result.is_error, result.text
     assert (result.data or {})["structured"] == {"city": "Oslo", "celsius": 21.5}
+    broken = await platform.call_tool("feat_liar", {"city": "Oslo"})
+    assert broken.is_error and broken.error_code == "mcp_bad_output", broken.text
+    assert "breaks the tool's own output schema" in broken.text
 
 
 async def test_progress_is_live_output_and_logs_reach_the_connections_log(
