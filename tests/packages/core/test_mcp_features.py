@@ -17,6 +17,7 @@ from corral.packages.core.mcp_servers import McpServers
 from corral.platform import Platform
 from corral.tools import dispatch
 from corral.tools.cancellation import Cancellation
+from corral.tools.validation import ArgumentValidator
 
 
 def add_features(command: list[str]) -> dict[str, object]:
@@ -163,15 +164,25 @@ def test_a_schema_that_cannot_be_used_leaves_only_that_tool_out() -> None:
             input_schema={"type": "object", "properties": {"x": {"type": "nonsense"}}},
         ),
         Tool(
+            name="draft_seven",
+            input_schema={
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {"pair": {"type": "array", "items": [{"type": "string"}]}},
+            },
+        ),
+        Tool(
             name="dangling",
             input_schema={"type": "object", "properties": {"x": {"$ref": "#/$defs/gone"}}},
         ),
     ]
     package = build_package("srv", McpConnection("srv", _never_opened), tools, trusted=False)
-    assert list(package.tools) == ["srv_fine"]
+    assert list(package.tools) == ["srv_fine", "srv_draft_seven"]
     reasons = {error.file: error.message for error in package.errors}
     assert "not a valid JSON Schema" in reasons["mcp:srv/bad_type"]
     assert "cannot be validated against" in reasons["mcp:srv/dangling"]
+    draft_seven = ArgumentValidator(package.tools["srv_draft_seven"].spec.input_schema)
+    assert draft_seven.errors({"pair": ["a"]}) == [] and draft_seven.errors({"pair": [1]})
     fine = package.tools["srv_fine"].spec
     assert "gives no description" in fine.description and "does not describe x" in fine.description
 
