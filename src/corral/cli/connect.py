@@ -215,6 +215,12 @@ def check_command(
     console.print(f"{name}: {found['state']} ({found.get('transport', '?')})", highlight=False)
     if found.get("tools"):
         console.print(f"tools: {', '.join(found['tools'])}", highlight=False)
+    for left_out in found.get("leftOut", []):
+        console.print(f"left out: {left_out}", highlight=False)
+    for warning in found.get("warnings", []):
+        console.print(f"warning: {warning}", highlight=False)
+    if found.get("prompts"):
+        console.print(f"prompts: {', '.join(found['prompts'])}", highlight=False)
     if found.get("problem"):
         console.print(f"problem: {found['problem']}", highlight=False)
 

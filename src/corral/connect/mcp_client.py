@@ -71,8 +71,10 @@ class Progress(Protocol):
 
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
-_ROOTS_ASKED_WITHIN = 10.0
+_ROOTS_ASKED_WITHIN = 5.0
 """Seconds a server that asks for roots is given to ask again after being told they changed."""
+_ROOTS_SETTLE = 0.2
+"""Seconds a server that asked for its new roots is given to take them in."""
 _REFUSED_REQUESTS = {
     "sampling": "Corral does not let an MCP server ask its model for completions (sampling) "
     "yet; do the work without it or return what you need as the tool's result",
@@ -137,6 +139,9 @@ class McpConnection:
         self._roots = RootsGate(self._announce_roots, initial=roots)
         self._roots_asked = 0
         """How many times the server asked for the roots (``roots/list``)."""
+        self._asks_again: bool | None = None
+        """Whether the server asks for its roots again when told they changed (None: not
+        seen yet)."""
         self.prompts: list[Prompt] = []
         self.resources: list[Resource] = []
         self.resource_templates: list[ResourceTemplate] = []
@@ -375,6 +380,8 @@ class McpConnection:
                 await session.initialize()
                 tools = await _all_tools(session)
                 await self._list_the_rest(session)
+                if self._roots_asked:  # while it started: give it time to take them in
+                    await self._roots_taken_in(session)
             finally:
                 self._deadline = None
         self.tools = tools
@@ -427,20 +434,30 @@ class McpConnection:
             # filesystem server among them) take their allowed folders from.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await session.send_roots_list_changed()
-        if asked == 0:
-            return
+        if asked == 0 or self._asks_again is False:
+            return  # it never asked, or asks when it needs them rather than when told
         try:
             async with asyncio.timeout(_ROOTS_ASKED_WITHIN):
                 await self.wait_until(lambda: self._roots_asked > asked or self._session is None)
         except TimeoutError:
+            self._asks_again = False
             self._on_log(
-                f"corral: the server did not ask for its new roots within {_ROOTS_ASKED_WITHIN:g} s"
+                f"corral: the server did not ask for its new roots within "
+                f"{_ROOTS_ASKED_WITHIN:g} s; it is not waited for again"
             )
             return
+        self._asks_again = True
+        await self._roots_taken_in(session)
+
+    async def _roots_taken_in(self, session: ClientSession) -> None:
+        """The protocol has no word for "roots applied": a server takes them in after its
+        request returned (the filesystem server checks each folder first). A round trip and
+        a short pause let it finish before the call that needs them."""
         from mcp.shared.exceptions import MCPError
 
         with contextlib.suppress(MCPError):
-            await session.send_ping()  # the roots answer was taken in before this is
+            await session.send_ping()
+        await asyncio.sleep(_ROOTS_SETTLE)
 
     async def _log(self, params: LoggingMessageNotificationParams) -> None:
         data = params.data if isinstance(params.data, str) else json.dumps(params.data)

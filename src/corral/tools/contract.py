@@ -33,6 +33,7 @@ from typing import Any, Literal, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
 
 from corral.policy.grants import validate_feature_pattern
 from corral.policy.profiles import ApprovalMode
@@ -255,7 +256,7 @@ def _cannot_validate(schema: dict[str, Any]) -> str:
     nowhere, a pattern Python cannot compile...), or ``""`` when they can."""
     every_property = {name: None for name in schema.get("properties") or {}}
     try:
-        validator = Draft202012Validator(schema)
+        validator = validator_for(schema, default=Draft202012Validator)(schema)
         for probe in ({}, every_property):
             for _ in validator.iter_errors(probe):
                 pass
@@ -354,7 +355,8 @@ def parse_tool(
         return error("/name", f"name {raw['name']!r} must equal the file name {file_name!r}")
     schema = raw["input_schema"]
     try:
-        Draft202012Validator.check_schema(schema)
+        # The draft a schema names ($schema) is the one it is checked by; 2020-12 otherwise.
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as exc:
         return error(
             pointer(["input_schema", *exc.absolute_path]),

@@ -16,6 +16,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.validators import validator_for
 
 __all__ = ["ArgumentValidator"]
 
@@ -37,8 +38,13 @@ class ArgumentValidator:
     __slots__ = ("_check", "_validator")
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        self._validator = Draft202012Validator(schema)
+        # A schema that names its draft ($schema, as MCP servers' often do) is judged by it;
+        # the quick check knows 2020-12's keywords only (draft 4's boolean bounds differ).
+        draft = validator_for(schema, default=Draft202012Validator)
+        self._validator = draft(schema)
         try:
+            if draft is not Draft202012Validator:
+                raise _Unsupported
             self._check: Check = _compile(schema)
         except _Unsupported:
             self._check = self._validator.is_valid

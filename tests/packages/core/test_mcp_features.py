@@ -8,13 +8,16 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
 from mcp.types import Tool
 
 from corral.connect.mcp_client import McpConnection
 from corral.packages.core.mcp_package import build_package
 from corral.packages.core.mcp_servers import McpServers
 from corral.platform import Platform
+from corral.tools import dispatch
 from corral.tools.cancellation import Cancellation
+from corral.tools.validation import ArgumentValidator
 
 
 def add_features(command: list[str]) -> dict[str, object]:
@@ -68,6 +71,9 @@ async def test_structured_output_reaches_the_card(
     result = await platform.call_tool("feat_weather", {"city": "Oslo"})
     assert not result.is_error, result.text
     assert (result.data or {})["structured"] == {"city": "Oslo", "celsius": 21.5}
+    broken = await platform.call_tool("feat_liar", {"city": "Oslo"})
+    assert broken.is_error and broken.error_code == "mcp_bad_output", broken.text
+    assert "breaks the tool's own output schema" in broken.text
 
 
 async def test_progress_is_live_output_and_logs_reach_the_connections_log(
@@ -84,8 +90,10 @@ async def test_progress_is_live_output_and_logs_reach_the_connections_log(
 
 
 async def test_a_stopped_call_is_cancelled_at_the_server(
-    platform: Platform, features_command: list[str]
+    platform: Platform, features_command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Not the pipeline's grace running out: the handler cancels the request on Stop itself.
+    monkeypatch.setattr(dispatch, "STOP_GRACE_SECONDS", 3600.0)
     await connected(platform, features_command)
     waiting = asyncio.Event()
     stop = Cancellation()
@@ -124,14 +132,16 @@ async def test_the_server_is_told_the_callers_roots(
     await connected(platform, features_command)
     drive = file_uri(platform.kernel.settings.drive_dir)
     told = await platform.call_tool("feat_roots", {})
-    assert drive in told.text.splitlines(), told.text
-    assert all(uri.startswith("file:///") for uri in told.text.splitlines())
+    changed, *uris = told.text.splitlines()
+    assert changed == "changed 0" and drive in uris, told.text
+    assert all(uri.startswith("file:///") for uri in uris)
     folder = data_dir.parent / "notes"
     folder.mkdir(mode=0o755)
     source = {"kind": "source", "name": "notes", "fields": {"root": str(folder)}}
     assert not (await platform.call_tool("connect", {"add": [source]})).is_error
     again = await platform.call_tool("feat_roots", {})
-    assert file_uri(folder) in again.text.splitlines(), again.text
+    changed, *uris = again.text.splitlines()
+    assert changed == "changed 1" and file_uri(folder) in uris, again.text
 
 
 async def test_sampling_and_elicitation_are_refused_at_once(
@@ -154,15 +164,25 @@ def test_a_schema_that_cannot_be_used_leaves_only_that_tool_out() -> None:
             input_schema={"type": "object", "properties": {"x": {"type": "nonsense"}}},
         ),
         Tool(
+            name="draft_seven",
+            input_schema={
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {"pair": {"type": "array", "items": [{"type": "string"}]}},
+            },
+        ),
+        Tool(
             name="dangling",
             input_schema={"type": "object", "properties": {"x": {"$ref": "#/$defs/gone"}}},
         ),
     ]
     package = build_package("srv", McpConnection("srv", _never_opened), tools, trusted=False)
-    assert list(package.tools) == ["srv_fine"]
+    assert list(package.tools) == ["srv_fine", "srv_draft_seven"]
     reasons = {error.file: error.message for error in package.errors}
     assert "not a valid JSON Schema" in reasons["mcp:srv/bad_type"]
     assert "cannot be validated against" in reasons["mcp:srv/dangling"]
+    draft_seven = ArgumentValidator(package.tools["srv_draft_seven"].spec.input_schema)
+    assert draft_seven.errors({"pair": ["a"]}) == [] and draft_seven.errors({"pair": [1]})
     fine = package.tools["srv_fine"].spec
     assert "gives no description" in fine.description and "does not describe x" in fine.description
 

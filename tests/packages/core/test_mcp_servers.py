@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 import corral
+from corral.cli.main import app
 from corral.packages.core.mcp_servers import McpServers
 from corral.platform import Platform
 from corral.tools.narrowing import Narrowing
@@ -190,3 +192,16 @@ async def test_a_link_left_as_the_servers_log_is_never_followed(
     added = await platform.call_tool("connect", add_demo(mcp_command))
     assert list(outside.iterdir()) == []
     assert "symbolic link" in added.text and str(home / "stderr.log") in added.text, added.text
+
+
+def test_connect_check_prints_the_warnings(data_dir: Path, mcp_command: list[str]) -> None:
+    async def connect() -> None:
+        async with corral.open(data_dir) as platform:
+            assert not (await platform.call_tool("connect", add_demo(mcp_command))).is_error
+
+    asyncio.run(connect())
+    env = {"CORRAL_DATA_DIR": str(data_dir)}
+    checked = CliRunner().invoke(app, ["connect", "check", "demo"], env=env)
+    assert checked.exit_code == 0, checked.output
+    assert "demo: connected (stdio)" in checked.stdout
+    assert "warning: vague: no description for /properties/x" in checked.stdout

@@ -10,6 +10,7 @@ mutating and destructive, so the balanced profile asks before each call.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -131,12 +132,34 @@ def _handler(connection: McpConnection, remote: str) -> Handler:
         async def heard(progress: float, total: float | None, message: str | None) -> None:
             ctx.output("progress", progress_line(progress, total, message))
 
-        answer = await connection.call(
-            remote, args, roots=roots_for(ctx.caller, ctx.sources), progress=heard
-        )
+        roots = roots_for(ctx.caller, ctx.sources)
+        running = asyncio.ensure_future(connection.call(remote, args, roots=roots, progress=heard))
+        # Stop cancels the request at once (the SDK tells the server), not after the grace
+        # the pipeline gives handlers that wind down by themselves.
+        unregister = ctx.cancellation.on_cancel(running.cancel)
+        try:
+            answer = await running
+        except asyncio.CancelledError:
+            if not ctx.cancellation.cancelled or _cancelled_from_outside():
+                raise
+            return ToolResult.text_result(
+                f"Stopped: {remote!r} of the MCP server {connection.name!r} was cancelled "
+                "before it finished; the server was told to stop it.",
+                is_error=True,
+                error_code="stopped",
+                status="stopped",
+            )
+        finally:
+            unregister()
         return to_result(answer, connection.name, remote)
 
     return call
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether this task itself is being cancelled (not only the call it waited for)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def progress_line(done: float, total: float | None, message: str | None) -> str:
