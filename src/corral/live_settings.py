@@ -443,6 +443,16 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "count.",
     ),
     LiveSettingDef(
+        key="channels_claim_lease_s",
+        type=int,
+        default=30,
+        minimum=2,
+        maximum=3600,
+        description="How long a process's claim on a chat it sends to lasts unless renewed "
+        "(it renews at every vendor call): a process that died holding one is succeeded this "
+        "long after.",
+    ),
+    LiveSettingDef(
         key="channels_api_hosts",
         type=str,
         default="",

@@ -57,6 +57,7 @@ def _fresh_fakes(telegram: FakeTelegram, slack: FakeSlack, receiver: FakeWebhook
         with fake.changed:
             fake.calls.clear()
             fake.failures.clear()
+            fake.holding = False
     with telegram.changed:
         telegram.updates.clear()
 

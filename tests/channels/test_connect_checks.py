@@ -55,7 +55,8 @@ async def test_serve_polls_a_telegram_bot_connected_by_another_process(
     await ch_platform.admin.set_live("channels_relay_sweep_ms", 50)
     await ch_platform.runtime.host()  # this process serves
     async with another_process(data_dir, telegram) as cli:
-        await connect(cli, name="tg", provider="telegram", secret=telegram.token)
+        applied = await connect(cli, name="tg", provider="telegram", secret=telegram.token)
+        assert applied["polling"] is False and "corral serve" in applied["note"]
     telegram.push(tg_message(7, "hello?"))
     assert await asyncio.to_thread(
         telegram.wait_for, lambda: any("pairing code" in m["text"] for m in telegram.sent)

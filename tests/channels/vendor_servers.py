@@ -71,6 +71,9 @@ class FakeVendor:
     """HTTP statuses the next outbound message calls answer with, in order."""
     changed: threading.Condition = field(default_factory=threading.Condition)
     closed: bool = False
+    holding: bool = False
+    """While set, outbound message calls wait without an answer (a vendor call in flight
+    when the sender dies)."""
 
     def start(self) -> FakeVendor:
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -108,7 +111,13 @@ class FakeVendor:
 
     def take_failure(self) -> int | None:
         with self.changed:
+            self.changed.wait_for(lambda: not self.holding or self.closed)
             return self.failures.pop(0) if self.failures else None
+
+    def hold(self, holding: bool) -> None:
+        with self.changed:
+            self.holding = holding
+            self.changed.notify_all()
 
     def wait_for(self, done: Callable[[], bool], timeout: float = 15.0) -> bool:
         with self.changed:
@@ -203,6 +212,9 @@ class FakeWebhook(FakeVendor):
             return [c.json for c in self.calls]
 
     def answer(self, call: Call) -> tuple[int, Any]:
+        failure = self.take_failure()
+        if failure is not None:
+            return failure, {"error": "unavailable"}
         expected = "sha256=" + hmac.new(self.secret.encode(), call.body, hashlib.sha256).hexdigest()
         if call.headers.get("x-corral-signature") != expected:
             self.bad_signatures += 1

@@ -105,13 +105,21 @@ class ChannelKind(ChannelConnect):
                 name, str(item["provider"]), self.fields_of(item), caller
             )
             state = await self.channels.check(name)
-            return {
+            applied = {
                 "provider": added.provider,
                 "fields": await self.channels.fields_view(added),
                 **{k: state[k] for k in ("state", "mode", "inbound")},
                 "pairing": "unknown senders get a code; approve it with `corral channels "
                 "pairing approve CODE`",
             }
+            if state["mode"] == "polling":
+                applied["polling"] = state["polling"]
+                if not state["polling"]:
+                    applied["note"] = (
+                        "this process does not serve: a running `corral serve` starts "
+                        "polling this bot within channels_relay_sweep_ms (or when it starts)"
+                    )
+            return applied
         connection = await self.channels.store.connection(name)
         if connection is None:
             return {"state": "absent"}

@@ -8,8 +8,8 @@ network) is reached directly by :class:`TrustedPoster` instead, loopback and pri
 addresses included; :func:`vendor_poster` picks. :func:`send_with_retry` tries a message
 ``channels_send_attempts`` times, backing off from ``channels_retry_base_ms`` and doubling
 (or waiting what the vendor asked for); through a vendor outage it keeps trying, at most
-20 s apart (within a claim's lease), until ``channels_outage_retry_s`` passed, and reports
-each retry to the caller's ``note_retry`` so ``check`` can show them.
+20 s apart (and within half a claim's lease), until ``channels_outage_retry_s`` passed,
+and reports each retry to the caller's ``note_retry`` so ``check`` can show them.
 """
 
 from __future__ import annotations
@@ -166,6 +166,7 @@ async def send_with_retry(
     base_delay_s: float,
     note_retry: Callable[[str], Awaitable[None]],
     outage_s: float = 0.0,
+    max_delay_s: float = _MAX_OUTAGE_DELAY_S,
     before_try: Callable[[], Awaitable[None]] | None = None,
     refused: Callable[[], Awaitable[None]] | None = None,
     sleep: Sleep = asyncio.sleep,
@@ -176,6 +177,7 @@ async def send_with_retry(
     :class:`SendFailed`. ``before_try`` runs before each call, ``refused`` after each
     refusal (the relay notes the piece in flight)."""
     delay = base_delay_s
+    cap = min(_MAX_OUTAGE_DELAY_S, max_delay_s)
     started: float | None = None
     attempt = 0
     while True:
@@ -195,8 +197,8 @@ async def send_with_retry(
             await note_retry(str(exc))
             wait = exc.after if exc.after is not None else delay
             if attempt >= attempts:  # an outage: at most 20 s apart, never past the bound
-                wait = min(wait, _MAX_OUTAGE_DELAY_S, max(0.0, outage_s - (now - started)))
+                wait = min(wait, cap, max(0.0, outage_s - (now - started)))
             await sleep(wait)
             delay *= 2
             if attempt >= attempts:
-                delay = min(max(delay, 0.05), _MAX_OUTAGE_DELAY_S)
+                delay = min(max(delay, 0.05), cap)

@@ -194,6 +194,8 @@ class Relay:
                 self._queue.task_done()
 
     async def _catch_up(self, chat: Chat, conversation_id: str) -> None:
+        live = await self._kernel.live_settings()
+        self._cursors.lease_s = float(live["channels_claim_lease_s"])
         claim = await self._cursors.take(conversation_id)
         if claim is None:
             if await self._cursors.position(conversation_id) is None:
@@ -385,6 +387,7 @@ class Relay:
                     attempts=int(live["channels_send_attempts"]),
                     base_delay_s=int(live["channels_retry_base_ms"]) / 1000,
                     outage_s=float(live["channels_outage_retry_s"]),
+                    max_delay_s=float(live["channels_claim_lease_s"]) / 2,
                     note_retry=note_retry,
                     before_try=progress.before_try(index) if progress else None,
                     refused=progress.refused(index) if progress else None,

@@ -28,7 +28,8 @@ from corral.store.tables import as_utc, utcnow
 __all__ = ["LEASE_S", "Claim", "RelayCursors"]
 
 LEASE_S = 30.0
-"""How long a chat stays with a relayer that stopped renewing its claim (it died)."""
+"""How long a chat stays with a relayer that stopped renewing its claim (it died); the
+live setting ``channels_claim_lease_s`` sets it for the platform's relay."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,7 +54,11 @@ class RelayCursors:
         self._sessions = sessions
         self.holder = "relay-" + secrets.token_hex(8)
         """This process's name on its claims (a restarted process is a new holder)."""
-        self._lease = timedelta(seconds=lease_s)
+        self.lease_s = lease_s
+        """Set from ``channels_claim_lease_s`` before each catch-up."""
+
+    def _lease(self) -> timedelta:
+        return timedelta(seconds=self.lease_s)
 
     async def position(self, conversation_id: str) -> int | None:
         """The last row sent to the conversation's chat; None when no chat is bound to it."""
@@ -91,7 +96,7 @@ class RelayCursors:
                     s.claimed_by == row.claimed_by,
                     s.relayed_seq == row.relayed_seq,
                 )
-                .values(claimed_by=self.holder, claimed_until=now + self._lease)
+                .values(claimed_by=self.holder, claimed_until=now + self._lease())
             )
             if not getattr(moved, "rowcount", 0):
                 return None
@@ -112,7 +117,7 @@ class RelayCursors:
                     s.status == "approved",
                     s.claimed_by == self.holder,
                 )
-                .values(claimed_until=utcnow() + self._lease, **values)
+                .values(claimed_until=utcnow() + self._lease(), **values)
             )
         return bool(getattr(moved, "rowcount", 0))
 
