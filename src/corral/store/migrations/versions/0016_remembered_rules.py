@@ -1,7 +1,7 @@
 """remembered permission rules: prefixes people chose to remember when answering approvals
 
-Revision ID: 0015_remembered_rules
-Revises: 0014_hook_deliveries
+Revision ID: 0016_remembered_rules
+Revises: 0015_channel_claims
 Create Date: 2026-12-05 04:10:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_remembered_rules"
-down_revision = "0014_hook_deliveries"
+revision = "0016_remembered_rules"
+down_revision = "0015_channel_claims"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """web UI sessions: server-side records that sign-out and revocation end
 
-Revision ID: 0015_ui_sessions
-Revises: 0014_hook_deliveries
+Revision ID: 0017_ui_sessions
+Revises: 0016_remembered_rules
 Create Date: 2026-12-05 04:20:00.000000
 
 A session cookie was a signed value that nothing could take back before its week was out;
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_ui_sessions"
-down_revision = "0014_hook_deliveries"
+revision = "0017_ui_sessions"
+down_revision = "0016_remembered_rules"
 branch_labels = None
 depends_on = None
 
