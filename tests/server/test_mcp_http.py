@@ -9,7 +9,7 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextContent
+from mcp.types import ImageContent, TextContent
 
 from corral.platform import Platform
 from corral.server.app import create_app
@@ -49,6 +49,10 @@ async def test_a_whole_sdk_session_keeps_todos_and_waits_for_an_approval_over_ht
 
         echoed = await session.call_tool("echo", {"text": "over mcp"})
         assert not echoed.is_error and text_of(echoed.content) == "over mcp"
+        picture = await session.call_tool("picture", {})
+        caption, image = picture.content
+        assert isinstance(caption, TextContent) and caption.text == "a dot"
+        assert isinstance(image, ImageContent) and image.mime_type == "image/png"
 
         planned = await session.call_tool(
             "todos", {"plan": {"goal": "Ship it", "steps": ["one", "two"]}}
