@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import httpx
@@ -9,12 +10,13 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextContent
+from mcp.types import ImageContent, TextContent
 
 from corral.platform import Platform
 from corral.server.app import create_app
 from corral.server.mcp_bridge import NOT_OVER_MCP
 from tests.server.loopback import serving
+from tests.shell.conftest import shells
 
 
 def text_of(content: list[object]) -> str:
@@ -49,6 +51,10 @@ async def test_a_whole_sdk_session_keeps_todos_and_waits_for_an_approval_over_ht
 
         echoed = await session.call_tool("echo", {"text": "over mcp"})
         assert not echoed.is_error and text_of(echoed.content) == "over mcp"
+        picture = await session.call_tool("picture", {})
+        caption, image = picture.content
+        assert isinstance(caption, TextContent) and caption.text == "a dot"
+        assert isinstance(image, ImageContent) and image.mime_type == "image/png"
 
         planned = await session.call_tool(
             "todos", {"plan": {"goal": "Ship it", "steps": ["one", "two"]}}
@@ -66,6 +72,12 @@ async def test_a_whole_sdk_session_keeps_todos_and_waits_for_an_approval_over_ht
             "status": "error",
             "code": "invalid_arguments",
         }
+        shell = await session.call_tool(
+            "execute", {"command": "echo from-mcp", "background": True, "reason": "a test"}
+        )
+        assert shell.structured_content is not None
+        assert shell.structured_content["status"] == "pending"
+        shell_approval = shell.structured_content["approvalId"]
         refused = await session.call_tool("ask_question", {"questions": []})
         assert refused.is_error and refused.structured_content is not None
         assert refused.structured_content["code"] == "not_visible"
@@ -81,13 +93,23 @@ async def test_a_whole_sdk_session_keeps_todos_and_waits_for_an_approval_over_ht
         result = decided.json()["result"]
         assert result["status"] == "ok", result
         assert result["content"] == [{"type": "text", "text": "wrote data://n.md"}]
+        started = await api.post(
+            f"/approvals/{shell_approval}/decision", json={"decision": "approve"}
+        )
+        assert started.status_code == 200, started.text
+        started_text = started.json()["result"]["content"][0]["text"]
+        [shell_id] = re.findall(r"Started background shell (\S+) ", started_text)
         again = await session.call_tool("echo", {"text": "still here"})
         assert text_of(again.content) == "still here"
     owner = await platform.caller("owner")
-    [record] = await platform.approvals.list(status="approved", user_id=owner.user_id)
-    assert record.id == approval and record.profile == "balanced"
+    approved = await platform.approvals.list(status="approved", user_id=owner.user_id)
+    assert {r.id for r in approved} == {approval, shell_approval}
+    assert {(r.profile, r.conversation_id) for r in approved} == {("balanced", conversation)}
     mine = await platform.runtime.list_conversations(user="owner")
     assert [c.id for c in mine] == [conversation]
+    # The approved background shell belongs to the session's conversation and reports there.
+    shell = await shells(platform).background.wait_ended(shell_id, 30)
+    assert shell.conversation_id == conversation and shell.report_state != "no_conversation"
 
 
 async def test_a_member_sees_only_their_tools_and_is_judged_as_themselves(

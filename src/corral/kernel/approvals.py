@@ -49,6 +49,8 @@ class ApprovalRecord:
     decided_by: str | None
     note: str | None
     result: dict[str, Any] | None
+    conversation_id: str | None = None
+    """The call's conversation (a run's, or an MCP session's, which has no run)."""
     sealed: str | None = field(default=None, repr=False)
     """The encrypted secret arguments, if the tool has any (never in :meth:`to_json`)."""
 
@@ -71,6 +73,7 @@ class ApprovalRecord:
             decided_by=row.decided_by,
             note=row.note,
             result=row.result,
+            conversation_id=row.conversation_id,
             sealed=row.sealed,
         )
 
@@ -85,6 +88,7 @@ class ApprovalRecord:
             "profile": self.profile,
             "run_id": self.run_id,
             "call_id": self.call_id,
+            "conversation_id": self.conversation_id,
             "reason": self.reason,
             "created_at": self.created_at.isoformat(),
             "decided_at": self.decided_at.isoformat() if self.decided_at else None,
@@ -126,6 +130,7 @@ class ApprovalStore:
                     narrowing=request.narrowing.to_json(),
                     run_id=request.run_id,
                     call_id=request.call_id,
+                    conversation_id=request.conversation_id,
                     reason=reason,
                     sealed=sealed,
                 )

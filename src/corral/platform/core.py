@@ -221,6 +221,7 @@ class Platform:
                 agent=record.agent,
                 profile=parse_profile(record.profile),
                 run_id=record.run_id,
+                conversation_id=record.conversation_id,
                 call_id=record.call_id,
                 narrowing=Narrowing.from_json(record.narrowing),
                 services=self.services,

@@ -20,6 +20,7 @@ Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the H
 
 from __future__ import annotations
 
+import base64
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,10 +28,14 @@ from typing import Any
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.types import (
+    AudioContent,
     CallToolRequestParams,
     CallToolResult,
+    ContentBlock,
+    ImageContent,
     ListToolsResult,
     PaginatedRequestParams,
+    ResourceLink,
     TextContent,
     Tool,
     ToolAnnotations,
@@ -40,6 +45,7 @@ from corral.platform import Platform
 from corral.policy.profiles import Profile
 from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool
+from corral.tools.results import AudioBlock, ImageBlock, ResourceBlock, ToolResult
 
 __all__ = ["NOT_OVER_MCP", "SessionKey", "Who", "build_mcp_server", "serve_stdio"]
 
@@ -71,6 +77,27 @@ def _tool(loaded: LoadedTool) -> Tool:
             open_world_hint=hints.open_world,
         ),
     )
+
+
+def _content(result: ToolResult) -> list[ContentBlock]:
+    """The result's blocks as MCP content: images and audio as themselves, a resource as a
+    link to its address; a refusal or a pending call as its one explaining text."""
+    if result.is_error or result.waiting is not None or not result.content:
+        return [TextContent(text=result.text)]
+    blocks: list[ContentBlock] = []
+    for block in result.content:
+        if isinstance(block, ImageBlock):
+            data = base64.b64encode(block.data).decode("ascii")
+            blocks.append(ImageContent(data=data, mime_type=block.media_type))
+        elif isinstance(block, AudioBlock):
+            data = base64.b64encode(block.data).decode("ascii")
+            blocks.append(AudioContent(data=data, mime_type=block.media_type))
+        elif isinstance(block, ResourceBlock):
+            name = block.title or block.uri.rsplit("/", 1)[-1] or block.uri
+            blocks.append(ResourceLink(name=name, uri=block.uri, mime_type=block.media_type))
+        else:
+            blocks.append(TextContent(text=block.text))
+    return blocks
 
 
 class _SessionConversations:
@@ -133,7 +160,7 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
                 "conversationId": conversation_id,
             }
         return CallToolResult(
-            content=[TextContent(text=result.text)],
+            content=_content(result),
             structured_content=structured,
             is_error=result.is_error and result.waiting is None,
         )

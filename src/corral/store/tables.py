@@ -162,6 +162,8 @@ class Approval(Base):
     narrowing: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     run_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     call_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The call's conversation (a run's, or an MCP session's, which has no run)."""
     reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
