@@ -203,6 +203,9 @@ async def test_http_decision_remembers_the_exact_command(
 ) -> None:
     assert await execute(ruled, "git status && git push origin main") == "approval_pending"
     (pending,) = await ruled.pending_approvals()
+    (listed,) = (await http.get("/approvals")).json()["approvals"]
+    # The proposal covers only what no rule allows yet (git status is allowed).
+    assert listed["remember"] == {"family": ["git push"], "exact": ["git push origin main"]}
     decided = await http.post(
         f"/approvals/{pending.id}/decision",
         json={"decision": "approve", "remember": "exact", "scope": "agent"},

@@ -112,6 +112,19 @@ class PlatformRules:
             )
         return command
 
+    async def proposal(self, record: ApprovalRecord) -> dict[str, list[str]] | None:
+        """What remembering ``record``'s answer would add, per command no rule allows yet:
+        ``{"family": ["git log", "head"], "exact": [...]}``; None for a call that is not a
+        command."""
+        command = record.arguments.get("command")
+        if record.tool != "execute" or not isinstance(command, str):
+            return None
+        current = await self._rules.for_call(record.user_id, record.agent)
+        uncovered = judge_analysis(analyze(command), current).uncovered
+        family = list(dict.fromkeys(" ".join(c.family) for c in uncovered))
+        exact = list(dict.fromkeys(" ".join(w or "…" for w in c.words) for c in uncovered))
+        return {"family": family, "exact": exact}
+
     async def remember(
         self,
         record: ApprovalRecord,
