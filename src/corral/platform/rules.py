@@ -125,22 +125,13 @@ class PlatformRules:
         exact = list(dict.fromkeys(" ".join(w or "…" for w in c.words) for c in uncovered))
         return {"family": family, "exact": exact}
 
-    async def remember(
-        self,
-        record: ApprovalRecord,
-        *,
-        approved: bool,
-        remember: Remember,
-        scope: Scope,
-        decider: Caller,
-        note: str | None,
-    ) -> list[RememberOutcome]:
-        """Remember the answer to ``record``: one rule per command no rule allowed yet, its
-        exact words or the family the analysis proposes; a denial as ``forbidden``."""
+    async def plan(self, record: ApprovalRecord, remember: Remember) -> list[tuple[str, ...]]:
+        """The prefixes remembering the answer to ``record`` would store: one per command no
+        rule allows yet, its exact words or the family the analysis proposes. Refuses, before
+        the approval is claimed, what cannot be remembered."""
         command = self.check_record(record)
-        analysis = analyze(command)
         current = await self._rules.for_call(record.user_id, record.agent)
-        judged = judge_analysis(analysis, current)
+        judged = judge_analysis(analyze(command), current)
         patterns: list[tuple[str, ...]] = []
         for found in judged.uncovered:
             if remember == "family":
@@ -154,6 +145,20 @@ class PlatformRules:
                 pattern = tuple(w for w in found.words if w is not None)
             if pattern not in patterns:
                 patterns.append(pattern)
+        return patterns
+
+    async def remember(
+        self,
+        record: ApprovalRecord,
+        patterns: list[tuple[str, ...]],
+        *,
+        approved: bool,
+        scope: Scope,
+        decider: Caller,
+        note: str | None,
+    ) -> list[RememberOutcome]:
+        """Store the planned prefixes as rules of ``scope``: ``allow``, or for a denial
+        ``forbidden`` with the person's note as the justification."""
         return [
             await self._rules.remembered.remember(
                 pattern,
