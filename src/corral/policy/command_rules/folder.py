@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from corral.policy.command_rules.codex_file import parse_codex_rules
-from corral.policy.command_rules.model import PrefixRule, RuleError, ToolRule
+from corral.policy.command_rules.model import HostExecutable, PrefixRule, RuleError, ToolRule
 from corral.policy.command_rules.ruleset import RuleSet
 from corral.policy.command_rules.toml_file import parse_toml_rules
 
@@ -20,7 +20,7 @@ __all__ = ["RulesFolder", "load_rule_file"]
 
 log = logging.getLogger("corral.rules")
 
-_Rules = list[PrefixRule | ToolRule]
+_Rules = list[PrefixRule | ToolRule | HostExecutable]
 
 
 def load_rule_file(path: Path) -> _Rules:
