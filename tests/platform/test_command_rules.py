@@ -186,6 +186,16 @@ async def test_only_an_admin_remembers_for_the_project(ruled: Platform) -> None:
     assert [p.id for p in await ruled.pending_approvals()] == [pending.id]  # not claimed
 
 
+async def test_a_command_with_run_time_words_is_remembered_by_family_only(
+    ruled: Platform,
+) -> None:
+    assert await execute(ruled, 'echo a; cat "$(date +%F).log"') == "approval_pending"
+    (pending,) = await ruled.pending_approvals()
+    with pytest.raises(corral.UsageError, match="cannot be remembered exactly; remember its"):
+        await ruled.decide_approval(pending.id, "approve", remember="exact")
+    assert [p.id for p in await ruled.pending_approvals()] == [pending.id]  # not claimed
+
+
 @pytest.fixture
 async def http(ruled: Platform) -> AsyncIterator[httpx.AsyncClient]:
     token = await ruled.identity.create_token("owner")
@@ -203,6 +213,9 @@ async def test_http_decision_remembers_the_exact_command(
 ) -> None:
     assert await execute(ruled, "git status && git push origin main") == "approval_pending"
     (pending,) = await ruled.pending_approvals()
+    (listed,) = (await http.get("/approvals")).json()["approvals"]
+    # The proposal covers only what no rule allows yet (git status is allowed).
+    assert listed["remember"] == {"family": ["git push"], "exact": ["git push origin main"]}
     decided = await http.post(
         f"/approvals/{pending.id}/decision",
         json={"decision": "approve", "remember": "exact", "scope": "agent"},

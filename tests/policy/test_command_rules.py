@@ -100,7 +100,8 @@ decision = "allow"
         ('prefix_rule(pattern=["ls"] + ["x"])', "only strings, lists and dicts"),
         ('prefix_rule(pattern=[__import__("os").getcwd()])', "only strings, lists and dicts"),
         ('prefix_rule(patern=["ls"])', "prefix_rule() has no field 'patern'"),
-        ("x = 1", "only prefix_rule(...) and tool_rule(...) calls"),
+        ("x = 1", "only prefix_rule(...), tool_rule(...) and host_executable(...) calls"),
+        ('host_executable(name="git", paths=["bin/git"])', "must be absolute"),
     ],
 )
 def test_bad_codex_files_name_file_line_and_reason(text: str, reason: str) -> None:

@@ -65,6 +65,24 @@ def test_an_absolute_path_matches_only_the_same_program() -> None:
     assert same.decision == "allow" and other.decision == "unmatched"
 
 
+def test_host_executable_lists_the_paths_a_name_may_be_written_as() -> None:
+    """Codex's ``host_executable``: with it, only the listed paths match the name's rules."""
+    rules = RuleSet(
+        parse_codex_rules(
+            'prefix_rule(pattern=["git", "status"])\n'
+            'host_executable(name="git", paths=["/opt/homebrew/bin/git", "/usr/bin/git"])\n',
+            file="h.rules",
+        )
+    )
+
+    def everywhere(_: str) -> str:
+        return "/usr/local/bin/git"  # what `which` would say: not one of the listed paths
+
+    listed = judge_analysis(analyze("/opt/homebrew/bin/git status"), rules, which=everywhere)
+    other = judge_analysis(analyze("/usr/local/bin/git status"), rules, which=everywhere)
+    assert listed.decision == "allow" and other.decision == "unmatched"
+
+
 def test_sudo_is_never_allowed_by_a_rule() -> None:
     assert not analyze("sudo ls").allowed  # the analysis refuses it before any rule
     # Were a command ever to reach the rules through sudo, an allow rule would still ask.

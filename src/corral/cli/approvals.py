@@ -31,19 +31,23 @@ def list_approvals(
 ) -> None:
     """Your pending approvals."""
 
-    async def work(platform: Platform) -> list[ApprovalRecord]:
-        return await platform.pending_approvals()
+    async def work(
+        platform: Platform,
+    ) -> list[tuple[ApprovalRecord, dict[str, list[str]] | None]]:
+        records = await platform.pending_approvals()
+        return [(r, await platform.rules.proposal(r)) for r in records]
 
-    records = run_with_platform(ctx, work)
+    listed = run_with_platform(ctx, work)
     if as_json:
-        print_json([r.to_json() for r in records])
+        print_json([{**r.to_json(), "remember": proposal} for r, proposal in listed])
         return
-    if not records:
+    if not listed:
         console.print("no pending approvals")
         return
-    table = Table("id", "tool", "agent", "run", "reason")
-    for r in records:
-        table.add_row(r.id, r.tool, r.agent, r.run_id or "-", r.reason)
+    table = Table("id", "tool", "agent", "run", "reason", "--remember family")
+    for r, proposal in listed:
+        family = ", ".join(proposal["family"]) if proposal else ""
+        table.add_row(r.id, r.tool, r.agent, r.run_id or "-", r.reason, family)
     console.print(table)
 
 

@@ -22,7 +22,7 @@ class CommandRules:
     def __init__(self, folder: RulesFolder, remembered: RememberedRules) -> None:
         self.folder = folder
         self.remembered = remembered
-        self._joined: dict[tuple[str, str], tuple[RuleSet, RuleSet, RuleSet]] = {}
+        self._joined: dict[tuple[str, str], tuple[int, int, RuleSet]] = {}
 
     @classmethod
     def in_data_dir(
@@ -30,15 +30,23 @@ class CommandRules:
     ) -> CommandRules:
         return cls(RulesFolder(data_dir / RULES_FOLDER), RememberedRules(sessions))
 
+    def current(self, user_id: str, agent: str) -> RuleSet | None:
+        """The rules of :meth:`for_call` without an await while neither source needs a look
+        (every call passes here: a few hundred nanoseconds); None when one does."""
+        if not (self.folder.is_fresh() and self.remembered.is_fresh()):
+            return None
+        cached = self._joined.get((user_id, agent))
+        if cached is None or cached[:2] != (self.folder.generation, self.remembered.generation):
+            return None
+        return cached[2]
+
     async def for_call(self, user_id: str, agent: str) -> RuleSet:
+        """The rule files' rules and those remembered for ``user_id`` through ``agent``."""
         files = self.folder.rules
         remembered = await self.remembered.rules_for(user_id, agent)
-        key = (user_id, agent)
-        cached = self._joined.get(key)
-        if cached is not None and cached[0] is files and cached[1] is remembered:
-            return cached[2]
         joined = files + remembered if remembered else files
         if len(self._joined) > 256:
             self._joined.clear()
-        self._joined[key] = (files, remembered, joined)
+        generations = (self.folder.generation, self.remembered.generation)
+        self._joined[(user_id, agent)] = (*generations, joined)
         return joined

@@ -60,6 +60,12 @@ class RememberedRules:
         self._rows: list[_Row] | None = None
         self._read_at = float("-inf")
         self._sets: dict[tuple[str, str], RuleSet] = {}
+        self.generation = 0
+        """Changes each time the remembered rules change (here or, once read, elsewhere)."""
+
+    def is_fresh(self) -> bool:
+        """Read less than a recheck interval ago and not written since."""
+        return self._rows is not None and self._clock() - self._read_at < self._recheck_s
 
     async def rules_for(self, user_id: str, agent: str) -> RuleSet:
         """The remembered rules that apply to ``user_id``'s calls through ``agent``."""
@@ -162,6 +168,7 @@ class RememberedRules:
         rows = [_row(r) for r in sorted(found, key=lambda r: r.created_at)]
         if self._rows is None or [r.rule for r in rows] != [r.rule for r in self._rows]:
             self._sets = {}
+            self.generation += 1
         self._rows = rows
         self._read_at = now
         return self._rows

@@ -186,15 +186,15 @@ class Platform:
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
         decider = await self.caller(user)
         self.rules.check_choice(remember, scope, decider)
-        if remember is not None:
-            pending = await self.approvals.get(approval_id)
-            self.rules.check_record(pending)
+        planned = None
+        if remember is not None:  # refused before the claim when it cannot be remembered
+            planned = await self.rules.plan(await self.approvals.get(approval_id), remember)
         record = await self.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
-        if remember is not None:
+        if planned is not None:
             await self.rules.remember(
                 record,
+                planned,
                 approved=decision == "approve",
-                remember=remember,
                 scope=scope,
                 decider=decider,
                 note=note,

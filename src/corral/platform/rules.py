@@ -112,22 +112,26 @@ class PlatformRules:
             )
         return command
 
-    async def remember(
-        self,
-        record: ApprovalRecord,
-        *,
-        approved: bool,
-        remember: Remember,
-        scope: Scope,
-        decider: Caller,
-        note: str | None,
-    ) -> list[RememberOutcome]:
-        """Remember the answer to ``record``: one rule per command no rule allowed yet, its
-        exact words or the family the analysis proposes; a denial as ``forbidden``."""
-        command = self.check_record(record)
-        analysis = analyze(command)
+    async def proposal(self, record: ApprovalRecord) -> dict[str, list[str]] | None:
+        """What remembering ``record``'s answer would add, per command no rule allows yet:
+        ``{"family": ["git log", "head"], "exact": [...]}``; None for a call that is not a
+        command."""
+        command = record.arguments.get("command")
+        if record.tool != "execute" or not isinstance(command, str):
+            return None
         current = await self._rules.for_call(record.user_id, record.agent)
-        judged = judge_analysis(analysis, current)
+        uncovered = judge_analysis(analyze(command), current).uncovered
+        family = list(dict.fromkeys(" ".join(c.family) for c in uncovered))
+        exact = list(dict.fromkeys(" ".join(w or "…" for w in c.words) for c in uncovered))
+        return {"family": family, "exact": exact}
+
+    async def plan(self, record: ApprovalRecord, remember: Remember) -> list[tuple[str, ...]]:
+        """The prefixes remembering the answer to ``record`` would store: one per command no
+        rule allows yet, its exact words or the family the analysis proposes. Refuses, before
+        the approval is claimed, what cannot be remembered."""
+        command = self.check_record(record)
+        current = await self._rules.for_call(record.user_id, record.agent)
+        judged = judge_analysis(analyze(command), current)
         patterns: list[tuple[str, ...]] = []
         for found in judged.uncovered:
             if remember == "family":
@@ -141,6 +145,20 @@ class PlatformRules:
                 pattern = tuple(w for w in found.words if w is not None)
             if pattern not in patterns:
                 patterns.append(pattern)
+        return patterns
+
+    async def remember(
+        self,
+        record: ApprovalRecord,
+        patterns: list[tuple[str, ...]],
+        *,
+        approved: bool,
+        scope: Scope,
+        decider: Caller,
+        note: str | None,
+    ) -> list[RememberOutcome]:
+        """Store the planned prefixes as rules of ``scope``: ``allow``, or for a denial
+        ``forbidden`` with the person's note as the justification."""
         return [
             await self._rules.remembered.remember(
                 pattern,

@@ -30,6 +30,7 @@ from corral.server.routes import (
     conversations,
     delegates,
     hooks,
+    rules,
     settings,
     shells,
     tools,
@@ -117,6 +118,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(delegates.router)
     app.include_router(workflows.router)
     app.include_router(hooks.router)
+    app.include_router(rules.router)
     app.include_router(connect_oauth.router)
     # A route, not a mount: a mount would answer /mcp with a redirect to /mcp/.
     app.router.routes.append(

@@ -215,7 +215,12 @@ def _judge(command: Command, rules: RuleSet, which: Resolver) -> CommandDecision
     written = words[0]
     matched = rules.matching_words(words)
     if written is not None and written != command.name and "/" in written:
-        if same_program(written, command.name, which):
+        listed = rules.host_paths(command.name)
+        if (
+            os.path.normpath(written) in {os.path.expanduser(p) for p in listed}
+            if listed is not None
+            else same_program(written, command.name, which)
+        ):
             matched += rules.matching_words((command.name, *words[1:]))
     matched.sort(key=lambda r: -STRICTNESS[r.decision])
     decision = matched[0].decision if matched else None

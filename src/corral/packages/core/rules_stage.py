@@ -72,7 +72,10 @@ class RulesStage:
         if not isinstance(call.arguments, dict):
             return await next(call)
         request = call.request
-        rules = await self._rules.for_call(request.caller.user_id, request.agent)
+        user_id, agent = request.caller.user_id, request.agent
+        rules = self._rules.current(user_id, agent)
+        if rules is None:
+            rules = await self._rules.for_call(user_id, agent)
         if not rules:
             return await next(call)
         found = judge_call(call, rules, which=self._which)

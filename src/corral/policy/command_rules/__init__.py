@@ -7,6 +7,7 @@ from corral.policy.command_rules.folder import RulesFolder, load_rule_file
 from corral.policy.command_rules.model import (
     DECISIONS,
     Decision,
+    HostExecutable,
     PrefixRule,
     RuleError,
     RuleOrigin,
@@ -19,6 +20,7 @@ from corral.policy.command_rules.toml_file import parse_toml_rules
 __all__ = [
     "DECISIONS",
     "Decision",
+    "HostExecutable",
     "PrefixRule",
     "RuleError",
     "RuleOrigin",

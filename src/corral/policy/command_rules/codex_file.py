@@ -1,5 +1,5 @@
-"""Rule files in Codex's syntax (``*.rules``): ``prefix_rule(...)`` and ``tool_rule(...)``
-calls, one after another.
+"""Rule files in Codex's syntax (``*.rules``): ``prefix_rule(...)``, ``host_executable(...)``
+and our ``tool_rule(...)`` calls, one after another.
 
 The syntax is a subset of Python (Starlark), so the file is parsed with :mod:`ast` and
 never evaluated: every statement must be one of those calls with keyword arguments whose
@@ -10,24 +10,42 @@ strings. Anything else is refused with the file, the line and what was wrong.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from corral.policy.command_rules.fields import prefix_rule_from, tool_rule_from
-from corral.policy.command_rules.model import PrefixRule, RuleError, RuleOrigin, ToolRule
+from corral.policy.command_rules.fields import (
+    host_executable_from,
+    prefix_rule_from,
+    tool_rule_from,
+)
+from corral.policy.command_rules.model import (
+    HostExecutable,
+    PrefixRule,
+    RuleError,
+    RuleOrigin,
+    ToolRule,
+)
 
 __all__ = ["parse_codex_rules"]
 
-_CALLS = ("prefix_rule", "tool_rule")
+_CALLS = ("prefix_rule", "tool_rule", "host_executable")
+_BUILDERS: dict[
+    str, Callable[[Mapping[str, Any], RuleOrigin], PrefixRule | ToolRule | HostExecutable]
+] = {
+    "prefix_rule": prefix_rule_from,
+    "tool_rule": tool_rule_from,
+    "host_executable": host_executable_from,
+}
 
 
-def parse_codex_rules(text: str, *, file: str) -> list[PrefixRule | ToolRule]:
+def parse_codex_rules(text: str, *, file: str) -> list[PrefixRule | ToolRule | HostExecutable]:
     """Every rule of a ``.rules`` file, its inline examples checked; :class:`RuleError`
     naming ``file:line`` and the reason otherwise."""
     try:
         tree = ast.parse(text, filename=file)
     except SyntaxError as exc:
         raise RuleError(f"{file}:{exc.lineno}: syntax error: {exc.msg}") from None
-    rules: list[PrefixRule | ToolRule] = []
+    rules: list[PrefixRule | ToolRule | HostExecutable] = []
     for statement in tree.body:
         line = statement.lineno
         call = statement.value if isinstance(statement, ast.Expr) else None
@@ -37,8 +55,8 @@ def parse_codex_rules(text: str, *, file: str) -> list[PrefixRule | ToolRule]:
             and call.func.id in _CALLS
         ):
             raise RuleError(
-                f"{file}:{line}: only prefix_rule(...) and tool_rule(...) calls may stand "
-                "in a rules file"
+                f"{file}:{line}: only prefix_rule(...), tool_rule(...) and "
+                "host_executable(...) calls may stand in a rules file"
             )
         if call.args:
             raise RuleError(
@@ -52,10 +70,7 @@ def parse_codex_rules(text: str, *, file: str) -> list[PrefixRule | ToolRule]:
             fields[keyword.arg] = _literal(keyword.value, file)
         origin = RuleOrigin(file=file, line=line)
         try:
-            if call.func.id == "prefix_rule":
-                rules.append(prefix_rule_from(fields, origin))
-            else:
-                rules.append(tool_rule_from(fields, origin))
+            rules.append(_BUILDERS[call.func.id](fields, origin))
         except RuleError as exc:
             raise RuleError(f"{file}:{line}: {exc}") from None
     return rules

@@ -8,6 +8,7 @@ from typing import Any
 from corral.policy.command_rules.model import (
     DECISIONS,
     Decision,
+    HostExecutable,
     PrefixRule,
     RuleError,
     RuleOrigin,
@@ -15,7 +16,7 @@ from corral.policy.command_rules.model import (
     example_words,
 )
 
-__all__ = ["prefix_rule_from", "tool_rule_from"]
+__all__ = ["host_executable_from", "prefix_rule_from", "tool_rule_from"]
 
 _PREFIX_FIELDS = ("pattern", "decision", "justification", "match", "not_match")
 _TOOL_FIELDS = ("tool", "when", "decision", "justification")
@@ -62,6 +63,16 @@ def tool_rule_from(fields: Mapping[str, Any], origin: RuleOrigin) -> ToolRule:
         justification=_text(fields, "justification"),
         origin=origin,
     )
+
+
+def host_executable_from(fields: Mapping[str, Any], origin: RuleOrigin) -> HostExecutable:
+    _known(fields, ("name", "paths"), "host_executable")
+    name, paths = fields.get("name"), fields.get("paths", [])
+    if not isinstance(name, str):
+        raise RuleError("host_executable needs name='<program name>'")
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise RuleError("host_executable paths must be a list of absolute paths")
+    return HostExecutable(name=name, paths=tuple(paths), origin=origin)
 
 
 def _known(fields: Mapping[str, Any], allowed: tuple[str, ...], call: str) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from corral.policy.command_rules.codex_file import parse_codex_rules
-from corral.policy.command_rules.model import PrefixRule, RuleError, ToolRule
+from corral.policy.command_rules.model import HostExecutable, PrefixRule, RuleError, ToolRule
 from corral.policy.command_rules.ruleset import RuleSet
 from corral.policy.command_rules.toml_file import parse_toml_rules
 
@@ -20,7 +20,7 @@ __all__ = ["RulesFolder", "load_rule_file"]
 
 log = logging.getLogger("corral.rules")
 
-_Rules = list[PrefixRule | ToolRule]
+_Rules = list[PrefixRule | ToolRule | HostExecutable]
 
 
 def load_rule_file(path: Path) -> _Rules:
@@ -55,6 +55,8 @@ class RulesFolder:
         self._by_file: dict[Path, _Rules] = {}
         self._problems: dict[Path, str] = {}
         self._rules = RuleSet()
+        self.generation = 0
+        """Changes each time the rules in force are replaced."""
         self.refresh(force=True)
 
     @property
@@ -66,6 +68,10 @@ class RulesFolder:
     def problems(self) -> list[str]:
         """One line per file that could not be used: file, line and reason."""
         return [self._problems[path] for path in sorted(self._problems)]
+
+    def is_fresh(self) -> bool:
+        """Looked at less than a recheck interval ago: :attr:`rules` would not look again."""
+        return self._clock() - self._checked_at < self._recheck_s
 
     def refresh(self, *, force: bool = False) -> None:
         now = self._clock()
@@ -90,6 +96,7 @@ class RulesFolder:
                 self._problems[path] = f"{exc}{kept}"
                 log.warning("rule file not loaded: %s%s", exc, kept)
         self._seen = seen
+        self.generation += 1
         self._rules = RuleSet(
             rule for path in sorted(self._by_file) for rule in self._by_file[path]
         )

@@ -22,6 +22,7 @@ __all__ = [
     "DECISIONS",
     "STRICTNESS",
     "Decision",
+    "HostExecutable",
     "PrefixRule",
     "RuleError",
     "RuleOrigin",
@@ -206,3 +207,22 @@ class ToolRule:
             "justification": self.justification,
             "origin": self.origin.describe(),
         }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostExecutable:
+    """Codex's ``host_executable(name=..., paths=[...])``: a command written as an absolute
+    path matches the rules for ``name`` only when it is one of ``paths`` (``~/`` is the
+    platform's home)."""
+
+    name: str
+    paths: tuple[str, ...]
+    origin: RuleOrigin = field(default_factory=RuleOrigin)
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise RuleError("host_executable needs name='<program name>', without a path")
+        for path in self.paths:
+            if not path.startswith(("/", "~/")):
+                raise RuleError(f"host_executable path {path!r} must be absolute (or ~/...)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from corral.policy.command_rules.model import PrefixRule, ToolRule
+from corral.policy.command_rules.model import HostExecutable, PrefixRule, ToolRule
 
 __all__ = ["RuleSet"]
 
@@ -14,10 +14,16 @@ __all__ = ["RuleSet"]
 class RuleSet:
     """Immutable once built; an empty set answers every lookup with nothing."""
 
-    __slots__ = ("_by_program", "_by_tool", "rules")
+    __slots__ = ("_by_program", "_by_tool", "hosts", "rules")
 
-    def __init__(self, rules: Iterable[PrefixRule | ToolRule] = ()) -> None:
-        self.rules: tuple[PrefixRule | ToolRule, ...] = tuple(rules)
+    def __init__(self, rules: Iterable[PrefixRule | ToolRule | HostExecutable] = ()) -> None:
+        given = tuple(rules)
+        self.rules: tuple[PrefixRule | ToolRule, ...] = tuple(
+            r for r in given if not isinstance(r, HostExecutable)
+        )
+        self.hosts: tuple[HostExecutable, ...] = tuple(
+            r for r in given if isinstance(r, HostExecutable)
+        )
         self._by_program: dict[str, list[PrefixRule]] = {}
         self._by_tool: dict[str, list[ToolRule]] = {}
         for rule in self.rules:
@@ -31,7 +37,12 @@ class RuleSet:
         return bool(self.rules)
 
     def __add__(self, other: RuleSet) -> RuleSet:
-        return RuleSet((*self.rules, *other.rules))
+        return RuleSet((*self.rules, *self.hosts, *other.rules, *other.hosts))
+
+    def host_paths(self, name: str) -> tuple[str, ...] | None:
+        """The absolute paths ``host_executable`` lists for ``name``; None when none does."""
+        found = [path for host in self.hosts if host.name == name for path in host.paths]
+        return tuple(found) if found or any(h.name == name for h in self.hosts) else None
 
     def for_program(self, name: str) -> Sequence[PrefixRule]:
         return self._by_program.get(name, ())

@@ -17,19 +17,25 @@ import tomllib
 from typing import Any
 
 from corral.policy.command_rules.fields import prefix_rule_from, tool_rule_from
-from corral.policy.command_rules.model import PrefixRule, RuleError, RuleOrigin, ToolRule
+from corral.policy.command_rules.model import (
+    HostExecutable,
+    PrefixRule,
+    RuleError,
+    RuleOrigin,
+    ToolRule,
+)
 
 __all__ = ["parse_toml_rules"]
 
 
-def parse_toml_rules(text: str, *, file: str) -> list[PrefixRule | ToolRule]:
+def parse_toml_rules(text: str, *, file: str) -> list[PrefixRule | ToolRule | HostExecutable]:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"line (\d+)", str(exc))
         where = f"{file}:{found.group(1)}" if found else file
         raise RuleError(f"{where}: TOML syntax error: {exc}") from None
-    rules: list[PrefixRule | ToolRule] = []
+    rules: list[PrefixRule | ToolRule | HostExecutable] = []
     for key in document:
         if key not in ("prefix_rule", "tool_rule"):
             raise RuleError(f"{file}: unknown table {key!r}; use [[prefix_rule]] or [[tool_rule]]")

@@ -30,7 +30,11 @@ class DecisionBody(BaseModel):
 @router.get("")
 async def list_approvals(platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     records = await platform.pending_approvals(user=caller.user_id)
-    return {"approvals": [r.to_json() for r in records]}
+    return {
+        "approvals": [
+            {**r.to_json(), "remember": await platform.rules.proposal(r)} for r in records
+        ]
+    }
 
 
 @router.post("/{approval_id}/decision", dependencies=[PERSON_ONLY])

@@ -18,6 +18,7 @@ from corral.server.ui import (
     pages_chat,
     pages_delegates,
     pages_panels,
+    pages_rules,
     pages_tabs,
 )
 from corral.server.ui.access import UiState
@@ -45,6 +46,7 @@ def install_ui(app: FastAPI, platform: Platform) -> None:
         pages_delegates,
         pages_panels,
         pages_channels,
+        pages_rules,
     ):
         app.include_router(module.router)
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")
