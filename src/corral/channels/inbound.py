@@ -17,6 +17,7 @@ from corral.channels.store import ChannelStore, ConnectionRecord, SenderRecord
 from corral.channels.vendors import Inbound
 from corral.errors import CorralError, NotFound
 from corral.kernel import Decision
+from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
 from corral.runtime.questions import AnswerInput, Questions
 from corral.runtime.runs import RunRecord
 from corral.runtime.runtime import Runtime
@@ -97,11 +98,17 @@ class Router:
         spec = await turn_spec(
             self._rt, conversation, user_id=caller.user_id, trigger="user_message"
         )
+        try:
+            context = await prompt_hooks(self._rt.hooks, conversation, text)
+        except PromptBlocked as blocked:
+            self._relay.say(here.chat, f"Your message was not sent: {blocked.reason}")
+            return
         row = NewRow(
             kind="user_message",
             user_id=caller.user_id,
             data={
                 "text": text,
+                **({"hook_context": context} if context else {}),
                 "channel": {
                     "connection": here.connection.name,
                     "provider": here.connection.provider,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from corral.errors import UsageError
 from corral.policy.profiles import parse_profile
 from corral.runtime.events import Event, Subscription
-from corral.runtime.hooks import added_context, permission_mode
 from corral.runtime.prompt.attachments import expand
+from corral.runtime.prompt_hooks import prompt_hooks
 from corral.runtime.results import RunResult
 from corral.runtime.timeline import NewRow
 from corral.runtime.turns import start_turn, turn_spec
@@ -91,7 +91,7 @@ async def _start(
         spec.model, user_id=caller.user_id, credentials=rt.kernel.services.credentials
     )
     data: dict[str, Any] = {"text": message}
-    context = await _prompt_hooks(rt, conversation, message)
+    context = await prompt_hooks(rt.hooks, conversation, message)
     if context:
         data["hook_context"] = context
     attached = await expand(message, caller, rt.prompt.attachments)
@@ -103,25 +103,6 @@ async def _start(
     if started is None:
         raise UsageError(await busy_message(rt, await rt.conversations.get(conversation.id)))
     return started[0]
-
-
-async def _prompt_hooks(rt: RunHost, conversation: ConversationInfo, message: str) -> list[str]:
-    """Run the SessionStart hooks (a new conversation's first message) and the
-    UserPromptSubmit hooks: a block refuses the message with the hook's reason; what they
-    add is context the model sees with the message."""
-    if rt.hooks is None or not rt.hooks.configured:
-        return []
-    common = {
-        "session_id": conversation.id,
-        "permission_mode": permission_mode(conversation.profile),
-    }
-    started: list[str] = []
-    if conversation.last_seq == 0:
-        started = await added_context(rt.hooks, "SessionStart", {**common, "source": "startup"})
-    outcome = await rt.hooks.run("UserPromptSubmit", {**common, "prompt": message})
-    if outcome.blocked:
-        raise UsageError(f"the message was not sent: {outcome.reason}")
-    return started + outcome.additional_context
 
 
 async def start_chat(
