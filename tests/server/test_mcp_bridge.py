@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from mcp import ClientSession
@@ -64,3 +68,27 @@ async def test_the_sdk_client_lists_and_calls_our_tools_through_the_pipeline(
         assert approval.startswith("ap_") and approval in text_of(pending.content)
     async with corral.open(data_dir, package_paths=[DEMO]) as platform:
         assert [a.id for a in await platform.pending_approvals()] == [approval]
+
+
+def test_the_end_of_a_stdio_session_runs_the_session_end_hooks(data_dir: Path) -> None:
+    heard = Path(tempfile.mkdtemp(prefix="corral-session-end-"))
+    heard.chmod(0o777)  # the hook runs as the sandbox uid
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        hook = {"type": "command", "command": f"cat > {heard}/ended.json"}
+        hooks = {"SessionEnd": [{"hooks": [hook]}]}
+        (data_dir / "hooks.json").write_text(json.dumps(hooks), encoding="utf-8")
+        server = subprocess.run(
+            [sys.executable, "-m", "corral", "mcp", "serve"],
+            input="",  # the client closes the stream at once: the session ends
+            capture_output=True,
+            text=True,
+            env={**os.environ, "CORRAL_DATA_DIR": str(data_dir), "CORRAL_PACKAGE_PATH": str(DEMO)},
+            timeout=120,
+        )
+        assert server.returncode == 0, server.stderr
+        ended = json.loads((heard / "ended.json").read_text(encoding="utf-8"))
+        assert ended["hook_event_name"] == "SessionEnd" and ended["reason"] == "other"
+        assert ended["session_id"].startswith("mcp-")
+    finally:
+        shutil.rmtree(heard)
