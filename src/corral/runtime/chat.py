@@ -16,7 +16,7 @@ from corral.runtime.prompt.attachments import expand
 from corral.runtime.prompt_hooks import prompt_hooks
 from corral.runtime.results import RunResult
 from corral.runtime.timeline import NewRow
-from corral.runtime.turns import start_turn, turn_spec
+from corral.runtime.turns import start_scoped_turn, turn_spec
 
 if TYPE_CHECKING:
     from corral.policy.identity import Caller
@@ -108,18 +108,11 @@ async def _start(
     attached = await expand(message, caller, rt.prompt.attachments)
     if attached:
         data["attachments"] = attached
-    # The run starting here takes the scope this turn resolved instead of resolving again.
     scope = CallerScope(caller=caller, agent=config, model=model, profile=spec.profile)
-    rt.scopes.offer(conversation.id, scope)
-    try:
-        started = await start_turn(
-            rt, spec, [NewRow(kind="user_message", user_id=caller.user_id, data=data)]
-        )
-    except BaseException:
-        rt.scopes.withdraw(conversation.id)
-        raise
+    started = await start_scoped_turn(
+        rt, scope, spec, [NewRow(kind="user_message", user_id=caller.user_id, data=data)]
+    )
     if started is None:
-        rt.scopes.withdraw(conversation.id)
         raise UsageError(await busy_message(rt, await rt.conversations.get(conversation.id)))
     return started[0]
 
