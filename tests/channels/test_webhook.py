@@ -126,3 +126,44 @@ async def test_the_channels_panel_connects_over_http_without_echoing_secrets(
     listed = await http.get("/channels")
     assert [r["name"] for r in listed.json()["rows"]] == ["panel"]
     assert "panel-secret-1" not in listed.text
+
+
+async def test_a_prompt_hook_refuses_a_channel_message_with_its_reason(
+    ch_platform: Platform,
+    http: httpx.AsyncClient,
+    receiver: FakeWebhook,
+    write_script: ScriptWriter,
+) -> None:
+    await connect(
+        ch_platform,
+        name="hook",
+        provider="webhook",
+        secret=receiver.secret,
+        fields={"outbound_url": f"{receiver.url}/in", "model": write_script({"text": "Got it."})},
+    )
+    guard = "grep -q password && echo 'no secrets in chat' >&2 && exit 2; echo 'team: ops'"
+    await ch_platform.admin.set_live(
+        "hooks", {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": guard}]}]}
+    )
+    event = {"event_id": "e1", "chat_id": "room", "sender_id": "s1", "text": "hi"}
+    body, headers = signed(receiver.secret, event)
+    await http.post("/channels/hook/inbound", content=body, headers=headers)
+    await settle(ch_platform)
+    code = receiver.received[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+    await http.post(f"/channels/pairing/{code}/approve", json={})
+    body, headers = signed(receiver.secret, {**event, "event_id": "e2", "text": "my password"})
+    await http.post("/channels/hook/inbound", content=body, headers=headers)
+    pairing = (await http.get("/channels/pairing", params={"status": "approved"})).json()
+    conversation_id = pairing["pairings"][0]["conversation_id"]
+    await settle(ch_platform, conversation_id)
+    refused = "Your message was not sent: blocked by hook grep: no secrets in chat"
+    assert receiver.received[-1]["text"] == refused
+    rows = await ch_platform.runtime.conversations.rows(conversation_id)
+    assert [r for r in rows if r.kind == "user_message"] == []  # nothing stored
+    body, headers = signed(receiver.secret, {**event, "event_id": "e3", "text": "hello"})
+    await http.post("/channels/hook/inbound", content=body, headers=headers)
+    await settle(ch_platform, conversation_id)
+    assert receiver.received[-1]["text"] == "Got it."
+    rows = await ch_platform.runtime.conversations.rows(conversation_id)
+    (message,) = [r for r in rows if r.kind == "user_message"]
+    assert message.data["text"] == "hello" and message.data["hook_context"] == ["team: ops"]

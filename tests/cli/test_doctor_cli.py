@@ -42,3 +42,20 @@ def test_doctor_says_what_to_do_when_the_insisted_tier_cannot_run(data_dir: Path
     assert "Traceback" not in done.stderr
     bad = doctor(data_dir, CORRAL_SANDBOX="sometimes")
     assert bad.returncode == 2 and "sandbox" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_doctor_lists_the_problems_of_the_hooks_file(data_dir: Path) -> None:
+    assert json.loads(doctor(data_dir, "--json").stdout)["hook_problems"] == []
+    data_dir.mkdir(parents=True)
+    broken = {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "cmd"}]}]}
+    (data_dir / "hooks.json").write_text(json.dumps(broken), encoding="utf-8")
+    done = doctor(data_dir, "--json")
+    (problem,) = json.loads(done.stdout)["hook_problems"]
+    assert "hooks.PreToolUse[0].hooks[0].type must be 'command' or 'http'" in problem
+    assert done.returncode == 1
+    text = doctor(data_dir).stdout
+    assert "Operator hooks" in text and "fix the hooks file:" in text
+    (data_dir / "hooks.json").write_text("{not json", encoding="utf-8")
+    garbled = doctor(data_dir, "--json")
+    assert "not readable JSON" in json.loads(garbled.stdout)["hook_problems"][0]
+    assert "Traceback" not in garbled.stderr

@@ -322,3 +322,30 @@ async def test_list_and_the_conversation_list_stay_apart(
         "workflow", {"run": {"workflow_id": workflow_id, "wait_seconds": 60}}
     )
     assert await rt.list_conversations() == []  # run transcripts are listed with the workflow
+
+
+async def test_a_prompt_hook_refuses_a_workflow_run_with_its_reason(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    workflow_id = await create(rt_platform, model=write_script({"text": "ok"}))
+    guard = "grep -q Summarise && echo 'no digests today' >&2 && exit 2; true"
+    await rt_platform.admin.set_live(
+        "hooks", {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": guard}]}]}
+    )
+    refused = await rt_platform.call_tool("workflow", {"run": {"workflow_id": workflow_id}})
+    assert refused.is_error
+    assert (
+        f"the run of workflow {workflow_id!r} was not started: blocked by hook grep: "
+        "no digests today"
+    ) in text(refused)
+    assert await count(rt_platform, rt_tables.Run) == 0
+    await rt_platform.admin.set_live(
+        "hooks", {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo kept"}]}]}
+    )
+    ran = await rt_platform.call_tool(
+        "workflow", {"run": {"workflow_id": workflow_id, "wait_seconds": 60}}
+    )
+    assert not ran.is_error, text(ran)
+    rows = await rt.conversations.rows(ran.data["run"]["conversation_id"])
+    opening = next(r for r in rows if r.kind == "user_message")
+    assert opening.data["hook_context"] == ["kept"]

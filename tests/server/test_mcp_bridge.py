@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from mcp import ClientSession
@@ -87,3 +91,27 @@ async def test_a_whole_sdk_session_over_stdio_keeps_todos_and_waits_for_a_cli_ap
         assert await platform.pending_approvals() == []
         conversations = await platform.runtime.list_conversations()
         assert [c.title for c in conversations] == ["MCP session"]
+
+
+def test_the_end_of_a_stdio_session_runs_the_session_end_hooks(data_dir: Path) -> None:
+    heard = Path(tempfile.mkdtemp(prefix="corral-session-end-"))
+    heard.chmod(0o777)  # the hook runs as the sandbox uid
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        hook = {"type": "command", "command": f"cat > {heard}/ended.json"}
+        hooks = {"SessionEnd": [{"hooks": [hook]}]}
+        (data_dir / "hooks.json").write_text(json.dumps(hooks), encoding="utf-8")
+        server = subprocess.run(
+            [sys.executable, "-m", "corral", "mcp", "serve"],
+            input="",  # the client closes the stream at once: the session ends
+            capture_output=True,
+            text=True,
+            env={**os.environ, "CORRAL_DATA_DIR": str(data_dir), "CORRAL_PACKAGE_PATH": str(DEMO)},
+            timeout=120,
+        )
+        assert server.returncode == 0, server.stderr
+        ended = json.loads((heard / "ended.json").read_text(encoding="utf-8"))
+        assert ended["hook_event_name"] == "SessionEnd" and ended["reason"] == "other"
+        assert ended["session_id"].startswith("mcp-")
+    finally:
+        shutil.rmtree(heard)

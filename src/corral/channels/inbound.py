@@ -17,11 +17,14 @@ from corral.channels.store import ChannelStore, ConnectionRecord, SenderRecord
 from corral.channels.vendors import Inbound
 from corral.errors import CorralError, NotFound
 from corral.kernel import Decision
+from corral.runtime.agents import load_agent
+from corral.runtime.caller_scope import CallerScope
+from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
 from corral.runtime.questions import AnswerInput, Questions
 from corral.runtime.runs import RunRecord
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow
-from corral.runtime.turns import start_turn, turn_spec
+from corral.runtime.turns import start_scoped_turn, turn_spec
 
 __all__ = ["Router"]
 
@@ -94,14 +97,24 @@ class Router:
             return
         caller = await self._rt.kernel.caller(here.sender.user_id)
         conversation.check_access(caller)
+        agent = await load_agent(self._rt.kernel.sessions, conversation.agent)
         spec = await turn_spec(
-            self._rt, conversation, user_id=caller.user_id, trigger="user_message"
+            self._rt, conversation, user_id=caller.user_id, trigger="user_message", agent=agent
         )
+        model = await self._rt.models.resolve_for(
+            spec.model, user_id=caller.user_id, credentials=self._rt.kernel.services.credentials
+        )
+        try:
+            context = await prompt_hooks(self._rt.hooks, conversation, text)
+        except PromptBlocked as blocked:
+            self._relay.say(here.chat, f"Your message was not sent: {blocked.reason}")
+            return
         row = NewRow(
             kind="user_message",
             user_id=caller.user_id,
             data={
                 "text": text,
+                **({"hook_context": context} if context else {}),
                 "channel": {
                     "connection": here.connection.name,
                     "provider": here.connection.provider,
@@ -111,7 +124,8 @@ class Router:
                 },
             },
         )
-        if await start_turn(self._rt, spec, [row]) is None:
+        scope = CallerScope(caller=caller, agent=agent, model=model, profile=spec.profile)
+        if await start_scoped_turn(self._rt, scope, spec, [row]) is None:
             self._relay.say(
                 here.chat, "Still working on your last message; I will answer it first."
             )

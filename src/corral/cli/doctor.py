@@ -1,4 +1,5 @@
-"""`corral doctor`: which confinement tiers work on this machine, and how to get a stronger one."""
+"""`corral doctor`: which confinement tiers work on this machine, how to get a stronger one,
+and what is wrong with the operator hooks file (as ``/health``'s ``hook_problems``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["doctor"]
 
 
-def _print(report: Diagnosis) -> None:
+def _print(report: Diagnosis, hook_problems: list[str]) -> None:
     features = report.features
     console.print("[bold]Confinement tiers[/]", highlight=False)
     for check in report.checks:
@@ -42,8 +43,12 @@ def _print(report: Diagnosis) -> None:
         rows.append(("LSMs", features.lsm))
     for name, value in rows:
         console.print(f"  {name:<16} {value}", highlight=False)
+    console.print("[bold]Operator hooks[/]", highlight=False)
+    for problem in hook_problems or ["no problem (hooks.json absent or sound)"]:
+        console.print(f"  {problem}", highlight=False, markup=False)
     console.print("[bold]To do[/]", highlight=False)
-    for line in report.advice or ["Nothing: the strongest tier works here."]:
+    advice = [*report.advice, *(f"fix the hooks file: {p}" for p in hook_problems)]
+    for line in advice or ["Nothing: the strongest tier works here."]:
         console.print(f"  - {line}", highlight=False, markup=False)
 
 
@@ -51,13 +56,16 @@ def doctor(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report.")] = False,
 ) -> None:
-    """Show the confinement tiers that work here and the kernel features found.
+    """Show the confinement tiers that work here, the kernel features found and the
+    problems of the operator hooks file.
 
-    Exit 0 when the configured sandbox mode has a tier to run commands under, 1 otherwise.
+    Exit 0 when the configured sandbox mode has a tier to run commands under and the hooks
+    file (if any) is sound, 1 otherwise (the platform would refuse to start on it).
     """
     import asyncio
 
     from corral.errors import CorralError
+    from corral.runtime.hooks import hooks_file_problems
     from corral.settings import load_settings
     from corral.shell.doctor import diagnose
 
@@ -67,9 +75,10 @@ def doctor(
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
     report = asyncio.run(diagnose(settings))
+    hook_problems = hooks_file_problems(settings)
     if as_json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "hook_problems": hook_problems})
     else:
-        _print(report)
-    if report.chosen is None:
+        _print(report, hook_problems)
+    if report.chosen is None or hook_problems:
         raise typer.Exit(1)

@@ -7,13 +7,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import UsageError
+from corral.kernel import DEFAULT_AGENT
 from corral.policy.profiles import parse_profile
+from corral.runtime.agents import AgentConfig, load_agent
+from corral.runtime.caller_scope import CallerScope
 from corral.runtime.events import Event, Subscription
-from corral.runtime.hooks import added_context, permission_mode
 from corral.runtime.prompt.attachments import expand
+from corral.runtime.prompt_hooks import prompt_hooks
 from corral.runtime.results import RunResult
 from corral.runtime.timeline import NewRow
-from corral.runtime.turns import start_turn, turn_spec
+from corral.runtime.turns import start_scoped_turn, turn_spec
 
 if TYPE_CHECKING:
     from corral.policy.identity import Caller
@@ -57,13 +60,14 @@ async def _conversation(
     model: str | None,
     profile: str | None,
     conversation_id: str | None,
-) -> ConversationInfo:
+) -> tuple[ConversationInfo, AgentConfig | None]:
     """The conversation a message goes to: a new one, or an existing one (switched to
-    ``model``/``profile`` when given: the switch lasts for the conversation's later turns)."""
+    ``model``/``profile`` when given: the switch lasts for the conversation's later turns);
+    with the agent when it was loaded on the way."""
     if conversation_id is None:
-        return await rt.start_conversation(
-            agent=agent, user=caller.user_id, model=model, profile=profile
-        )
+        config = await load_agent(rt.kernel.sessions, agent or DEFAULT_AGENT)
+        created = await rt.create_conversation(caller, config, model=model, profile=profile)
+        return created, config
     conversation = await rt.conversations.get(conversation_id)
     conversation.check_access(caller)
     if agent is not None and agent != conversation.agent:
@@ -79,49 +83,38 @@ async def _conversation(
     if changes:
         await rt.conversations.update(conversation.id, **changes)
         conversation = await rt.conversations.get(conversation.id)
-    return conversation
+    return conversation, None
 
 
 async def _start(
-    rt: RunHost, caller: Caller, conversation: ConversationInfo, message: str
+    rt: RunHost,
+    caller: Caller,
+    opened: tuple[ConversationInfo, AgentConfig | None],
+    message: str,
 ) -> RunRecord:
-    spec = await turn_spec(rt, conversation, user_id=caller.user_id, trigger="user_message")
+    conversation, config = opened
+    config = config or await load_agent(rt.kernel.sessions, conversation.agent)
+    spec = await turn_spec(
+        rt, conversation, user_id=caller.user_id, trigger="user_message", agent=config
+    )
     # A model that cannot be used fails before any row is written.
-    await rt.models.resolve_for(
+    model = await rt.models.resolve_for(
         spec.model, user_id=caller.user_id, credentials=rt.kernel.services.credentials
     )
     data: dict[str, Any] = {"text": message}
-    context = await _prompt_hooks(rt, conversation, message)
+    context = await prompt_hooks(rt.hooks, conversation, message)
     if context:
         data["hook_context"] = context
     attached = await expand(message, caller, rt.prompt.attachments)
     if attached:
         data["attachments"] = attached
-    started = await start_turn(
-        rt, spec, [NewRow(kind="user_message", user_id=caller.user_id, data=data)]
+    scope = CallerScope(caller=caller, agent=config, model=model, profile=spec.profile)
+    started = await start_scoped_turn(
+        rt, scope, spec, [NewRow(kind="user_message", user_id=caller.user_id, data=data)]
     )
     if started is None:
         raise UsageError(await busy_message(rt, await rt.conversations.get(conversation.id)))
     return started[0]
-
-
-async def _prompt_hooks(rt: RunHost, conversation: ConversationInfo, message: str) -> list[str]:
-    """Run the SessionStart hooks (a new conversation's first message) and the
-    UserPromptSubmit hooks: a block refuses the message with the hook's reason; what they
-    add is context the model sees with the message."""
-    if rt.hooks is None or not rt.hooks.configured:
-        return []
-    common = {
-        "session_id": conversation.id,
-        "permission_mode": permission_mode(conversation.profile),
-    }
-    started: list[str] = []
-    if conversation.last_seq == 0:
-        started = await added_context(rt.hooks, "SessionStart", {**common, "source": "startup"})
-    outcome = await rt.hooks.run("UserPromptSubmit", {**common, "prompt": message})
-    if outcome.blocked:
-        raise UsageError(f"the message was not sent: {outcome.reason}")
-    return started + outcome.additional_context
 
 
 async def start_chat(
@@ -138,10 +131,10 @@ async def start_chat(
     if not message.strip():
         raise UsageError("a chat message needs some text")
     caller = await rt.kernel.caller(user)
-    conversation = await _conversation(
+    opened = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )
-    return await _start(rt, caller, conversation, message)
+    return await _start(rt, caller, opened, message)
 
 
 async def chat(
@@ -163,15 +156,16 @@ async def chat(
     if not message.strip():
         raise UsageError("a chat message needs some text")
     caller = await rt.kernel.caller(user)
-    conversation = await _conversation(
+    opened = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )
+    conversation = opened[0]
     if on_event is None:
-        run = await _start(rt, caller, conversation, message)
+        run = await _start(rt, caller, opened, message)
         await rt.wait_run(run.id)
         return await rt.result(run.id)
     async with rt.events.subscribe(conversation.id) as subscription:
-        run = await _start(rt, caller, conversation, message)
+        run = await _start(rt, caller, opened, message)
         pump = asyncio.create_task(_forward(subscription, on_event))
         try:
             await rt.wait_run(run.id)

@@ -19,6 +19,7 @@ from corral.policy.profiles import parse_profile
 from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.appends import Appender
 from corral.runtime.background import BackgroundWorkSource
+from corral.runtime.caller_scope import ScopeHandoff
 from corral.runtime.conversations import ConversationInfo, ConversationStore
 from corral.runtime.deliveries import DeliveryStore
 from corral.runtime.events import EventBus, StatusBoard
@@ -109,6 +110,8 @@ class RunHost:
         self.run_end_hooks: list[RunEndHook] = []
         self.hooks: Hooks | None = None
         """The operator hooks (set by the composition root): a prompt's UserPromptSubmit."""
+        self.scopes = ScopeHandoff()
+        """Turns' caller scopes, for their runs starting in this process."""
         self.row_observers: list[RowObserver] = []
         """Called with every batch of rows this process stores (keep them quick)."""
         self.remote_row_observers: list[Callable[[str], None]] = []
@@ -218,6 +221,21 @@ class RunHost:
         """A new, empty conversation with ``agent`` (default: the default agent)."""
         caller = await self.kernel.caller(user)
         config = await load_agent(self.kernel.sessions, agent or DEFAULT_AGENT)
+        return await self.create_conversation(
+            caller, config, model=model, profile=profile, title=title
+        )
+
+    async def create_conversation(
+        self,
+        caller: Caller,
+        config: AgentConfig,
+        *,
+        model: str | None = None,
+        profile: str | None = None,
+        title: str = "",
+    ) -> ConversationInfo:
+        """A new, empty conversation of ``caller`` with the agent ``config`` (both already
+        resolved by the entry point)."""
         return await self.conversations.create(
             owner_id=caller.user_id,
             agent=config.name,

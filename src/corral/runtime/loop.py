@@ -189,6 +189,29 @@ class _Loop:
 
     async def run(self) -> Outcome:
         run = self.run_record
+        scope = None if self.taken_over else self.rt.scopes.take(run)
+        if scope is not None:  # resolved by the turn that started this run, just now
+            context = _Context(agent=scope.agent, caller=scope.caller, model=scope.model)
+        else:
+            resolved = await self._resolve(run)
+            if isinstance(resolved, Outcome):
+                return resolved
+            context = resolved
+        remaining = run.wall_clock_limit_s - run.active_seconds
+        if remaining <= 0:
+            return self._wall_clock()
+        timer = self.rt.timers.call_later(remaining, lambda: self.cancellation.cancel("wall_clock"))
+        try:
+            outcome = await self._steps(context)
+        finally:
+            timer.cancel()
+        if run.kind == "delegate" and outcome.reason in ("wall_clock", "step_budget"):
+            await self._wrap_up(context, outcome.detail)
+        return outcome
+
+    async def _resolve(self, run: RunRecord) -> _Context | Outcome:
+        """The agent, caller and model of a run that starts as its own entry point (a
+        resume, a takeover, a run queued elsewhere)."""
         try:
             agent = await load_agent(self.rt.kernel.sessions, run.agent)
             # Rights are re-resolved whenever a run (re)starts: it can lose reach, never gain.
@@ -201,18 +224,7 @@ class _Loop:
             )
         except CorralError as exc:
             return Outcome(status="failed", reason="model_error", detail=str(exc))
-        context = _Context(agent=agent, caller=caller, model=model)
-        remaining = run.wall_clock_limit_s - run.active_seconds
-        if remaining <= 0:
-            return self._wall_clock()
-        timer = self.rt.timers.call_later(remaining, lambda: self.cancellation.cancel("wall_clock"))
-        try:
-            outcome = await self._steps(context)
-        finally:
-            timer.cancel()
-        if run.kind == "delegate" and outcome.reason in ("wall_clock", "step_budget"):
-            await self._wrap_up(context, outcome.detail)
-        return outcome
+        return _Context(agent=agent, caller=caller, model=model)
 
     async def _steps(self, context: _Context) -> Outcome:
         first = True

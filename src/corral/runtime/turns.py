@@ -20,6 +20,7 @@ from corral.errors import NotFound, UsageError
 from corral.policy.profiles import Profile, parse_profile
 from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.appends import append_rows, write
+from corral.runtime.caller_scope import CallerScope
 from corral.runtime.conversations import ConversationInfo, claim_conversation
 from corral.runtime.deliveries import mark_delivered, take_queued
 from corral.runtime.runs import RunKind, RunRecord, Trigger, new_run_id, run_row
@@ -142,6 +143,22 @@ async def start_turn(
     rt.publish_run(spec.conversation_id, run_id, "queued", None, "")
     rt.jobs.submit(run_id)
     return record, stored
+
+
+async def start_scoped_turn(
+    rt: RunHost, scope: CallerScope, spec: TurnSpec, rows: Sequence[NewRow]
+) -> tuple[RunRecord, list[TimelineRow]] | None:
+    """:func:`start_turn` whose run, when it starts in this process, takes ``scope`` (the
+    caller, agent and model the entry point resolved) instead of resolving them again."""
+    rt.scopes.offer(spec.conversation_id, scope)
+    try:
+        started = await start_turn(rt, spec, rows)
+    except BaseException:
+        rt.scopes.withdraw(spec.conversation_id)
+        raise
+    if started is None:
+        rt.scopes.withdraw(spec.conversation_id)
+    return started
 
 
 async def wake(rt: RunHost, conversation_id: str, *, by: WakeBy = "ask") -> RunRecord | None:

@@ -16,11 +16,17 @@ MCP client makes are not turns of the conversation).
 
 Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the HTTP endpoint
 (:mod:`corral.server.mcp_http`) the user its bearer token belongs to.
+
+A stdio session is a session in Claude Code's sense: it ends when the client closes the
+stream, and the operator's ``SessionEnd`` hooks hear it (``reason`` ``other``; the
+session's id is ``mcp-`` and a random part). A conversation never ends (it has no delete
+or archive), so no other SessionEnd fires.
 """
 
 from __future__ import annotations
 
 import base64
+import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -176,5 +182,15 @@ async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile)
 
     # One process serves one client: the whole stdio connection is one session.
     server = build_mcp_server(platform, fixed, lambda ctx: "stdio")
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    try:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await _session_ended(platform, f"mcp-{secrets.token_hex(6)}")
+
+
+async def _session_ended(platform: Platform, session_id: str) -> None:
+    """SessionEnd hooks: what they answer changes nothing (the session is over)."""
+    hooks = platform.hooks
+    if hooks.configured:
+        await hooks.run("SessionEnd", {"session_id": session_id, "reason": "other"})

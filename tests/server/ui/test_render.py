@@ -167,3 +167,23 @@ def test_cards_show_their_tools_data() -> None:
     media = _card_html("fs_read", {"uri": "data://x.png"}, {"content": [image, audio]})
     assert '<img class="media"' in media and "data:image/png;base64,iVBORw0KGgo=" in media
     assert "<audio controls" in media
+
+
+def test_a_cards_hooks_are_their_own_part() -> None:
+    blocked = {"hook": "block_rm_rf.sh", "event": "PreToolUse", "outcome": "deny",
+               "reason": "rm -rf <is> refused"}  # fmt: skip
+    noted = {"hook": "note.py", "event": "PostToolUse", "outcome": "context"}
+    result = {
+        "is_error": True,
+        "content": [{"type": "text", "text": "Error [hook_blocked]: ..."}],
+        "data": {"hooks": [blocked, noted]},
+    }
+    html = _card_html("execute", {"command": "rm -rf /"}, result)
+    assert '<ul class="hooks">' in html
+    assert (
+        '<li class="hook hook-deny">blocked by hook block_rm_rf.sh (PreToolUse): '
+        "rm -rf &lt;is&gt; refused</li>"
+    ) in html
+    assert '<li class="hook hook-context">context added by hook note.py (PostToolUse)</li>' in html
+    plain = _card_html("execute", {"command": "ls"}, {"content": [], "data": {}})
+    assert 'class="hooks"' not in plain

@@ -31,6 +31,7 @@ from corral.runtime.hooks.handlers import HookRunner
 from corral.runtime.hooks.matchers import CLAUDE_CODE_TOOLS, compile_matcher, tool_names
 from corral.runtime.hooks.outcome import Decision, HookOutcome, HookRecord
 from corral.runtime.hooks.tool_input import tool_hook_input
+from corral.settings import Settings
 
 __all__ = [
     "CLAUDE_CODE_TOOLS",
@@ -52,6 +53,7 @@ __all__ = [
     "check_live_hooks",
     "compile_matcher",
     "hook_label",
+    "hooks_file_problems",
     "parse_hooks_config",
     "permission_mode",
     "tool_hook_input",
@@ -67,6 +69,18 @@ async def added_context(hooks: Hooks | None, event: str, payload: Mapping[str, A
     if hooks is None or not hooks.configured:
         return []
     return (await hooks.run(event, payload)).additional_context
+
+
+def hooks_file_problems(settings: Settings) -> list[str]:
+    """What is wrong with ``<data_dir>/hooks.json`` (nothing when it is absent or sound),
+    checked as start-up checks it: a platform refuses to start on it, and a running one
+    keeps its previous hooks (``/health`` counts it under ``hook_problems``)."""
+    runner = HookRunner(project_dir=settings.drive_dir, sandbox_uid=settings.sandbox_uid)
+    try:
+        Hooks(runner, file=settings.data_dir / HOOKS_FILE).load()
+    except ConfigError as exc:
+        return [str(exc)]
+    return []
 
 
 def check_live_hooks(value: Any) -> None:

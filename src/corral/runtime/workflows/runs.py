@@ -20,6 +20,7 @@ from corral.kernel import DEFAULT_AGENT
 from corral.runtime.agents import load_agent
 from corral.runtime.delegation.answer import last_substantive_text
 from corral.runtime.prompt.envelopes import render_untrusted
+from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
 from corral.runtime.runs import TERMINAL, RunRecord
 from corral.runtime.timeline import NewRow
 from corral.runtime.turns import TurnSpec, start_turn
@@ -77,6 +78,14 @@ async def start_workflow_run(
         title=f"{setup['title']} · {start.trigger} run"[:200],
     )
     model = rt.pick_model(setup.get("model"), conversation, agent)
+    instruction = opening_text(workflow, start)
+    try:
+        context = await prompt_hooks(rt.hooks, conversation, instruction)
+    except PromptBlocked as blocked:
+        raise ToolError(
+            f"the run of workflow {workflow.id!r} was not started: {blocked.reason}",
+            code="hook_blocked",
+        ) from None
     if setup.get("goal") and goals is not None:
         await goals.set_goal(
             conversation.id,
@@ -105,7 +114,11 @@ async def start_workflow_run(
     opening = NewRow(
         kind="user_message",
         user_id=owner.user_id,
-        data={"text": opening_text(workflow, start), "workflow_id": workflow.id},
+        data={
+            "text": instruction,
+            "workflow_id": workflow.id,
+            **({"hook_context": context} if context else {}),
+        },
     )
     started = await start_turn(rt, spec, [opening])
     if started is None:  # a brand-new conversation cannot be busy

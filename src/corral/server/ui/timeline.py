@@ -17,6 +17,40 @@ from corral.runtime.timeline import TimelineRow
 __all__ = ["CallCard", "Change", "CompactionCard", "Item", "TimelineView"]
 
 
+@dataclass(frozen=True, slots=True)
+class HookLine:
+    """One hook's part in a call, as the tool card shows it."""
+
+    outcome: str
+    text: str
+
+
+_HOOK_SAID = {
+    "deny": "blocked by hook {hook}",
+    "ask": "sent for approval by hook {hook}",
+    "allow": "allowed by hook {hook}",
+    "context": "context added by hook {hook}",
+    "error": "hook {hook} failed",
+    "no_opinion": "hook {hook} ran",
+}
+
+
+def hook_line(record: dict[str, Any]) -> HookLine:
+    """``blocked by hook check.sh: reason``, ``context added by hook note.py``..."""
+    outcome = str(record.get("outcome", ""))
+    said = _HOOK_SAID.get(outcome, "hook {hook}: " + outcome)
+    text = said.format(hook=record.get("hook", "?"))
+    event = record.get("event")
+    if event:
+        text += f" ({event})"
+    detail = record.get("reason") or record.get("error")
+    if detail:
+        text += f": {detail}"
+    if record.get("updated_input"):
+        text += " · input rewritten"
+    return HookLine(outcome=outcome, text=text)
+
+
 @dataclass(slots=True, kw_only=True)
 class CallCard:
     """One tool call with everything that happened to it so far."""
@@ -70,6 +104,14 @@ class CallCard:
             for block in (self.result or {}).get("content", [])
             if block.get("type") == "text"
         ]
+
+    @property
+    def hooks(self) -> list[HookLine]:
+        """What the operator's hooks did to this call (the result's ``data.hooks``)."""
+        records = self.data.get("hooks")
+        if not isinstance(records, list):
+            return []
+        return [hook_line(r) for r in records if isinstance(r, dict)]
 
     @property
     def media(self) -> list[dict[str, Any]]:
