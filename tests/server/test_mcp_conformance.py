@@ -6,8 +6,8 @@ and calls the test tools it expects by name; they come from the test-only packag
 owner's bearer token to each request (what a configured client does); the token check itself
 is tested in ``test_mcp_http``. Scenarios Corral does not pass yet are listed, with why, in
 ``mcp_conformance_baseline.yml``: the suite fails the run on any other failure and on a listed
-one that passes. Without ``npx``, or when the package cannot be fetched, the test is skipped
-saying so.
+one that passes. Without node, or before ``scripts/mcp-test-servers`` installed the suite, the
+test is skipped saying so.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from corral.server.app import create_app
 from tests.conftest import DEMO, PACKAGES
 from tests.server.loopback import serving
 
-SUITE = "@modelcontextprotocol/conformance@0.1.12"
+SUITE = Path(__file__).parents[2] / ".mcp-servers/node/node_modules/.bin/conformance"
+"""Installed, pinned, by ``scripts/mcp-test-servers`` (run by ``scripts/setup --test``)."""
 CONFORMANCE = PACKAGES / "conformance"
 BASELINE = Path(__file__).with_name("mcp_conformance_baseline.yml")
-RUN_SECONDS = 600
-"""The first run fetches the suite from npm; a run itself takes a few seconds."""
+RUN_SECONDS = 300
 
 
 def with_token(app: ASGIApp, token: str) -> ASGIApp:
@@ -69,19 +69,18 @@ def tally(results: Path) -> tuple[int, int, list[str]]:
 async def test_the_conformance_suites_server_scenarios(
     conformance_platform: Platform, tmp_path: Path
 ) -> None:
-    npx = shutil.which("npx")
-    if npx is None:
+    if shutil.which("node") is None or not SUITE.exists():
         pytest.skip(
-            "NOT RUN: node's npx is not installed, so the MCP conformance suite's server "
-            "scenarios were not checked; install Node.js 20+ to run them"
+            "NOT RUN: the MCP conformance suite is not installed, so its server scenarios "
+            "were not checked; install Node.js 20+ and run scripts/mcp-test-servers"
         )
     token = (await conformance_platform.identity.create_token("owner")).token
     app = with_token(create_app(conformance_platform), token)
     results = tmp_path / "results"
     async with serving(app) as base:
         suite = await asyncio.create_subprocess_exec(
-            npx,
-            *["--yes", SUITE, "server", "--url", f"{base}/mcp"],
+            str(SUITE),
+            *["server", "--url", f"{base}/mcp"],
             *["--expected-failures", str(BASELINE), "-o", str(results)],
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -89,8 +88,6 @@ async def test_the_conformance_suites_server_scenarios(
         )
         out, _ = await asyncio.wait_for(suite.communicate(), RUN_SECONDS)
     said = out.decode(errors="replace")
-    if not results.exists() and ("npm error" in said or "npm ERR" in said):
-        pytest.skip(f"NOT RUN: npx could not fetch {SUITE}:\n{said[-2000:]}")
     passed, total, failed = tally(results)
     print(f"MCP conformance (server scenarios): {passed}/{total} checks passed")
     assert suite.returncode == 0, said[-4000:]

@@ -5,6 +5,7 @@ from a loopback server). The filesystem server works inside the caller's roots o
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -41,6 +42,16 @@ async def connect(platform: Platform, name: str, command: list[str]) -> dict[str
 def server_log(data_dir: Path, name: str) -> str:
     """The server's stderr and log messages: what a failing assertion shows."""
     return "\n" + (data_dir / "private" / "mcp" / name / "stderr.log").read_text()
+
+
+async def logged(data_dir: Path, name: str, words: str, within: float = 60.0) -> None:
+    """Until the server's stderr holds ``words`` (a condition polled, not a timed pause)."""
+    log = data_dir / "private" / "mcp" / name / "stderr.log"
+    async with asyncio.timeout(within):
+        while True:
+            if log.exists() and words in log.read_text(errors="replace"):
+                return
+            await asyncio.sleep(0.05)
 
 
 def source_folder(platform: Platform, data_dir: Path, name: str) -> Path:
@@ -137,6 +148,10 @@ async def test_filesystem_sees_the_callers_roots_and_refuses_paths_outside(
     row = await connect(platform, "fs", node_server("server-filesystem"))
     assert len(row["tools"]) >= 10, row["tools"]
     await register(platform, "shared", inside)
+    # MCP has no word for "roots applied"; the server says so in its log. Corral's own short
+    # wait usually covers it; the test waits for the server's word so a loaded machine
+    # cannot make it flaky.
+    await logged(data_dir, "fs", "Updated allowed directories from MCP roots")
     listed = await platform.call_tool("fs_list_directory", {"path": str(inside)})
     assert not listed.is_error, listed.text + server_log(data_dir, "fs")
     assert "a.txt" in listed.text
