@@ -99,9 +99,9 @@ def psycopg_conninfo(database_url: str) -> str:
 class ClusterTiming:
     """How fast a cluster notices a dead worker (start-up settings)."""
 
-    heartbeat_seconds: float = 2.0
-    stalled_seconds: float = 10.0
-    sweep_seconds: int = 2
+    heartbeat_seconds: float = 0.5
+    stalled_seconds: float = 3.0
+    sweep_seconds: int = 1
     pool_size: int = 16
     shutdown_grace_seconds: float = 10.0
     """How long a stopping worker waits before it hands its runs over."""
