@@ -19,6 +19,7 @@ from corral.runtime import chat as chat_module
 from corral.runtime import inbox, loop, parking, recovery, turns
 from corral.runtime.background import BackgroundWorkSource
 from corral.runtime.cluster_health import ClusterHealth, cluster_health
+from corral.runtime.cluster_home import claim_data_folder
 from corral.runtime.conversations import ConversationInfo
 from corral.runtime.deliveries import DeliveryRecord
 from corral.runtime.endings import Outcome, end_run
@@ -101,6 +102,13 @@ class Runtime(RunHost):
         if self.jobs.distributed:
             from corral.runtime.cluster import ProcrastinateJobs
 
+            settings = self.kernel.settings
+            await claim_data_folder(
+                self.kernel.sessions,
+                settings.data_dir,
+                settings.private_dir,
+                self.kernel.engine.url.render_as_string(hide_password=True),
+            )
             assert isinstance(self.jobs, ProcrastinateJobs)
             await self.jobs.open()
 
