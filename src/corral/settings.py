@@ -139,12 +139,14 @@ class Settings(BaseSettings):
         default=10, ge=1, le=1000, description="Runs one `corral worker` advances at once."
     )
     worker_heartbeat_seconds: float = Field(
-        default=2.0, gt=0, description="How often a `corral worker` says it is alive."
+        default=0.5, gt=0, description="How often a `corral worker` says it is alive."
     )
     worker_stalled_seconds: float = Field(
-        default=10.0,
+        default=3.0,
         gt=0,
-        description="A worker silent this long is dead: its runs are taken over elsewhere.",
+        description="A worker silent this long is dead: its runs are taken over elsewhere "
+        "(six missed heartbeats at the default; a worker that was only paused finds its "
+        "writes refused and lets go, see fencing in the README).",
     )
     worker_shutdown_grace_seconds: float = Field(
         default=10.0,
@@ -153,7 +155,7 @@ class Settings(BaseSettings):
         "the rest over: another worker continues them from their last persisted step.",
     )
     cluster_sweep_seconds: int = Field(
-        default=2,
+        default=1,
         ge=1,
         le=30,
         description="How often the cluster looks for stalled jobs and queued runs without "

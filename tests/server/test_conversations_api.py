@@ -129,6 +129,24 @@ async def test_the_event_stream_replays_rows(http: httpx.AsyncClient, tmp_path: 
     assert "event: row" in response.text
 
 
+async def test_a_reconnect_with_last_event_id_replays_only_later_rows(
+    http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    model = script(tmp_path, {"text": "hello there"})
+    turn = (await http.post("/chat", json={"message": "hi", "model": model})).json()
+    response = await http.get(
+        f"/conversations/{turn['conversation_id']}/events",
+        params={"follow": "false", "after": "0"},
+        headers={"Last-Event-ID": "2"},
+    )
+    ids = [
+        line.split(":", 1)[1].strip()
+        for line in response.text.splitlines()
+        if line.startswith("id:")
+    ]
+    assert ids == ["3"]
+
+
 async def test_the_event_stream_follows_a_live_turn(api_platform: Platform, tmp_path: Path) -> None:
     rt: Runtime = api_platform.runtime
     model = script(

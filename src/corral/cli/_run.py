@@ -18,6 +18,8 @@ from corral.cli._global_options import cli_state
 from corral.errors import CorralError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from corral.platform import Platform
 
 __all__ = ["console", "err_console", "fail", "print_json", "run_with_platform", "settle_heap"]
@@ -45,6 +47,29 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+def warn_of_a_new_database_beside_a_cluster(data_dir: Path | None) -> None:
+    """Warn when this command is about to create a SQLite database in a data folder a
+    cluster claimed: the shell most likely lacks the cluster's CORRAL_DATABASE_URL."""
+    from corral.runtime.cluster_home import cluster_marked
+    from corral.settings import load_settings
+
+    try:
+        settings = load_settings(data_dir)
+    except CorralError:
+        return  # opening the platform reports it
+    database = settings.database_path
+    cluster = cluster_marked(settings.private_dir)
+    if database is None or database.exists() or cluster is None:
+        return
+    err_console.print(
+        f"[bold yellow]warning:[/] creating a new SQLite database {database}, but this data "
+        f"folder belongs to the cluster on {cluster}: set CORRAL_DATABASE_URL (or "
+        "database_url in corral.toml) to work on the cluster",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def run_with_platform(ctx: typer.Context, work: Callable[[Platform], Awaitable[T]]) -> T:
     """Open the platform the global options chose, run ``work`` as the local owner, close it.
 
@@ -55,6 +80,7 @@ def run_with_platform(ctx: typer.Context, work: Callable[[Platform], Awaitable[T
     from corral.platform import open_platform
 
     data_dir = cli_state(ctx).data_dir
+    warn_of_a_new_database_beside_a_cluster(data_dir)
 
     async def main() -> T:
         platform = await open_platform(data_dir)

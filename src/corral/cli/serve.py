@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from corral.cli._global_options import cli_state
-from corral.cli._run import console, settle_heap
+from corral.cli._run import console, fail, settle_heap
 
 __all__ = ["serve"]
 
@@ -63,4 +63,9 @@ def serve(
         config = uvicorn.Config(app, host=bind_host, port=bind_port, log_level="info")
         await uvicorn.Server(config).serve()
 
-    asyncio.run(main())
+    from corral.errors import CorralError
+
+    try:
+        asyncio.run(main())
+    except CorralError as exc:  # a bad setting, an unreachable database: no traceback
+        fail(str(exc))

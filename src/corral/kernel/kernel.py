@@ -23,7 +23,7 @@ from corral.kernel.config import ConfigCache
 from corral.kernel.logs import LogStore
 from corral.policy.identity import Caller
 from corral.settings import Settings
-from corral.store import make_engine, make_sessionmaker, upgrade
+from corral.store import check_reachable, make_engine, make_sessionmaker, upgrade
 from corral.store.meta_reads import meta_reader
 from corral.store.pg_writer import PgWriter
 from corral.store.writer import SqliteWriter, open_writer
@@ -107,6 +107,7 @@ async def open_kernel(settings: Settings) -> Kernel:
     prepare_folders(settings)
     engine = make_engine(settings.effective_database_url)
     try:
+        await check_reachable(engine)
         await upgrade(engine)
         sessions = make_sessionmaker(engine)
         await bootstrap(sessions, settings)

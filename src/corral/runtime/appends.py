@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -36,7 +37,7 @@ from corral.store.pg_writer import KeyTaken, MissingReference, PgWriter
 from corral.store.tables import utcnow
 from corral.store.writer import SqliteWriter
 
-__all__ = ["Appender", "append_rows", "next_seq", "write"]
+__all__ = ["Appender", "Fence", "Fenced", "append_rows", "next_seq", "write"]
 
 T = TypeVar("T")
 Db = AsyncSession | AsyncConnection
@@ -59,6 +60,33 @@ _PG_INSERT = (
     "FROM last, unnest($2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], "
     "$6::text[]) WITH ORDINALITY AS r(kind, run_id, user_id, call_id, data, n) RETURNING seq"
 )
+# The same, only while the run still holds the lease the writing worker claimed; FOR SHARE
+# makes a takeover's lease bump wait for this statement, or this statement for the bump.
+_PG_FENCED_INSERT = _PG_INSERT.replace(
+    " RETURNING seq",
+    " WHERE EXISTS (SELECT 1 FROM runs WHERE id = $8::varchar AND lease = $9::integer "
+    "AND status = 'running' FOR SHARE) RETURNING seq",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The run and lease a cluster worker claimed: its rows are stored only while both hold."""
+
+    run_id: str
+    lease: int
+
+
+class Fenced(Exception):
+    """A worker's write of a run was refused: another worker took the run over (its lease
+    moved on) or the run ended. The writer lets the run go."""
+
+    def __init__(self, fence: Fence) -> None:
+        super().__init__(
+            f"run {fence.run_id} is no longer held under lease {fence.lease}: another worker "
+            "took it over or it ended; this worker lets it go"
+        )
+        self.fence = fence
 
 
 def _stored_time(now: datetime) -> str:
@@ -193,12 +221,18 @@ class Appender:
         if rows:
             self._last[conversation_id] = max(self._last.get(conversation_id, 0), rows[-1].seq)
 
-    async def append(self, conversation_id: str, rows: Sequence[NewRow]) -> list[TimelineRow]:
-        """Store ``rows`` after the conversation's last, committed when this returns."""
+    async def append(
+        self, conversation_id: str, rows: Sequence[NewRow], fence: Fence | None = None
+    ) -> list[TimelineRow]:
+        """Store ``rows`` after the conversation's last, committed when this returns.
+
+        With ``fence`` (a cluster worker's run, on PostgreSQL) the rows are stored only
+        while the run is running under that lease, checked in the same statement; else
+        :class:`Fenced` is raised and nothing is stored."""
         if isinstance(self._writer, SqliteWriter):
             return await self._through_writer(self._writer, conversation_id, rows)
         if isinstance(self._writer, PgWriter):
-            return await self._through_pg(self._writer, conversation_id, rows)
+            return await self._through_pg(self._writer, conversation_id, rows, fence)
         for attempt in range(ATTEMPTS):
             try:
                 async with self._engine.begin() as connection:
@@ -240,7 +274,11 @@ class Appender:
         raise AssertionError("unreachable")
 
     async def _through_pg(
-        self, writer: PgWriter, conversation_id: str, rows: Sequence[NewRow]
+        self,
+        writer: PgWriter,
+        conversation_id: str,
+        rows: Sequence[NewRow],
+        fence: Fence | None,
     ) -> list[TimelineRow]:
         if not rows:
             return []
@@ -254,7 +292,17 @@ class Appender:
         )
         for attempt in range(ATTEMPTS):
             try:
-                returned = await writer.fetch(_PG_INSERT, conversation_id, *columns, now)
+                if fence is None:
+                    returned = await writer.fetch(_PG_INSERT, conversation_id, *columns, now)
+                else:
+                    returned = await writer.fetch(
+                        _PG_FENCED_INSERT,
+                        conversation_id,
+                        *columns,
+                        now,
+                        fence.run_id,
+                        fence.lease,
+                    )
             except KeyTaken:
                 if attempt == ATTEMPTS - 1:
                     raise
@@ -263,5 +311,8 @@ class Appender:
                 raise NotFound(
                     f"no conversation {conversation_id!r} to append to ({error}); start one first"
                 ) from error
+            if not returned:
+                assert fence is not None  # an unfenced insert stores every row or fails
+                raise Fenced(fence)
             return _stored(min(seq for (seq,) in returned), rows, now)
         raise AssertionError("unreachable")

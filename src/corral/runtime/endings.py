@@ -39,17 +39,28 @@ class Outcome:
     waits: tuple[Wait, ...] = ()
 
 
-async def park_run(rt: RunHost, run: RunRecord, outcome: Outcome, active_seconds: float) -> None:
-    """Park a running run on its waits; nothing is held open while it waits."""
-    await rt.runs.move(
+async def park_run(
+    rt: RunHost,
+    run: RunRecord,
+    outcome: Outcome,
+    active_seconds: float,
+    *,
+    held_lease: int | None = None,
+) -> bool:
+    """Park a running run on its waits; nothing is held open while it waits. False when it
+    was no longer running (under ``held_lease``, when given)."""
+    if not await rt.runs.move(
         run.id,
         from_statuses=["running"],
         to="parked",
+        held_lease=held_lease,
         waiting=[w.to_json() for w in outcome.waits],
         active_seconds=active_seconds,
         steps=run.steps,
-    )
+    ):
+        return False
     await rt.jobs.after_job(run.id, partial(_announce, rt, run, outcome))
+    return True
 
 
 async def end_run(
@@ -61,8 +72,10 @@ async def end_run(
     active_seconds: float | None = None,
     steps: int | None = None,
     wake: bool = True,
+    held_lease: int | None = None,
 ) -> bool:
-    """End ``run`` with ``outcome``; False when it was no longer in ``from_statuses``.
+    """End ``run`` with ``outcome``; False when it was no longer in ``from_statuses`` (or
+    no longer under ``held_lease``, a cluster worker's claim).
 
     With ``wake`` the freed conversation continues with any delivery that waited for it.
     """
@@ -87,7 +100,12 @@ async def end_run(
 
     async def work(session: AsyncSession) -> list[TimelineRow] | None:
         if not await move_run(
-            session, run.id, from_statuses=from_statuses, to=outcome.status, **values
+            session,
+            run.id,
+            from_statuses=from_statuses,
+            to=outcome.status,
+            held_lease=held_lease,
+            **values,
         ):
             return None
         stored = await append_rows(session, run.conversation_id, [card])

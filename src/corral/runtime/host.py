@@ -17,7 +17,7 @@ from corral.kernel import DEFAULT_AGENT, Kernel
 from corral.policy.identity import Caller
 from corral.policy.profiles import parse_profile
 from corral.runtime.agents import AgentConfig, load_agent
-from corral.runtime.appends import Appender
+from corral.runtime.appends import Appender, Fence
 from corral.runtime.background import BackgroundWorkSource
 from corral.runtime.caller_scope import ScopeHandoff
 from corral.runtime.conversations import ConversationInfo, ConversationStore
@@ -107,6 +107,8 @@ class RunHost:
         """Waits for runs other processes advance (a cluster's), read from the store."""
         self.live: dict[str, Cancellation] = {}
         """Cancellations of the runs (and approved calls) executing in this process."""
+        self.leases: dict[str, int] = {}
+        """The lease of each run this process advances (its rows are fenced on a cluster)."""
         self.run_end_hooks: list[RunEndHook] = []
         self.hooks: Hooks | None = None
         """The operator hooks (set by the composition root): a prompt's UserPromptSubmit."""
@@ -171,9 +173,17 @@ class RunHost:
 
     async def append(self, conversation_id: str, rows: Sequence[NewRow]) -> list[TimelineRow]:
         """Append rows (one INSERT when this process wrote the last ones) and announce them."""
-        stored = await self.appender.append(conversation_id, rows)
+        stored = await self.appender.append(conversation_id, rows, self._fence(rows))
         self.publish_rows(conversation_id, stored)
         return stored
+
+    def _fence(self, rows: Sequence[NewRow]) -> Fence | None:
+        """The lease a cluster worker's rows of a run it advances are stored under."""
+        run_id = rows[0].run_id if rows else None
+        if run_id is None or not self.jobs.distributed:
+            return None
+        lease = self.leases.get(run_id)
+        return Fence(run_id, lease) if lease is not None else None
 
     # -- what a run's calls get --------------------------------------------------------------
 

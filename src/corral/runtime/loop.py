@@ -33,6 +33,7 @@ from pydantic_ai.messages import (
 from corral.errors import CorralError
 from corral.policy.profiles import parse_profile, stricter
 from corral.runtime.agents import AgentConfig, load_agent
+from corral.runtime.appends import Fenced
 from corral.runtime.calls import StepScope, run_calls
 from corral.runtime.endings import Outcome, end_run, park_run
 from corral.runtime.hooks import permission_mode
@@ -48,6 +49,7 @@ from corral.runtime.takeover import (
     unfinished_calls,
 )
 from corral.runtime.timeline import NewRow
+from corral.store import runtime_tables as rt_tables
 from corral.tools.context import Cancellation
 from corral.tools.secret_arguments import storable
 
@@ -93,7 +95,12 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
     cancellation = Cancellation()
     rt.live[run_id] = cancellation
     if not await rt.runs.move(
-        run_id, from_statuses=["queued"], to="running", worker=rt.worker, profile=profile
+        run_id,
+        from_statuses=["queued"],
+        to="running",
+        worker=rt.worker,
+        profile=profile,
+        lease=rt_tables.Run.lease + 1,
     ):
         if rt.live.get(run_id) is cancellation:
             del rt.live[run_id]
@@ -123,8 +130,17 @@ async def _advance(
     run_id = run.id
     started = time.monotonic()
     step = _Loop(rt, run, cancellation, started, taken_over=taken_over)
+    # Only a cluster checks it: there another worker may take the run over while this one
+    # is paused, and then this one's writes must not land.
+    held = run.lease if rt.jobs.distributed else None
+    if held is not None:
+        rt.leases[run_id] = held
     try:
         outcome = await step.run()
+    except Fenced:
+        log.warning("run %s: a write was refused, another worker holds it now", run_id)
+        cancellation.cancel(TAKEN_OVER)
+        outcome = Outcome(status="stopped")  # not stored: this worker lets go below
     except asyncio.CancelledError:
         if rt.jobs.distributed and await hand_over(rt, step.run_record):
             raise  # another worker continues it from its last persisted step
@@ -141,11 +157,13 @@ async def _advance(
         outcome = Outcome(status="failed", reason="error", detail=f"{type(exc).__name__}: {exc}")
     finally:
         rt.live.pop(run_id, None)
+        rt.leases.pop(run_id, None)
     if cancellation.reason == TAKEN_OVER:
         log.warning("run %s was taken over by another worker; this one lets go", run_id)
         return
     if outcome.status == "parked":
-        await park_run(rt, step.run_record, outcome, step.active_seconds())
+        if not await park_run(rt, step.run_record, outcome, step.active_seconds(), held_lease=held):
+            return  # taken over meanwhile: the new worker parks or ends it
         # After "parked" is announced, so that "queued" never comes before it.
         parked = step.run_record
         await rt.jobs.after_job(run_id, lambda: resume_if_answered(rt, parked))
@@ -156,6 +174,7 @@ async def _advance(
             outcome,
             active_seconds=step.active_seconds(),
             steps=step.run_record.steps,
+            held_lease=held,
         )
 
 

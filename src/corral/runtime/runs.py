@@ -89,6 +89,7 @@ class RunRecord:
     active_seconds: float
     waiting: tuple[Wait, ...] = field(default=())
     worker: str | None = None
+    lease: int = 0
     stop_requested: bool = False
     created_at: datetime | None = None
     ended_at: datetime | None = None
@@ -116,6 +117,7 @@ class RunRecord:
             active_seconds=row.active_seconds,
             waiting=tuple(Wait.from_json(w) for w in row.waiting or ()),
             worker=row.worker,
+            lease=row.lease,
             stop_requested=row.stop_requested,
             created_at=row.created_at,
             ended_at=row.ended_at,
@@ -227,11 +229,15 @@ class RunStore:
         *,
         from_statuses: Sequence[str],
         to: RunStatus,
+        held_lease: int | None = None,
         **values: Any,
     ) -> bool:
-        """Compare-and-set the status; False when the run was not in ``from_statuses``."""
+        """Compare-and-set the status; False when the run was not in ``from_statuses`` (or,
+        with ``held_lease``, another worker claimed it since)."""
         async with self._sessions.begin() as session:
-            return await move_run(session, run_id, from_statuses=from_statuses, to=to, **values)
+            return await move_run(
+                session, run_id, from_statuses=from_statuses, to=to, held_lease=held_lease, **values
+            )
 
     async def request_stop(self, run_id: str) -> None:
         async with self._sessions.begin() as session:
@@ -251,13 +257,15 @@ async def move_run(
     *,
     from_statuses: Sequence[str],
     to: RunStatus,
+    held_lease: int | None = None,
     **values: Any,
 ) -> bool:
+    """Compare-and-set the status; with ``held_lease``, only while the run's lease is still
+    that one (a cluster worker's own claim: fencing, see :mod:`corral.runtime.takeover`)."""
     if to in TERMINAL:
         values.setdefault("ended_at", utcnow())
-    outcome = await session.execute(
-        update(rt.Run)
-        .where(rt.Run.id == run_id, rt.Run.status.in_(list(from_statuses)))
-        .values(status=to, updated_at=utcnow(), **values)
-    )
+    query = update(rt.Run).where(rt.Run.id == run_id, rt.Run.status.in_(list(from_statuses)))
+    if held_lease is not None:
+        query = query.where(rt.Run.lease == held_lease)
+    outcome = await session.execute(query.values(status=to, updated_at=utcnow(), **values))
     return int(getattr(outcome, "rowcount", 0)) == 1

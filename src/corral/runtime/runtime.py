@@ -18,6 +18,8 @@ from corral.policy.identity import Caller
 from corral.runtime import chat as chat_module
 from corral.runtime import inbox, loop, parking, recovery, turns
 from corral.runtime.background import BackgroundWorkSource
+from corral.runtime.cluster_health import ClusterHealth, cluster_health
+from corral.runtime.cluster_home import claim_data_folder
 from corral.runtime.conversations import ConversationInfo
 from corral.runtime.deliveries import DeliveryRecord
 from corral.runtime.endings import Outcome, end_run
@@ -27,6 +29,7 @@ from corral.runtime.reports import Reports
 from corral.runtime.results import RunResult
 from corral.runtime.runs import TERMINAL, RunRecord
 from corral.runtime.timeline import TimelineRow
+from corral.store.connection_budget import connection_budget
 from corral.tools.results import ToolResult
 
 __all__ = ["STOP_WAIT_SECONDS", "Runtime"]
@@ -63,7 +66,7 @@ class Runtime(RunHost):
                 heartbeat_seconds=settings.worker_heartbeat_seconds,
                 stalled_seconds=settings.worker_stalled_seconds,
                 sweep_seconds=settings.cluster_sweep_seconds,
-                pool_size=settings.worker_concurrency + 8,
+                pool_size=connection_budget(settings).jobs,
                 shutdown_grace_seconds=settings.worker_shutdown_grace_seconds,
             ),
             watch=lambda: watch_live_runs(self),
@@ -99,6 +102,13 @@ class Runtime(RunHost):
         if self.jobs.distributed:
             from corral.runtime.cluster import ProcrastinateJobs
 
+            settings = self.kernel.settings
+            await claim_data_folder(
+                self.kernel.sessions,
+                settings.data_dir,
+                settings.private_dir,
+                self.kernel.engine.url.render_as_string(hide_password=True),
+            )
             assert isinstance(self.jobs, ProcrastinateJobs)
             await self.jobs.open()
 
@@ -113,6 +123,13 @@ class Runtime(RunHost):
             )
         self.cluster_worker = True
         await self.jobs.work(concurrency or self.kernel.settings.worker_concurrency)
+
+    async def cluster_health(self) -> ClusterHealth | None:
+        """The cluster's queue and live workers; None off a cluster's database."""
+        settings = self.kernel.settings
+        if self.kernel.engine.dialect.name != "postgresql" or settings.hosted_run_jobs != "cluster":
+            return None
+        return await cluster_health(self.kernel.sessions, settings.worker_stalled_seconds)
 
     def add_background_work(self, source: BackgroundWorkSource) -> None:
         """List ``source``'s running work in the agent's prompt every step."""

@@ -12,6 +12,12 @@ model gets an ``interrupted`` result saying it may have partly happened
 run again instead. A call that had parked on a wait (its ``waiting`` card is stored) is
 still waiting: the run parks on it again.
 
+A worker thought dead may only have paused (SIGSTOP, a frozen VM). Every claim bumps the
+run's lease, and the claiming worker's writes of the run (its rows through
+:meth:`~corral.runtime.host.RunHost.append`, its parking and ending) check that lease in the
+same statement; a refused row raises :class:`~corral.runtime.appends.Fenced` and the stale
+worker lets the run go without writing anything more.
+
 Nothing here knows the engine: the runner says whether the old worker is gone.
 """
 
@@ -50,7 +56,9 @@ TAKEN_OVER = "taken_over"
 async def take_over(rt: RunHost, run: RunRecord) -> bool:
     """Claim a ``running`` run whose worker is gone; False when it is not ours to take.
 
-    The claim also stores the Steps counter as the persisted model turns count it (the
+    The claim bumps the run's lease: the old worker's writes, which check the lease it
+    claimed in the same statement, are refused from now on (it may only have paused). The
+    claim also stores the Steps counter as the persisted model turns count it (the
     dead worker stored it only when a run parked or ended).
     """
     if run.status != "running" or run.worker == rt.worker:
@@ -64,8 +72,15 @@ async def take_over(rt: RunHost, run: RunRecord) -> bool:
         )
         claimed = await session.execute(
             update(r)
-            .where(r.id == run.id, r.status == "running", r.worker == run.worker)
-            .values(worker=rt.worker, steps=int(steps or 0), updated_at=utcnow())
+            .where(
+                r.id == run.id,
+                r.status == "running",
+                r.worker == run.worker,
+                r.lease == run.lease,
+            )
+            .values(
+                worker=rt.worker, lease=run.lease + 1, steps=int(steps or 0), updated_at=utcnow()
+            )
         )
     return int(getattr(claimed, "rowcount", 0)) == 1
 

@@ -101,13 +101,18 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
 
     @app.get("/health", tags=["health"])
     async def health() -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "status": "ok",
             "version": corral.__version__,
             "tools": len(platform.registry.tools),
             "load_errors": len(platform.registry.errors),
             "hook_problems": len(platform.hooks.problems),  # `corral hooks list` says which
         }
+        cluster = await platform.runtime.cluster_health()
+        if cluster is not None:  # queued runs with no live worker: degraded
+            body["status"] = cluster.status
+            body["cluster"] = cluster.to_json()
+        return body
 
     app.include_router(tools.router)
     app.include_router(approvals.router)

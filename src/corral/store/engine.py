@@ -7,11 +7,14 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
+from corral.errors import ConfigError
+from corral.store.connection_budget import ENGINE_POOL_OVERFLOW, ENGINE_POOL_SIZE
 from corral.store.sqlite_connection import connect_sqlite
 
-__all__ = ["make_engine", "make_sessionmaker"]
+__all__ = ["check_reachable", "make_engine", "make_sessionmaker"]
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -33,8 +36,28 @@ def make_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_pre_ping=True)
+    return create_async_engine(
+        url, pool_pre_ping=True, pool_size=ENGINE_POOL_SIZE, max_overflow=ENGINE_POOL_OVERFLOW
+    )
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[Any]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+async def check_reachable(engine: AsyncEngine) -> None:
+    """Connect once; a server that cannot be reached (down, wrong host or port, refused
+    credentials, no such database) is a ConfigError saying which and what to check."""
+    if engine.dialect.name != "postgresql":
+        return
+    try:
+        async with engine.connect():
+            pass
+    except (OSError, DBAPIError) as exc:
+        reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()
+        where = engine.url.render_as_string(hide_password=True)
+        raise ConfigError(
+            f"cannot reach the database {where}: {reason[0] if reason else type(exc).__name__}. "
+            "Check database_url (corral.toml or CORRAL_DATABASE_URL), that the server runs "
+            "and accepts this user, and that the database exists (createdb)"
+        ) from None

@@ -80,6 +80,8 @@ class Run(Base):
     active_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     waiting: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Bumped at every claim of the run by a worker: its writes check it (fencing)."""
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

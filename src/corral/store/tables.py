@@ -30,6 +30,7 @@ __all__ = [
     "Role",
     "Source",
     "SourceRight",
+    "StoreFact",
     "UiSession",
     "User",
     "as_utc",
@@ -56,6 +57,14 @@ class Meta(Base):
     __tablename__ = "meta"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class StoreFact(Base):
+    """Text facts about the store (e.g. the data folder a cluster's database serves)."""
+
+    __tablename__ = "store_facts"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
 
 
 class LiveSetting(Base):

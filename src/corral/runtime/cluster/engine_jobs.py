@@ -14,7 +14,9 @@ no status change is ever without its job, and a job never exists before its run'
 The sweep, a periodic task that runs on one worker per slot, also runs the runtime's ticks
 (the workflow scheduler) and hands stalled jobs back: a worker that stopped sending heartbeats for
 ``worker_stalled_seconds`` is dead, its jobs are retried (procrastinate's stalled-job API),
-and the job on the new worker takes the run over (:mod:`corral.runtime.takeover`).
+and the job on the new worker takes the run over (:mod:`corral.runtime.takeover`). Then it
+removes the dead workers' rows from ``procrastinate_workers`` and deletes waiting jobs of
+runs that already ended.
 """
 
 from __future__ import annotations
@@ -58,6 +60,30 @@ _NEEDING_A_JOB = text(
 )
 
 
+_ENDED_RUNS_JOBS = text(
+    """
+    SELECT j.id FROM procrastinate_jobs j
+      JOIN runs r ON j.lock = 'run:' || r.id
+     WHERE j.status = 'todo' AND j.task_name = :task
+       AND r.status IN ('finished', 'partial', 'failed', 'stopped')
+    """
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Swept:
+    """What one sweep did."""
+
+    retried: int = 0
+    """Jobs of workers whose heartbeats stopped, handed back to the queue."""
+    deferred: int = 0
+    """Queued (or handed-over) runs that had no job and got one."""
+    pruned_workers: int = 0
+    """Dead workers removed from ``procrastinate_workers``."""
+    dropped: int = 0
+    """Waiting jobs of runs that had already ended (they would do nothing)."""
+
+
 def psycopg_conninfo(database_url: str) -> str:
     """The libpq URL of a ``postgresql+asyncpg://`` database URL (for procrastinate)."""
     url = make_url(database_url)
@@ -73,9 +99,9 @@ def psycopg_conninfo(database_url: str) -> str:
 class ClusterTiming:
     """How fast a cluster notices a dead worker (start-up settings)."""
 
-    heartbeat_seconds: float = 2.0
-    stalled_seconds: float = 10.0
-    sweep_seconds: int = 2
+    heartbeat_seconds: float = 0.5
+    stalled_seconds: float = 3.0
+    sweep_seconds: int = 1
     pool_size: int = 16
     shutdown_grace_seconds: float = 10.0
     """How long a stopping worker waits before it hands its runs over."""
@@ -220,8 +246,9 @@ class ProcrastinateJobs:
         await self.sweep()
         await self._tick()
 
-    async def sweep(self) -> tuple[int, int]:
-        """Retry the jobs of dead workers, defer jobs for runs without one; the counts."""
+    async def sweep(self) -> Swept:
+        """Retry the jobs of dead workers, defer jobs for runs without one, forget dead
+        workers and drop waiting jobs of runs that already ended."""
         manager = self.app.job_manager
         stalled = list(
             await manager.get_stalled_jobs(seconds_since_heartbeat=self._timing.stalled_seconds)
@@ -237,8 +264,18 @@ class ProcrastinateJobs:
                 await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
             except Exception:
                 log.exception("retrying job %s failed; the next sweep tries again", job.id)
+        # After the retries: a dead worker's jobs are found through its row.
+        pruned = await manager.prune_stalled_workers(self._timing.stalled_seconds)
         async with self._sessions() as session:
             orphans = list(await session.scalars(_NEEDING_A_JOB))
+            ended = list(await session.scalars(_ENDED_RUNS_JOBS, {"task": ADVANCE_TASK}))
         for run_id in orphans:
             await self.defer(run_id)
-        return len(stalled), len(orphans)
+        for job_id in ended:
+            await manager.cancel_job_by_id_async(job_id, delete_job=True)
+        return Swept(
+            retried=len(stalled),
+            deferred=len(orphans),
+            pruned_workers=len(pruned),
+            dropped=len(ended),
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
@@ -132,6 +132,7 @@ async def queue_inbox_message(
 
 @router.get("/conversations/{conversation_id}/events")
 async def events(
+    request: Request,
     conversation_id: str,
     platform: PlatformDep,
     caller: CallerDep,
@@ -139,11 +140,14 @@ async def events(
     follow: bool = True,
 ) -> EventSourceResponse:
     """Server-sent events: rows after ``after``, then live rows, text deltas, tool output
-    and run status changes."""
+    and run status changes. A row's SSE ``id`` is its number: a reconnecting browser's
+    ``Last-Event-ID`` wins over ``after``, so it gets only the rows it missed."""
     rt = platform.runtime
     await rt.conversation(conversation_id, user=caller.user_id)
+    last = request.headers.get("last-event-id", "").strip()
+    start = int(last) if last.isdigit() else max(after, 0)
     stream = conversation_events(
-        rt, conversation_id, user=caller.user_id, after=after, follow=follow
+        rt, conversation_id, user=caller.user_id, after=start, follow=follow
     )
     return EventSourceResponse(stream)
 
