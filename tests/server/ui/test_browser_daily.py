@@ -71,7 +71,7 @@ def test_a_free_text_answer_made_of_digits_is_text(
     _start(session, model, "auto", "digits")
     _send(page, "ask me")
     form = page.locator("article.tool-ask_question form.questions")
-    form.get_by_label("How many?").fill("3")
+    form.locator("fieldset", has_text="How many?").locator("input").fill("3")
     form.get_by_label("b", exact=True).check()
     form.locator("button[type=submit]").click()
     expect(page.locator("article.tool-ask_question .decision")).to_contain_text("3; b")
@@ -133,16 +133,6 @@ def test_cards_and_end_lines_read_as_english(
     expect(page.locator("p.error")).not_to_contain_text("`")
 
 
-def test_a_reload_keeps_following(session: Session, server: LiveServer, tmp_path: Path) -> None:
-    page = session.page
-    _sign_in(session, server)
-    _start(session, script(tmp_path, {"text": "Hello."}), "auto", "reload")
-    page.reload()
-    _wait_live(page)
-    _send(page, "hi")
-    expect(page.locator("#timeline .answer").last).to_have_text("Hello.")
-
-
 def test_settings_use_a_control_per_type_and_say_errors_in_place(
     session: Session, server: LiveServer
 ) -> None:
@@ -170,3 +160,28 @@ def test_settings_use_a_control_per_type_and_say_errors_in_place(
     expect(slow.locator(".action-error")).to_contain_text("perf_slow_tool_ms")
     expect(page).to_have_url(server.base_url + "/ui/settings")
     expect(page.locator("#settings h1")).to_have_text("Live settings")  # the page is still here
+
+
+def test_tool_access_buttons_name_their_action_and_disable_asks_first(
+    session: Session, server: LiveServer
+) -> None:
+    page = session.page
+    _sign_in(session, server)
+    page.goto(server.base_url + "/ui/agents")
+    row = page.locator("#tool-execute")
+    expect(row.locator(".tool-state")).to_have_text("on")
+    expect(row.locator("button")).to_have_text("Turn off")
+    asked: list[str] = []
+
+    def dismiss(dialog: object) -> None:
+        asked.append(dialog.message)  # type: ignore[attr-defined]
+        dialog.dismiss()  # type: ignore[attr-defined]
+
+    page.on("dialog", dismiss)
+    disable = page.locator("form[action='/ui/packages/core'] button")
+    expect(disable).to_have_text("Disable")
+    disable.click()
+    expect(disable).to_have_text("Disable")  # dismissed: nothing was sent
+    assert asked and "Disable the package core?" in asked[0]
+    snapshot = server.run(server.platform.kernel.config.snapshot())
+    assert "core" not in snapshot.state.disabled_packages

@@ -130,6 +130,14 @@
     }
   });
 
+  // A form with data-confirm asks before it is sent (disabling a package, for one).
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      evt.preventDefault();
+    }
+  }, true);
+
   // An approval's note is kept per approval while it is typed, so a reload keeps it.
   function restoreNotes(root) {
     root.querySelectorAll("input[data-keep]").forEach(function (input) {
