@@ -5,6 +5,7 @@ wording of cards and end lines reads as English."""
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -185,3 +186,30 @@ def test_tool_access_buttons_name_their_action_and_disable_asks_first(
     assert asked and "Disable the package core?" in asked[0]
     snapshot = server.run(server.platform.kernel.config.snapshot())
     assert "core" not in snapshot.state.disabled_packages
+
+
+_PIXEL_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJ"
+    "RU5ErkJggg=="
+)
+
+
+def test_an_image_a_tool_read_is_shown_from_corral_itself(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    (server.data_dir / "drive" / "pic.png").write_bytes(base64.b64decode(_PIXEL_PNG))
+    page = session.page
+    _sign_in(session, server)
+    read = {"tool_calls": [{"name": "fs_read", "args": {"uri": "data://pic.png"}}]}
+    _start(session, script(tmp_path, read, {"text": "A pixel."}), "auto", "image")
+    _send(page, "show the picture")
+    image = page.locator("article.tool-fs_read img.media")
+    expect(image).to_have_attribute("src", "/ui/files?uri=data%3A//pic.png")
+    expect(page.locator("#timeline .answer").last).to_have_text("A pixel.")
+    page.wait_for_function(
+        "() => { const img = document.querySelector('article.tool-fs_read img.media');"
+        " return img && img.complete && img.naturalWidth === 1; }"
+    )
+    expect(page.locator("article.tool-fs_read")).not_to_contain_text("resource data://")
+    refused = page.request.get(server.base_url + "/ui/files?uri=data://nothing-here.png")
+    assert refused.status == 404 and "Traceback" not in refused.text()

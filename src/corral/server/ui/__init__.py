@@ -17,6 +17,7 @@ from corral.server.ui import (
     pages_channels,
     pages_chat,
     pages_delegates,
+    pages_files,
     pages_panels,
     pages_tabs,
 )
@@ -43,6 +44,7 @@ def install_ui(app: FastAPI, platform: Platform) -> None:
         pages_actions,
         pages_tabs,
         pages_delegates,
+        pages_files,
         pages_panels,
         pages_channels,
     ):
