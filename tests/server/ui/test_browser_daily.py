@@ -213,3 +213,25 @@ def test_an_image_a_tool_read_is_shown_from_corral_itself(
     expect(page.locator("article.tool-fs_read")).not_to_contain_text("resource data://")
     refused = page.request.get(server.base_url + "/ui/files?uri=data://nothing-here.png")
     assert refused.status == 404 and "Traceback" not in refused.text()
+
+
+def test_the_conversation_list_shows_which_run_and_which_wait(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    page = session.page
+    _sign_in(session, server)
+    gate = "until [ -e list-go ]; do sleep 0.05; done"
+    running = {"tool_calls": [{"name": "execute", "args": {"command": gate, "reason": "Wait."}}]}
+    busy = _start(session, script(tmp_path, running, {"text": "ok"}), "auto", "busy one")
+    _send(page, "go")
+    expect(page.locator("article.tool-execute")).to_have_attribute("data-state", "running")
+    page.goto(server.base_url + "/ui")
+    waiting = _start(session, script(tmp_path, _APPROVAL, {"text": "ok"}), "balanced", "asks")
+    _send(page, "go")
+    expect(page.locator("article.tool-execute footer.approval")).to_be_visible()
+    page.goto(server.base_url + "/ui")
+    expect(page.locator(f"#conversation-{busy} .conversation-state")).to_have_text("running")
+    expect(page.locator(f"#conversation-{waiting} .conversation-state")).to_have_text(
+        "waiting for you"
+    )
+    (server.data_dir / "drive" / "list-go").write_text("")
