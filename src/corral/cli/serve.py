@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Annotated
 
 import typer
@@ -9,7 +10,13 @@ import typer
 from corral.cli._global_options import cli_state
 from corral.cli._run import console, fail, settle_heap
 
-__all__ = ["serve"]
+__all__ = ["bind_listener", "serve"]
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port`` (0: any free port); OSError when taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=2048)
 
 
 def serve(
@@ -31,16 +38,27 @@ def serve(
 
     data_dir = cli_state(ctx).data_dir
 
+    configured = load_settings(data_dir)
+    bind_host = host or configured.host
+    wanted = port if port is not None else configured.port
+    try:
+        # Bound before anything is printed: a taken port must not print a dead link.
+        listener = bind_listener(bind_host, wanted)
+    except OSError as exc:
+        fail(
+            f"cannot listen on {bind_host}:{wanted} ({exc.strerror or exc}); stop what uses "
+            "it, or pick another port with --port"
+        )
+    bind_port = int(listener.getsockname()[1])
+
     async def main() -> None:
         # On PostgreSQL the server enqueues runs for `corral worker` processes.
-        run_jobs = load_settings(data_dir).hosted_run_jobs
-        platform = await open_platform(data_dir, run_jobs=run_jobs)
+        platform = await open_platform(data_dir, run_jobs=configured.hosted_run_jobs)
         settings = platform.settings
-        bind_host = host or settings.host
-        bind_port = port if port is not None else settings.port
+        base = f"http://{bind_host}:{bind_port}"
         console.print(
             f"corral serving {len(platform.registry.tools)} tools from "
-            f"{settings.data_dir} on http://{bind_host}:{bind_port} (docs at /docs)"
+            f"{settings.data_dir} on {base} (docs at /docs)"
         )
         for error in platform.registry.errors:
             console.print(f"[red]load error[/] {error}", highlight=False)
@@ -51,8 +69,6 @@ def serve(
             skills.serving_at(bind_host, bind_port)
         app = create_app(platform, close_platform=True)
         owner = await platform.caller()
-        # With port 0 the port is chosen at bind time: print the path for uvicorn's address.
-        base = f"http://{bind_host}:{bind_port}" if bind_port else ""
         link = sign_in_link(app, owner.user_id, base)
         console.print(
             f"web UI: {link} (one-time sign-in link for {owner.name!r})",
@@ -60,8 +76,8 @@ def serve(
             soft_wrap=True,
         )
         settle_heap()
-        config = uvicorn.Config(app, host=bind_host, port=bind_port, log_level="info")
-        await uvicorn.Server(config).serve()
+        config = uvicorn.Config(app, log_level="info")
+        await uvicorn.Server(config).serve(sockets=[listener])
 
     from corral.errors import CorralError
 

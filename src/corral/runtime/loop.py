@@ -480,7 +480,7 @@ class _Loop:
         return Outcome(
             status="stopped",
             reason="stopped",
-            detail=f"stopped after {self.run_record.steps} steps; what it captured is kept",
+            detail=f"stopped after {_steps(self.run_record.steps)}; what it captured is kept",
         )
 
     def _wall_clock(self) -> Outcome:
@@ -490,3 +490,7 @@ class _Loop:
             reason="wall_clock",
             detail=f"the wall-clock limit of {limit:g} s of running time was reached",
         )
+
+
+def _steps(count: int) -> str:
+    return "1 step" if count == 1 else f"{count} steps"

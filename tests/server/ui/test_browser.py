@@ -169,7 +169,9 @@ def test_stop_ends_the_turn_and_its_command(
     expect(card.locator("pre.output.live")).to_contain_text("waiting")
     page.locator("#runbar button.danger").click()
     expect(page.locator("#timeline .ended")).to_contain_text("stopped")
-    expect(card).to_have_attribute("data-state", "error")
+    expect(page.locator("#timeline .ended")).not_to_contain_text("stopped · stopped")
+    expect(card).to_have_attribute("data-state", "stopped")  # a person ended it: no error
+    expect(card.locator("header .state")).to_have_text("stopped")
     expect(card.locator("pre.output")).to_contain_text("process group was ended")
     expect(page.locator("#runbar button")).to_have_count(0)
 
@@ -196,7 +198,7 @@ def test_a_question_is_answered_in_place(
     form.get_by_label("blue").check()
     form.get_by_label("S", exact=True).check()
     form.get_by_label("L", exact=True).check()
-    form.locator("input[name=q2]").fill("because")
+    form.locator("input[name=text2]").fill("because")
     form.locator("button[type=submit]").click()
     expect(page.locator("article.tool-ask_question .decision")).to_contain_text("blue")
     expect(page.locator("#timeline .answer").last).to_have_text("Blue it is.")

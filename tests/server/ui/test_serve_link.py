@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,9 @@ def test_serve_prints_a_one_time_sign_in_link(data_dir: Path) -> None:
         seen, path, url = [], None, None
         for line in process.stdout:
             seen.append(line)
-            found = re.search(r"web UI: (\S*/ui/sign-in/[\w-]+)", line)
-            path = found.group(1) if found else path
-            running = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
-            if running:
-                url = running.group(1)
+            found = re.search(r"web UI: (http://127\.0\.0\.1:\d+)(/ui/sign-in/[\w-]+)", line)
+            if found:  # printed once the port is bound: the full link works
+                url, path = found.group(1), found.group(2)
                 break
         assert url and path, "".join(seen)
         with httpx.Client(base_url=url, timeout=10) as http:
@@ -45,3 +44,22 @@ def test_serve_prints_a_one_time_sign_in_link(data_dir: Path) -> None:
         process.terminate()
         process.wait(10)
         process.stdout.close()
+
+
+def test_serve_on_a_taken_port_says_so_and_prints_no_link(data_dir: Path) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir)}
+        port = str(taken.getsockname()[1])
+        done = subprocess.run(
+            [sys.executable, "-m", "corral", "serve", "--host", "127.0.0.1", "--port", port],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        taken.close()
+    assert done.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
+    assert "web UI" not in done.stdout and "Traceback" not in done.stderr

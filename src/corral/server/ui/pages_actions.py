@@ -52,8 +52,10 @@ async def answer_questions(question_id: str, request: Request, who: Acting) -> R
     count = str(form.get("count", "0"))
     answers: list[str | int | list[str | int]] = []
     for index in range(int(count) if count.isdigit() else 0):
-        values = [str(v) for v in form.getlist(f"q{index}")]
-        picked: list[str | int] = [int(v) if v.isdigit() else v for v in values]
+        # Options are picked by number (q<i>); free text (text<i>) stays text, digits too.
+        numbers = [str(v) for v in form.getlist(f"q{index}")]
+        picked: list[str | int] = [int(v) for v in numbers if v.isdigit()]
+        picked += [str(v) for v in form.getlist(f"text{index}")]
         if len(picked) == 1:
             answers.append(picked[0])
         else:

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sse_starlette import EventSourceResponse
 
 from corral.server.ui.access import PageCaller, SignedIn, UiRoute, require_csrf, ui_state
+from corral.server.ui.conversation_states import conversation_states
 from corral.server.ui.render import templates
 from corral.server.ui.stream import chat_stream, run_bar_html
 from corral.server.ui.timeline import TimelineView
@@ -39,9 +40,11 @@ async def conversations_page(who: PageCaller, q: str = "") -> Response:
     needle = q.strip().lower()
     shown = [c for c in found if needle in (c.title or c.id).lower()] if needle else found
     shown.sort(key=lambda c: c.updated_at, reverse=True)
+    states = await conversation_states(who.platform.kernel.sessions, [c.id for c in shown])
     html = templates.get_template("conversations.html").render(
         who=who,
         conversations=shown,
+        states=states,
         q=q,
         agents=await agent_names(who),
         default_model=who.platform.settings.default_model,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, HTTPException
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from corral.live_settings import LIVE_SETTINGS
@@ -112,10 +112,15 @@ async def settings_page(who: PageCaller, message: str = "") -> Response:
 
 
 @router.post("/settings/{key}")
-async def change_setting(key: str, who: Acting, value: Annotated[str, Form()]) -> Response:
-    """Validated exactly as the API's ``PUT /settings/live/{key}``."""
+async def change_setting(
+    key: str, request: Request, who: Acting, value: Annotated[list[str], Form()]
+) -> Response:
+    """Validated exactly as the API's ``PUT /settings/live/{key}``. A checkbox sends a hidden
+    ``false`` and, when ticked, ``true`` after it: the last value is the one meant."""
     _need_admin(who)
-    await who.platform.kernel.admin.set_live(key, value, by=who.user)
+    await who.platform.kernel.admin.set_live(key, value[-1], by=who.user)
+    if request.headers.get("HX-Request"):
+        return HTMLResponse("Saved.")
     return RedirectResponse(f"/ui/settings?message=saved+{key}", status_code=303)
 
 

@@ -79,8 +79,10 @@ class CallCard:
         return found if isinstance(found, dict) else {}
 
     @property
-    def state(self) -> Literal["running", "waiting", "error", "done"]:
+    def state(self) -> Literal["running", "waiting", "stopped", "error", "done"]:
         if self.result is not None:
+            if self.data.get("status") == "stopped":
+                return "stopped"  # ended by a person (Stop, Kill): not a failure
             return "error" if self.result.get("is_error") else "done"
         if self.waiting is not None and self.decision is None:
             return "waiting"

@@ -1,7 +1,8 @@
 // Corral's own page behaviour, on top of htmx: Enter sends, Shift+Enter breaks the line;
 // live output scrolls to its newest line; a reconnecting stream resumes after the last row
-// it showed; errors from htmx requests appear in the flash area; an approval note survives
-// a reload.
+// it showed; the chat follows new rows while the reader is at the bottom and shows a "new
+// messages" marker when not; an action's error appears next to where the person acted (a
+// failed send keeps its text); an approval note survives a reload.
 (function () {
   "use strict";
   var lastSeq = {};
@@ -18,7 +19,47 @@
     return new EventSource(url, { withCredentials: true });
   };
 
+  // Following the chat: at the bottom before a row or token arrives, at the bottom after it.
+  var FOLLOW_SLACK = 48;
+  var following = true;
+  function atBottom() {
+    var page = document.scrollingElement || document.documentElement;
+    return page.scrollHeight - (page.scrollTop + window.innerHeight) <= FOLLOW_SLACK;
+  }
+  function marker() {
+    var found = document.getElementById("new-messages");
+    var composer = document.getElementById("composer");
+    if (found || !composer) { return found; }
+    found = document.createElement("button");
+    found.type = "button";
+    found.id = "new-messages";
+    found.className = "new-messages";
+    found.hidden = true;
+    found.textContent = "New messages ↓";
+    found.addEventListener("click", function () {
+      found.hidden = true;
+      window.scrollTo(0, document.documentElement.scrollHeight);
+    });
+    composer.prepend(found);
+    return found;
+  }
+  document.addEventListener("htmx:sseBeforeMessage", function () {
+    following = atBottom();
+  });
+  window.addEventListener("scroll", function () {
+    var found = document.getElementById("new-messages");
+    if (found && !found.hidden && atBottom()) { found.hidden = true; }
+  }, { passive: true });
+
   document.addEventListener("htmx:sseMessage", function (evt) {
+    if (document.getElementById("composer") && evt.detail && evt.detail.type !== "claim") {
+      if (following) {
+        window.scrollTo(0, document.documentElement.scrollHeight);
+      } else {
+        var shown = marker();
+        if (shown) { shown.hidden = false; }
+      }
+    }
     var source = evt.detail && evt.detail.target;
     if (source && source.url && evt.detail.lastEventId) {
       lastSeq[streamKey(source.url.replace(location.origin, ""))] = evt.detail.lastEventId;
@@ -45,22 +86,57 @@
     }
   });
 
+  // Where an action's answer belongs: right after the form (or button) the person used.
+  function actedOn(elt) {
+    return (elt && elt.closest && elt.closest("form")) || elt;
+  }
+  // The composer shows its error inside itself, above the text, where the sticky bar is seen.
+  function errorAfter(anchor, create) {
+    var inside = anchor.id === "composer";
+    var next = inside ? anchor.querySelector(":scope > .action-error") : anchor.nextElementSibling;
+    if (next && next.classList.contains("action-error")) { return next; }
+    if (!create) { return null; }
+    var box = document.createElement("div");
+    box.className = "action-error";
+    box.setAttribute("role", "alert");
+    if (inside) { anchor.prepend(box); } else { anchor.after(box); }
+    return box;
+  }
+
   document.addEventListener("htmx:afterRequest", function (evt) {
-    var form = evt.detail.elt;
-    if (form.id === "composer" && evt.detail.successful) { form.reset(); }
-    if (evt.detail.successful) {
-      var flash = document.getElementById("flash");
-      if (flash && evt.detail.xhr.status === 204) { flash.innerHTML = ""; }
+    var xhr = evt.detail.xhr;
+    var failed = !xhr || xhr.status === 0 || xhr.status >= 400;
+    var anchor = actedOn(evt.detail.elt);
+    if (failed) {
+      if (xhr && xhr.status === 0 && anchor) {
+        errorAfter(anchor, true).textContent =
+          "The server could not be reached: check the connection and try again.";
+      }
+      return;  // a failed send keeps its text
     }
+    if (evt.detail.elt.id === "composer") { evt.detail.elt.reset(); }
+    var shown = anchor && errorAfter(anchor, false);
+    if (shown) { shown.remove(); }
   });
 
   document.addEventListener("htmx:beforeSwap", function (evt) {
-    if (evt.detail.xhr && evt.detail.xhr.status >= 400) {
-      evt.detail.shouldSwap = true;
-      evt.detail.isError = false;
-      evt.detail.target = document.getElementById("flash");
+    var xhr = evt.detail.xhr;
+    if (!xhr || xhr.status < 400) { return; }
+    evt.detail.shouldSwap = false;
+    var anchor = actedOn(evt.detail.requestConfig ? evt.detail.requestConfig.elt : evt.detail.elt);
+    if (anchor) {
+      // The server's error fragment: a message it escaped.
+      errorAfter(anchor, true).innerHTML = xhr.responseText;
     }
   });
+
+  // A form with data-confirm asks before it is sent (disabling a package, for one).
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      evt.preventDefault();
+    }
+  }, true);
 
   // An approval's note is kept per approval while it is typed, so a reload keeps it.
   function restoreNotes(root) {
