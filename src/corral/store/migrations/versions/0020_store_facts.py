@@ -1,7 +1,7 @@
 """store facts: text facts about the store, first the data folder a cluster's database serves
 
-Revision ID: 0016_store_facts
-Revises: 0015_run_lease
+Revision ID: 0020_store_facts
+Revises: 0019_run_lease
 Create Date: 2026-12-05 04:50:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016_store_facts"
-down_revision = "0015_run_lease"
+revision = "0020_store_facts"
+down_revision = "0019_run_lease"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """run lease: the epoch of a run's claim by a worker, bumped at every claim and takeover
 
-Revision ID: 0015_run_lease
-Revises: 0014_hook_deliveries
+Revision ID: 0019_run_lease
+Revises: 0018_approval_conversation
 Create Date: 2026-12-05 04:30:00.000000
 
 A worker's writes to a run (its rows, its state) check the lease it claimed in the same
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_run_lease"
-down_revision = "0014_hook_deliveries"
+revision = "0019_run_lease"
+down_revision = "0018_approval_conversation"
 branch_labels = None
 depends_on = None
 
