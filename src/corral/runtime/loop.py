@@ -150,6 +150,7 @@ async def _advance(
             Outcome(status="partial", reason="shutdown", detail="the process running it closed"),
             active_seconds=step.active_seconds(),
             steps=step.run_record.steps,
+            held_lease=held,  # a run taken over meanwhile is not this process's to end
         )
         raise
     except Exception as exc:

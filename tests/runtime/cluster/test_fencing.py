@@ -13,6 +13,8 @@ import signal
 from collections import Counter
 from pathlib import Path
 
+from sqlalchemy import text
+
 import corral
 from tests.runtime.cluster.conftest import Cluster, call, eventually, read_started
 
@@ -65,6 +67,16 @@ async def test_a_paused_worker_resumed_after_a_takeover_stores_nothing(
             return "refused" if REFUSED in cluster.logs() else None
 
         seen = await eventually(refused_or_doubled, within=60)
+
+        async def registered_again() -> bool | None:
+            # The sweep removed it while it was paused; it registers again and works on.
+            if paused.poll() is not None:
+                return False
+            async with platform.kernel.sessions() as session:
+                workers = await session.scalar(text("SELECT count(*) FROM procrastinate_workers"))
+            return True if workers == 2 else None
+
+        lives_on = await eventually(registered_again, within=60)
         rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
         final = await rt.runs.get(run.id)
     calls = Counter(r.call_id for r in rows if r.kind == "tool_call")
@@ -74,4 +86,4 @@ async def test_a_paused_worker_resumed_after_a_takeover_stores_nothing(
     result = next(r.data["result"] for r in rows if r.kind == "tool_result")
     assert result["error_code"] == "interrupted"
     assert final.status == "finished" and final.worker == settled.worker
-    assert paused.poll() is None  # it let the run go and lives on as a worker
+    assert lives_on and paused.poll() is None, cluster.logs()

@@ -29,7 +29,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from procrastinate import App, JobContext, PsycopgConnector
-from procrastinate.exceptions import AlreadyEnqueued, UniqueViolation
+from procrastinate.exceptions import AlreadyEnqueued, ConnectorException, UniqueViolation
 from procrastinate.jobs import Status
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -82,6 +82,12 @@ class Swept:
     """Dead workers removed from ``procrastinate_workers``."""
     dropped: int = 0
     """Waiting jobs of runs that had already ended (they would do nothing)."""
+
+
+def _forgotten(error: ConnectorException) -> bool:
+    """Whether the engine failed because this worker's row was removed (taken for dead)."""
+    cause = error.__cause__
+    return cause is not None and "procrastinate_jobs_worker_id_fkey" in str(cause)
 
 
 def psycopg_conninfo(database_url: str) -> str:
@@ -217,15 +223,28 @@ class ProcrastinateJobs:
         and then cancels the rest, which hand themselves over (see takeover.hand_over)."""
         watcher = asyncio.create_task(self._watch_loop(), name="corral-stop-watch")
         try:
-            await self.app.run_worker_async(
-                concurrency=concurrency,
-                name=name,
-                update_heartbeat_interval=self._timing.heartbeat_seconds,
-                stalled_worker_timeout=self._timing.stalled_seconds,
-                delete_jobs="successful",
-                shutdown_graceful_timeout=self._timing.shutdown_grace_seconds,
-                install_signal_handlers=True,
-            )
+            while True:
+                try:
+                    await self.app.run_worker_async(
+                        concurrency=concurrency,
+                        name=name,
+                        update_heartbeat_interval=self._timing.heartbeat_seconds,
+                        stalled_worker_timeout=self._timing.stalled_seconds,
+                        delete_jobs="successful",
+                        shutdown_graceful_timeout=self._timing.shutdown_grace_seconds,
+                        install_signal_handlers=True,
+                    )
+                    return
+                except ConnectorException as exc:
+                    if not _forgotten(exc):
+                        raise
+                    # Paused past worker_stalled_seconds: its runs were taken over (and
+                    # its writes are fenced), its row removed. It starts afresh.
+                    log.warning(
+                        "this worker was taken for dead (no heartbeat for %s s) and removed "
+                        "from the cluster; it registers again",
+                        self._timing.stalled_seconds,
+                    )
         finally:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
