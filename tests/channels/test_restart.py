@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -44,7 +43,7 @@ def serving(data_dir: Path, telegram: FakeTelegram) -> Iterator[subprocess.Popen
     seen: list[str] = []
     for line in process.stdout:
         seen.append(line)
-        if re.search(r"Uvicorn running on http://127\.0\.0\.1:\d+", line):
+        if "Application startup complete" in line:
             break
     drain = threading.Thread(target=lambda: seen.extend(process.stdout or ()), daemon=True)
     drain.start()

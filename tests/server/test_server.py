@@ -43,9 +43,12 @@ def server(data_dir: Path) -> Iterator[str]:
     seen = []
     for line in process.stdout:
         seen.append(line)
-        match = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
+        # serve binds first and names the address in its sign-in line; uvicorn then says
+        # when the app is ready (it names no address for a socket handed to it)
+        match = re.search(r"web UI: (http://127\.0\.0\.1:\d+)/", line)
         if match:
             url = match.group(1)
+        if "Application startup complete" in line:
             break
     # keep draining the log so the server never blocks on a full pipe
     drain = threading.Thread(target=lambda: seen.extend(process.stdout or ()), daemon=True)
