@@ -34,7 +34,7 @@ async def _client(platform: Platform, user_id: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
         base_url="http://corral.test",
-        cookies={COOKIE_NAME: state.keys.issue(user_id)},
+        cookies={COOKIE_NAME: await state.sessions.begin(user_id)},
     )
 
 
