@@ -38,8 +38,9 @@ def settle_heap() -> None:
 
 
 def fail(message: str) -> NoReturn:
-    """Report a usage problem and exit with 2."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    """Report a usage problem and exit with 2 (never wrapped: paths and commands in it are
+    copied as they are)."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

@@ -8,9 +8,9 @@ import typer
 from rich.table import Table
 
 from corral.cli._run import console, print_json, run_with_platform
-from corral.kernel.ui_sessions import UiSessionRecord, UiSessions
 
 if TYPE_CHECKING:
+    from corral.kernel.ui_sessions import UiSessionRecord
     from corral.platform import Platform
 
 __all__ = ["app"]
@@ -27,6 +27,8 @@ def list_sessions(
     """The open browser sessions of the web UI, oldest first."""
 
     async def work(platform: Platform) -> list[UiSessionRecord]:
+        from corral.kernel.ui_sessions import UiSessions
+
         user_id = None if user is None else (await platform.caller(user)).user_id
         return await UiSessions(platform.kernel.sessions).list(user_id=user_id)
 
@@ -71,6 +73,8 @@ def revoke_session(
     """End a session at once: its browser is sent to the sign-in page on its next request."""
 
     async def work(platform: Platform) -> None:
+        from corral.kernel.ui_sessions import UiSessions
+
         await UiSessions(platform.kernel.sessions).revoke(session_id)
 
     run_with_platform(ctx, work)
