@@ -235,3 +235,26 @@ def test_the_conversation_list_shows_which_run_and_which_wait(
         "waiting for you"
     )
     (server.data_dir / "drive" / "list-go").write_text("")
+
+
+def test_a_background_card_shows_live_output_and_kill_says_what_happened(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    page = session.page
+    _sign_in(session, server)
+    args = {"command": "echo started; sleep 300", "reason": "A long job.", "background": True}
+    model = script(
+        tmp_path,
+        {"tool_calls": [{"name": "execute", "args": args}]},
+        {"text": "It runs."},
+        {"text": "Noted."},
+    )
+    _start(session, model, "auto", "background card")
+    _send(page, "start it")
+    card = page.locator("article.tool-execute")
+    expect(card.locator("pre.output.tail")).to_contain_text("started")
+    card.locator("button.kill").click()
+    expect(card.locator(".kill-result")).to_contain_text("stopped")
+    expect(card.locator("button.kill")).to_have_count(0)  # the shell ended: no Kill left
+    expect(card.locator("p.facts[sse-swap=ended]")).to_contain_text("stopped · exit code")
+    assert card.locator("p.facts", has_text=re.compile(r"^\s*exit code\s*·")).count() == 0
