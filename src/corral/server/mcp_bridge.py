@@ -26,29 +26,50 @@ or archive), so no other SessionEnd fires.
 from __future__ import annotations
 
 import base64
+import logging
 import secrets
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import (
+    INVALID_PARAMS,
     AudioContent,
     CallToolRequestParams,
     CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
     ContentBlock,
+    EmbeddedResource,
+    EmptyResult,
+    GetPromptRequestParams,
+    GetPromptResult,
     ImageContent,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
     ListToolsResult,
     PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
     ResourceLink,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
     TextContent,
     Tool,
     ToolAnnotations,
+    UnsubscribeRequestParams,
 )
 
 from corral.platform import Platform
 from corral.policy.profiles import Profile
+from corral.server.mcp_live import LiveRelay, log_levels
+from corral.server.mcp_offers import Contents, OfferError, Offers, load_offers
 from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool
 from corral.tools.results import AudioBlock, ImageBlock, ResourceBlock, ToolResult
@@ -64,6 +85,7 @@ NOT_OVER_MCP = frozenset({"ask_question", "delegate", "compact_history"})
 SessionKey = Callable[[Any], str | None]
 """From a request's context, the MCP session it belongs to (None: a call without one)."""
 
+_log = logging.getLogger(__name__)
 _OVER_MCP = Narrowing(blocked_tools=NOT_OVER_MCP)
 _SESSIONS_KEPT = 4096
 
@@ -85,9 +107,10 @@ def _tool(loaded: LoadedTool) -> Tool:
     )
 
 
-def _content(result: ToolResult) -> list[ContentBlock]:
-    """The result's blocks as MCP content: images and audio as themselves, a resource as a
-    link to its address; a refusal or a pending call as its one explaining text."""
+def _content(result: ToolResult, embed: Callable[[str], Contents | None]) -> list[ContentBlock]:
+    """The result's blocks as MCP content: images and audio as themselves, a resource as its
+    contents when a package offers it over MCP (``embed``), else as a link to its address; a
+    refusal or a pending call as its one explaining text."""
     if result.is_error or result.waiting is not None or not result.content:
         return [TextContent(text=result.text)]
     blocks: list[ContentBlock] = []
@@ -99,11 +122,21 @@ def _content(result: ToolResult) -> list[ContentBlock]:
             data = base64.b64encode(block.data).decode("ascii")
             blocks.append(AudioContent(data=data, mime_type=block.media_type))
         elif isinstance(block, ResourceBlock):
+            contents = embed(block.uri)
+            if contents is not None:
+                blocks.append(EmbeddedResource(resource=contents))
+                continue
             name = block.title or block.uri.rsplit("/", 1)[-1] or block.uri
             blocks.append(ResourceLink(name=name, uri=block.uri, mime_type=block.media_type))
         else:
             blocks.append(TextContent(text=block.text))
     return blocks
+
+
+def _progress_token(ctx: Any) -> str | int | None:
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progress_token", meta.get("progressToken"))
+    return token if isinstance(token, str | int) else None
 
 
 class _SessionConversations:
@@ -137,8 +170,17 @@ class _SessionConversations:
 
 def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Server[Any]:
     """An MCP server whose tools are the caller's visible tools, called under its profile,
-    each session's calls in a conversation of its own."""
+    each session's calls in a conversation of its own; its resources and prompts are those
+    the packages of those tools declare (:mod:`corral.server.mcp_offers`)."""
     conversations = _SessionConversations(platform)
+    declared = _declared_offers(platform)
+    set_levels: dict[str | None, str] = {}
+
+    async def offers_for(ctx: Any) -> list[Offers]:
+        user, _ = await who(ctx)
+        visible = await platform.visible_tools(user=user, narrowing=_OVER_MCP)
+        packages = {t.package for t in visible}
+        return [o for name, o in sorted(declared.items()) if name in packages]
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         user, _ = await who(ctx)
@@ -147,15 +189,26 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         user, profile = await who(ctx)
-        conversation_id = await conversations.of(session_of(ctx), user)
-        result = await platform.call_tool(
-            params.name,
-            params.arguments or {},
-            user=user,
-            profile=profile,
-            conversation_id=conversation_id,
-            narrowing=_OVER_MCP,
+        session = session_of(ctx)
+        conversation_id = await conversations.of(session, user)
+        relay = LiveRelay(
+            ctx.session,
+            tool=params.name,
+            progress_token=_progress_token(ctx),
+            request_id=getattr(ctx, "request_id", None),
+            levels=log_levels(ctx, set_levels.get(session)),
         )
+        async with relay.running():
+            result = await platform.call_tool(
+                params.name,
+                params.arguments or {},
+                user=user,
+                profile=profile,
+                conversation_id=conversation_id,
+                narrowing=_OVER_MCP,
+                output=relay.sink,
+            )
+        offered = await offers_for(ctx)
         structured: dict[str, Any] = {"status": result.status}
         if result.error_code:
             structured["code"] = result.error_code
@@ -166,12 +219,111 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
                 "conversationId": conversation_id,
             }
         return CallToolResult(
-            content=_content(result),
+            content=_content(result, lambda uri: _read(offered, uri)),
             structured_content=structured,
             is_error=result.is_error and result.waiting is None,
         )
 
-    return Server("corral", on_list_tools=list_tools, on_call_tool=call_tool)
+    async def list_resources(
+        ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        offered = await offers_for(ctx)
+        return ListResourcesResult(resources=[r for o in offered for r in o.listed_resources()])
+
+    async def list_templates(
+        ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        offered = await offers_for(ctx)
+        templates = [t for o in offered for t in o.listed_templates()]
+        return ListResourceTemplatesResult(resource_templates=templates)
+
+    async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        contents = _read(await offers_for(ctx), str(params.uri))
+        if contents is None:
+            raise MCPError(
+                INVALID_PARAMS, f"no resource {params.uri}; list them with resources/list"
+            )
+        return ReadResourceResult(contents=[contents])
+
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        # Declared resources never change, so a subscription never has an update to send.
+        if _read(await offers_for(ctx), str(params.uri)) is None:
+            raise MCPError(
+                INVALID_PARAMS, f"no resource {params.uri}; list them with resources/list"
+            )
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        return EmptyResult()
+
+    async def list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
+        offered = await offers_for(ctx)
+        return ListPromptsResult(prompts=[p for o in offered for p in o.listed_prompts()])
+
+    async def get_prompt(ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
+        for offers in await offers_for(ctx):
+            try:
+                messages = offers.prompt_messages(params.name, dict(params.arguments or {}))
+            except OfferError as exc:
+                raise MCPError(INVALID_PARAMS, str(exc)) from exc
+            if messages is not None:
+                return GetPromptResult(messages=messages)
+        raise MCPError(INVALID_PARAMS, f"no prompt {params.name!r}; list them with prompts/list")
+
+    async def complete(ctx: Any, params: CompleteRequestParams) -> CompleteResult:
+        values: list[str] = []
+        ref = params.ref
+        if getattr(ref, "type", None) == "ref/prompt":
+            for offers in await offers_for(ctx):
+                found = offers.completions(
+                    str(getattr(ref, "name", "")), params.argument.name, params.argument.value
+                )
+                if found is not None:
+                    values = found
+                    break
+        return CompleteResult(completion=Completion(values=values[:100], total=len(values)))
+
+    async def set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+        set_levels[session_of(ctx)] = params.level
+        return EmptyResult()
+
+    with warnings.catch_warnings():
+        # The SDK marks logging deprecated from 2026-07-28; clients of earlier revisions use it.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Server(
+            "corral",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_list_resources=list_resources,
+            on_list_resource_templates=list_templates,
+            on_read_resource=read_resource,
+            on_subscribe_resource=subscribe,
+            on_unsubscribe_resource=unsubscribe,
+            on_list_prompts=list_prompts,
+            on_get_prompt=get_prompt,
+            on_completion=complete,
+            on_set_logging_level=set_level,
+        )
+
+
+def _declared_offers(platform: Platform) -> dict[str, Offers]:
+    """Each package's MCP declarations; a package whose file is broken offers none, and
+    the log says what to fix."""
+    found: dict[str, Offers] = {}
+    for name, package in platform.registry.packages.items():
+        try:
+            found[name] = load_offers(name, package.path)
+        except OfferError as exc:
+            _log.warning("package %s offers nothing over MCP: %s", name, exc)
+    return found
+
+
+def _read(offered: list[Offers], uri: str) -> Contents | None:
+    for offers in offered:
+        contents = offers.read(uri)
+        if contents is not None:
+            return contents
+    return None
 
 
 async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile) -> None:
