@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.messages import ToolCallPart
 
 from corral.errors import InvalidArguments
+from corral.kernel.rule_proposals import propose
 from corral.policy.identity import Caller
 from corral.runtime.runs import RunRecord, Wait
 from corral.runtime.skills.allowed_tools import run_narrowing
@@ -127,6 +128,15 @@ async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome
                 else {},
                 "text": result.text,
                 "reason": (result.data or {}).get("reason"),
+                "remember": await propose(
+                    rt.kernel.command_rules,
+                    tool=call.tool_name,
+                    arguments=args,
+                    user_id=run.user_id,
+                    agent=run.agent,
+                )
+                if wait.kind == "approval" and isinstance(args, dict)
+                else None,
             },
         )
     await rt.append(run.conversation_id, [row])
