@@ -115,6 +115,21 @@ async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome
     if wait is None:
         row = result_row(run, call_id, call.tool_name, result)
     else:
+        stored = (
+            storable(_secret_pointers(rt, call.tool_name), args) if isinstance(args, dict) else {}
+        )
+        # Proposed from the stored arguments: a secret argument never reaches the card.
+        proposal = (
+            await propose(
+                rt.kernel.command_rules,
+                tool=call.tool_name,
+                arguments=stored,
+                user_id=run.user_id,
+                agent=run.agent,
+            )
+            if wait.kind == "approval"
+            else None
+        )
         row = NewRow(
             kind="card",
             run_id=run.id,
@@ -123,20 +138,10 @@ async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome
             data={
                 "card": "waiting",
                 "wait": wait.to_json(),
-                "args": storable(_secret_pointers(rt, call.tool_name), args)
-                if isinstance(args, dict)
-                else {},
+                "args": stored,
                 "text": result.text,
                 "reason": (result.data or {}).get("reason"),
-                "remember": await propose(
-                    rt.kernel.command_rules,
-                    tool=call.tool_name,
-                    arguments=args,
-                    user_id=run.user_id,
-                    agent=run.agent,
-                )
-                if wait.kind == "approval" and isinstance(args, dict)
-                else None,
+                "remember": proposal,
             },
         )
     await rt.append(run.conversation_id, [row])
