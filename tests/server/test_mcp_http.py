@@ -220,3 +220,37 @@ async def test_a_foreign_host_or_origin_is_refused_before_the_token_is_looked_at
                 mcp_url, json=initialize, headers=sent | {"Host": name, "Origin": f"http://{name}"}
             )
             assert local.status_code == 200, local.text
+
+
+async def test_a_pending_command_names_the_families_remembering_would_allow(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    headers = {"Authorization": f"Bearer {token}"}
+    base = mcp_url.removesuffix("/mcp")
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+        httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as api,
+    ):
+        await session.initialize()
+        command = "git -C repo log --oneline -5 | head"
+        pending = await session.call_tool("execute", {"command": command, "reason": "a test"})
+        structured = pending.structured_content
+        assert structured is not None and structured["status"] == "pending"
+        assert structured["remember"] == {
+            "family": ["git log", "head"],
+            "exact": ["git log --oneline -5", "head"],
+        }
+        note = await session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        assert note.structured_content is not None
+        assert note.structured_content["remember"] is None
+        # The MCP client's user decides with remember through the HTTP API.
+        decided = await api.post(
+            f"/approvals/{structured['approvalId']}/decision",
+            json={"decision": "approve", "remember": "family", "scope": "agent"},
+        )
+        assert decided.status_code == 200, decided.text
+    remembered = await platform.rules.listing(await platform.caller("owner"))
+    assert {" ".join(r.to_json()["pattern"]) for r in remembered} == {"git log", "head"}

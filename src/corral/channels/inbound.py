@@ -16,7 +16,7 @@ from corral.channels.relay import Chat, Relay
 from corral.channels.store import ChannelStore, ConnectionRecord, SenderRecord
 from corral.channels.vendors import Inbound
 from corral.errors import CorralError, NotFound
-from corral.kernel import Decision
+from corral.kernel import Decision, rule_proposals
 from corral.runtime.agents import load_agent
 from corral.runtime.caller_scope import CallerScope
 from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
@@ -151,8 +151,10 @@ class Router:
     async def _choose(self, here: _Context, value: str) -> None:
         kind, _, rest = value.partition(":")
         wait_id, _, pick = rest.rpartition(":")
-        if kind == "a" and pick in ("approve", "deny"):
-            await self._decide(here, wait_id, "approve" if pick == "approve" else "deny")
+        if kind == "a" and pick in ("approve", "deny", "remember"):
+            await self._decide(
+                here, wait_id, "deny" if pick == "deny" else "approve", remember=pick == "remember"
+            )
         elif kind == "q" and pick.isdigit():
             await self._answer(here, wait_id, [int(pick)])
         else:
@@ -165,7 +167,11 @@ class Router:
             here.chat, "Only the person this run belongs to can answer it; nothing was changed."
         )
 
-    async def _decide(self, here: _Context, approval_id: str, decision: Decision) -> None:
+    async def _decide(
+        self, here: _Context, approval_id: str, decision: Decision, *, remember: bool = False
+    ) -> None:
+        """Answer an approval; ``remember`` also keeps the command's families as rules for
+        the run's agent (scope ``agent``: the person's own), as the web card's choice does."""
         kernel = self._rt.kernel
         try:
             record = await kernel.approvals.get(approval_id)
@@ -185,7 +191,20 @@ class Router:
             return
         decider = await kernel.caller(here.sender.user_id)
         note = f"from {here.connection.provider} channel {here.connection.name!r}"
+        planned = None
+        if remember:  # refused (before the claim) for a call that is not a command
+            planned = await rule_proposals.plan(kernel.command_rules, record, "family")
         claimed = await kernel.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
+        if planned:
+            await rule_proposals.remember(
+                kernel.command_rules,
+                claimed,
+                planned,
+                approved=True,
+                scope="agent",
+                decided_by=decider.name,
+                note=note,
+            )
         await self._rt.decide_approval(claimed, decision, decider, note)
 
     async def _answer(self, here: _Context, question_id: str, answers: list[AnswerInput]) -> None:

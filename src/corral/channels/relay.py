@@ -35,7 +35,16 @@ from corral.kernel import Kernel
 from corral.runtime.questions import Questions
 from corral.runtime.timeline import TimelineRow
 
-__all__ = ["UNDELIVERED_CARD", "Chat", "Delivered", "Relay", "approval_choices", "summarise"]
+__all__ = [
+    "REMEMBER_LABEL",
+    "UNDELIVERED_CARD",
+    "Chat",
+    "Delivered",
+    "Relay",
+    "approval_choices",
+    "proposed_families",
+    "summarise",
+]
 
 log = logging.getLogger("corral.channels")
 
@@ -46,6 +55,8 @@ CardOf = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Append a card to a conversation."""
 UNDELIVERED_CARD = "undelivered"
 _SUMMARY_CHARS = 160
+REMEMBER_LABEL = "Approve and remember"
+"""The button that approves and keeps the command's families as rules for this agent."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,8 +73,22 @@ def _first_line(text: str) -> str:
     return line if len(line) <= _SUMMARY_CHARS else line[: _SUMMARY_CHARS - 1] + "…"
 
 
-def approval_choices(approval_id: str) -> tuple[Choice, ...]:
-    return (Choice("Approve", f"a:{approval_id}:approve"), Choice("Deny", f"a:{approval_id}:deny"))
+def approval_choices(approval_id: str, *, remember: bool = False) -> tuple[Choice, ...]:
+    """Approve and deny; with ``remember``, also approve and remember the command family
+    for this agent."""
+    kept = (Choice(REMEMBER_LABEL, f"a:{approval_id}:remember"),) if remember else ()
+    return (
+        Choice("Approve", f"a:{approval_id}:approve"),
+        *kept,
+        Choice("Deny", f"a:{approval_id}:deny"),
+    )
+
+
+def proposed_families(waiting_card: Mapping[str, Any]) -> list[str]:
+    """The command families a waiting card proposes to remember (none for other calls)."""
+    proposal = waiting_card.get("remember")
+    families = proposal.get("family") if isinstance(proposal, Mapping) else None
+    return [str(f) for f in families] if isinstance(families, list) else []
 
 
 def summarise(row: TimelineRow) -> str | None:
@@ -293,13 +318,15 @@ class Relay:
 
     async def _message(self, chat: Chat, row: TimelineRow) -> Outbound | None:
         if row.kind == "card" and row.data.get("card") == "waiting":
-            return await self._wait_message(chat, row.data.get("wait") or {})
+            return await self._wait_message(chat, row.data.get("wait") or {}, row.data)
         text = summarise(row)
         if text is None:
             return None
         return Outbound(chat_id=chat.chat_id, text=text, thread=chat.thread)
 
-    async def _wait_message(self, chat: Chat, wait: Mapping[str, Any]) -> Outbound | None:
+    async def _wait_message(
+        self, chat: Chat, wait: Mapping[str, Any], card: Mapping[str, Any]
+    ) -> Outbound | None:
         connection = await self._store.connection(chat.connection)
         if connection is None:
             return None
@@ -309,9 +336,16 @@ class Relay:
             record = await self._kernel.approvals.get(wait_id)
             args = _first_line(str(record.arguments))
             text = f"Approval needed: the agent wants to call {record.tool!r} with {args}."
+            families = proposed_families(card) if record.tool == "execute" else []
+            if buttons and families:
+                text += (
+                    f"\n{REMEMBER_LABEL} also allows from now on, for this agent: "
+                    + ", ".join(families)
+                    + "."
+                )
             if not buttons:
                 text += "\nReply 1 to approve or 2 to deny."
-            choices = approval_choices(wait_id) if buttons else ()
+            choices = approval_choices(wait_id, remember=bool(families)) if buttons else ()
             return Outbound(chat_id=chat.chat_id, text=text, thread=chat.thread, choices=choices)
         if kind == "question" and self._questions is not None:
             asked = await self._questions.store.get(wait_id)

@@ -6,21 +6,19 @@ person's agents or, for an admin, the whole project)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from corral.errors import NotFound, UsageError
-from corral.kernel import ApprovalRecord, Kernel
+from corral.kernel import ApprovalRecord, Kernel, rule_proposals
 from corral.kernel.remembered_rules import SCOPES, RememberOutcome, Scope
+from corral.kernel.rule_proposals import REMEMBER_KINDS, Remember
 from corral.policy.command_rules import PrefixRule, ToolRule
 from corral.policy.identity import Caller
-from corral.shell.analysis import analyze
 from corral.shell.command_rules import RulesJudgement, judge_analysis
 from corral.shell.verdict import Verdict
 
 __all__ = ["REMEMBER_KINDS", "CommandCheck", "PlatformRules", "Remember"]
 
-Remember = Literal["exact", "family"]
-REMEMBER_KINDS: tuple[Remember, ...] = ("exact", "family")
 _ADMIN_FEATURE = "admin.settings"
 
 
@@ -104,48 +102,24 @@ class PlatformRules:
 
     def check_record(self, record: ApprovalRecord) -> str:
         """The command of an approval that can be remembered; refuse any other."""
-        command = record.arguments.get("command")
-        if record.tool != "execute" or not isinstance(command, str):
-            raise UsageError(
-                f"only execute commands can be remembered; for {record.tool!r} write a "
-                f"tool_rule in {self._rules.folder.folder}"
-            )
-        return command
+        return rule_proposals.rememberable(self._rules, record)
 
     async def proposal(self, record: ApprovalRecord) -> dict[str, list[str]] | None:
         """What remembering ``record``'s answer would add, per command no rule allows yet:
         ``{"family": ["git log", "head"], "exact": [...]}``; None for a call that is not a
         command."""
-        command = record.arguments.get("command")
-        if record.tool != "execute" or not isinstance(command, str):
-            return None
-        current = await self._rules.for_call(record.user_id, record.agent)
-        uncovered = judge_analysis(analyze(command), current).uncovered
-        family = list(dict.fromkeys(" ".join(c.family) for c in uncovered))
-        exact = list(dict.fromkeys(" ".join(w or "…" for w in c.words) for c in uncovered))
-        return {"family": family, "exact": exact}
+        return await rule_proposals.propose(
+            self._rules,
+            tool=record.tool,
+            arguments=record.arguments,
+            user_id=record.user_id,
+            agent=record.agent,
+        )
 
     async def plan(self, record: ApprovalRecord, remember: Remember) -> list[tuple[str, ...]]:
-        """The prefixes remembering the answer to ``record`` would store: one per command no
-        rule allows yet, its exact words or the family the analysis proposes. Refuses, before
-        the approval is claimed, what cannot be remembered."""
-        command = self.check_record(record)
-        current = await self._rules.for_call(record.user_id, record.agent)
-        judged = judge_analysis(analyze(command), current)
-        patterns: list[tuple[str, ...]] = []
-        for found in judged.uncovered:
-            if remember == "family":
-                pattern = found.family
-            elif None in found.words:
-                raise UsageError(
-                    f"{' '.join(w or '…' for w in found.words)!r} has words known only when it "
-                    "runs, so it cannot be remembered exactly; remember its family instead"
-                )
-            else:
-                pattern = tuple(w for w in found.words if w is not None)
-            if pattern not in patterns:
-                patterns.append(pattern)
-        return patterns
+        """The prefixes remembering the answer to ``record`` would store (see
+        :func:`corral.kernel.rule_proposals.plan`)."""
+        return await rule_proposals.plan(self._rules, record, remember)
 
     async def remember(
         self,
@@ -159,16 +133,12 @@ class PlatformRules:
     ) -> list[RememberOutcome]:
         """Store the planned prefixes as rules of ``scope``: ``allow``, or for a denial
         ``forbidden`` with the person's note as the justification."""
-        return [
-            await self._rules.remembered.remember(
-                pattern,
-                decision="allow" if approved else "forbidden",
-                scope=scope,
-                user_id=record.user_id,
-                agent=record.agent,
-                created_by=decider.name,
-                justification=note or "",
-                approval_id=record.id,
-            )
-            for pattern in patterns
-        ]
+        return await rule_proposals.remember(
+            self._rules,
+            record,
+            patterns,
+            approved=approved,
+            scope=scope,
+            decided_by=decider.name,
+            note=note,
+        )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.messages import ToolCallPart
 
 from corral.errors import InvalidArguments
+from corral.kernel.rule_proposals import propose
 from corral.policy.identity import Caller
 from corral.runtime.runs import RunRecord, Wait
 from corral.runtime.skills.allowed_tools import run_narrowing
@@ -114,6 +115,21 @@ async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome
     if wait is None:
         row = result_row(run, call_id, call.tool_name, result)
     else:
+        stored = (
+            storable(_secret_pointers(rt, call.tool_name), args) if isinstance(args, dict) else {}
+        )
+        # Proposed from the stored arguments: a secret argument never reaches the card.
+        proposal = (
+            await propose(
+                rt.kernel.command_rules,
+                tool=call.tool_name,
+                arguments=stored,
+                user_id=run.user_id,
+                agent=run.agent,
+            )
+            if wait.kind == "approval"
+            else None
+        )
         row = NewRow(
             kind="card",
             run_id=run.id,
@@ -122,11 +138,10 @@ async def _one(rt: RunHost, scope: StepScope, call: ToolCallPart) -> CallOutcome
             data={
                 "card": "waiting",
                 "wait": wait.to_json(),
-                "args": storable(_secret_pointers(rt, call.tool_name), args)
-                if isinstance(args, dict)
-                else {},
+                "args": stored,
                 "text": result.text,
                 "reason": (result.data or {}).get("reason"),
+                "remember": proposal,
             },
         )
     await rt.append(run.conversation_id, [row])

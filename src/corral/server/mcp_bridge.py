@@ -5,9 +5,11 @@ Each MCP session is a conversation of its user, created on the session's first t
 ``todos`` keeps the session's goal and list, a background shell reports into it, and a call
 that needs approval is parked under it as in a chat. A call that needs approval is not held
 open: it returns at once with the approval's id (``structuredContent.status = "pending"``)
-and the conversation's (``conversationId``); a person decides it with ``corral approvals
-decide`` or the HTTP API. Every refusal (``invalid_arguments``, ``not_visible``…) comes back
-as an error result whose text starts with its code.
+and the conversation's (``conversationId``), and for a command what remembering the
+answer would allow (``remember``: ``{"family": [...], "exact": [...]}``); a person decides
+it with ``corral approvals decide`` (``--remember family``) or the HTTP API. Every refusal
+(``invalid_arguments``, ``not_visible``…) comes back as an error result whose text starts
+with its code.
 
 Tools that need a run the model drives (:data:`NOT_OVER_MCP`) are not listed: an MCP
 client is its own agent loop, so nothing could answer ``ask_question`` into it, a delegate
@@ -217,6 +219,7 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
                 "status": "pending",
                 "approvalId": result.waiting.id,
                 "conversationId": conversation_id,
+                "remember": await _proposal(platform, result.waiting.kind, result.waiting.id),
             }
         return CallToolResult(
             content=_content(result, lambda uri: _read(offered, uri)),
@@ -324,6 +327,14 @@ def _read(offered: list[Offers], uri: str) -> Contents | None:
         if contents is not None:
             return contents
     return None
+
+
+async def _proposal(platform: Platform, kind: str, wait_id: str) -> dict[str, list[str]] | None:
+    """For a parked command, the families and exact commands ``corral approvals decide
+    --remember`` (or the HTTP decision's ``remember``) would keep; None for another call."""
+    if kind != "approval":
+        return None
+    return await platform.rules.proposal(await platform.approvals.get(wait_id))
 
 
 async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile) -> None:
