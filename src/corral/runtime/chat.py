@@ -126,11 +126,14 @@ async def start_chat(
     profile: str | None = None,
     conversation_id: str | None = None,
     user: str | None = None,
+    caller: Caller | None = None,
 ) -> RunRecord:
-    """Write the message and queue its run; returns at once (the run advances as a job)."""
+    """Write the message and queue its run; returns at once (the run advances as a job).
+
+    ``caller``: the caller the entry point resolved (then ``user`` is not looked at)."""
     if not message.strip():
         raise UsageError("a chat message needs some text")
-    caller = await rt.kernel.caller(user)
+    caller = caller if caller is not None else await rt.kernel.caller(user)
     opened = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )
@@ -146,16 +149,18 @@ async def chat(
     profile: str | None = None,
     conversation_id: str | None = None,
     user: str | None = None,
+    caller: Caller | None = None,
     on_event: EventCallback | None = None,
 ) -> RunResult:
     """Run one turn; returns when the run finished, parked or stopped.
 
+    ``caller`` is the caller the entry point resolved (then ``user`` is not looked at).
     ``on_event`` receives the conversation's live events while the turn runs (see
     :mod:`corral.runtime.events`), from the user's own message on.
     """
     if not message.strip():
         raise UsageError("a chat message needs some text")
-    caller = await rt.kernel.caller(user)
+    caller = caller if caller is not None else await rt.kernel.caller(user)
     opened = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )
