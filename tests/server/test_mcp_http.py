@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import httpx2
@@ -220,3 +224,52 @@ async def test_a_foreign_host_or_origin_is_refused_before_the_token_is_looked_at
                 mcp_url, json=initialize, headers=sent | {"Host": name, "Origin": f"http://{name}"}
             )
             assert local.status_code == 200, local.text
+
+
+async def _open_session(url: str, token: str, *, delete_on_close: bool) -> str:
+    """Open an MCP session with the SDK client, call a tool in it, leave; its id."""
+    seen: list[str] = []
+
+    async def note(response: httpx2.Response) -> None:
+        if "mcp-session-id" in response.headers:
+            seen.append(response.headers["mcp-session-id"])
+
+    async with (
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, event_hooks={"response": [note]}
+        ) as http,
+        streamable_http_client(url, http_client=http, terminate_on_close=delete_on_close) as (
+            read,
+            write,
+        ),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        echoed = await session.call_tool("echo", {"text": "hi"})
+        assert not echoed.is_error
+    assert seen and len(set(seen)) == 1
+    return seen[0]
+
+
+@pytest.fixture
+def heard() -> Iterator[Path]:
+    """A folder the sandbox uid (which runs command hooks) can write into."""
+    folder = Path(tempfile.mkdtemp(prefix="corral-mcp-end-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder)
+
+
+async def test_an_http_session_ends_once_when_deleted_or_when_the_server_stops(
+    platform: Platform, heard: Path
+) -> None:
+    hook = {"type": "command", "command": f"cat >> {heard}/ended; echo >> {heard}/ended"}
+    await platform.admin.set_live("hooks", {"SessionEnd": [{"hooks": [hook]}]})
+    token = (await platform.identity.create_token("owner")).token
+    async with serving(create_app(platform)) as base:
+        deleted = await _open_session(f"{base}/mcp", token, delete_on_close=True)
+        left_open = await _open_session(f"{base}/mcp", token, delete_on_close=False)
+    # The server's stop waited for the hooks of both sessions; each ended once.
+    ended = [json.loads(line) for line in (heard / "ended").read_text().splitlines()]
+    assert sorted(e["session_id"] for e in ended) == sorted([deleted, left_open])
+    assert {(e["hook_event_name"], e["reason"]) for e in ended} == {("SessionEnd", "other")}

@@ -19,8 +19,10 @@ Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the H
 
 A stdio session is a session in Claude Code's sense: it ends when the client closes the
 stream, and the operator's ``SessionEnd`` hooks hear it (``reason`` ``other``; the
-session's id is ``mcp-`` and a random part). A conversation never ends (it has no delete
-or archive), so no other SessionEnd fires.
+session's id is ``mcp-`` and a random part). A streamable-HTTP session ends when the client
+deletes it, it stays idle too long or the server stops; its SessionEnd carries its
+``Mcp-Session-Id`` (see :mod:`corral.server.mcp_http`). A conversation never ends (it has
+no delete or archive), so no other SessionEnd fires.
 """
 
 from __future__ import annotations
@@ -53,7 +55,14 @@ from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool
 from corral.tools.results import AudioBlock, ImageBlock, ResourceBlock, ToolResult
 
-__all__ = ["NOT_OVER_MCP", "SessionKey", "Who", "build_mcp_server", "serve_stdio"]
+__all__ = [
+    "NOT_OVER_MCP",
+    "SessionKey",
+    "Who",
+    "build_mcp_server",
+    "serve_stdio",
+    "session_ended",
+]
 
 Who = Callable[[Any], Awaitable[tuple[str | None, Profile]]]
 """From a request's context, the user id to act as and the profile of its calls."""
@@ -186,10 +195,10 @@ async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
-        await _session_ended(platform, f"mcp-{secrets.token_hex(6)}")
+        await session_ended(platform, f"mcp-{secrets.token_hex(6)}")
 
 
-async def _session_ended(platform: Platform, session_id: str) -> None:
+async def session_ended(platform: Platform, session_id: str) -> None:
     """SessionEnd hooks: what they answer changes nothing (the session is over)."""
     hooks = platform.hooks
     if hooks.configured:
