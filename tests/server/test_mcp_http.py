@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ImageContent, TextContent
 
 from corral.platform import Platform
+from corral.policy.identity import Caller
 from corral.server.app import create_app
 from corral.server.mcp_bridge import NOT_OVER_MCP
 from tests.server.loopback import serving
@@ -273,3 +274,32 @@ async def test_an_http_session_ends_once_when_deleted_or_when_the_server_stops(
     ended = [json.loads(line) for line in (heard / "ended").read_text().splitlines()]
     assert sorted(e["session_id"] for e in ended) == sorted([deleted, left_open])
     assert {(e["hook_event_name"], e["reason"]) for e in ended} == {("SessionEnd", "other")}
+
+
+async def test_an_mcp_call_resolves_its_caller_once(
+    platform: Platform, mcp_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint resolves the token's caller per request; the call and the session's
+    conversation use it instead of resolving it again."""
+    resolved: list[str | None] = []
+    original = platform.kernel.caller
+
+    async def caller(user: str | None = None) -> Caller:
+        resolved.append(user)
+        return await original(user)
+
+    monkeypatch.setattr(platform.kernel, "caller", caller)
+    token = (await platform.identity.create_token("owner")).token
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        await session.list_tools()  # the SDK client lists once before its first call
+        resolved.clear()
+        first = await session.call_tool("echo", {"text": "one"})  # makes the conversation
+        assert not first.is_error and len(resolved) == 1
+        resolved.clear()
+        second = await session.call_tool("echo", {"text": "two"})
+        assert not second.is_error and len(resolved) == 1

@@ -50,6 +50,7 @@ from mcp.types import (
 )
 
 from corral.platform import Platform
+from corral.policy.identity import Caller
 from corral.policy.profiles import Profile
 from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool
@@ -64,8 +65,9 @@ __all__ = [
     "session_ended",
 ]
 
-Who = Callable[[Any], Awaitable[tuple[str | None, Profile]]]
-"""From a request's context, the user id to act as and the profile of its calls."""
+Who = Callable[[Any], Awaitable[tuple[Caller, Profile]]]
+"""From a request's context, the caller to act as (resolved once per request, with its
+current rights) and the profile of its calls."""
 
 NOT_OVER_MCP = frozenset({"ask_question", "delegate", "compact_history"})
 """Tools that only work inside a run the platform's model drives."""
@@ -123,15 +125,15 @@ class _SessionConversations:
 
     def __init__(self, platform: Platform) -> None:
         self._platform = platform
-        self._ids: OrderedDict[tuple[str | None, str], str] = OrderedDict()
+        self._ids: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    async def of(self, session: str | None, user: str | None) -> str:
+    async def of(self, session: str | None, caller: Caller) -> str:
         if session is None:
-            return await self._create(user)
-        key = (user, session)
+            return await self._create(caller)
+        key = (caller.user_id, session)
         found = self._ids.get(key)
         if found is None:
-            created = await self._create(user)
+            created = await self._create(caller)
             # Two first calls of one session may race: the first stored wins.
             found = self._ids.setdefault(key, created)
         self._ids.move_to_end(key)
@@ -139,8 +141,10 @@ class _SessionConversations:
             self._ids.popitem(last=False)
         return found
 
-    async def _create(self, user: str | None) -> str:
-        created = await self._platform.runtime.start_conversation(user=user, title="MCP session")
+    async def _create(self, caller: Caller) -> str:
+        created = await self._platform.runtime.start_conversation(
+            caller=caller, title="MCP session"
+        )
         return created.id
 
 
@@ -150,17 +154,17 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
     conversations = _SessionConversations(platform)
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
-        user, _ = await who(ctx)
-        visible = await platform.visible_tools(user=user, narrowing=_OVER_MCP)
+        caller, _ = await who(ctx)
+        visible = await platform.visible_tools(caller=caller, narrowing=_OVER_MCP)
         return ListToolsResult(tools=[_tool(t) for t in sorted(visible, key=lambda t: t.name)])
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
-        user, profile = await who(ctx)
-        conversation_id = await conversations.of(session_of(ctx), user)
+        caller, profile = await who(ctx)
+        conversation_id = await conversations.of(session_of(ctx), caller)
         result = await platform.call_tool(
             params.name,
             params.arguments or {},
-            user=user,
+            caller=caller,
             profile=profile,
             conversation_id=conversation_id,
             narrowing=_OVER_MCP,
@@ -186,8 +190,8 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
 async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile) -> None:
     """Serve over this process's stdin/stdout until the client closes them."""
 
-    async def fixed(ctx: Any) -> tuple[str | None, Profile]:
-        return user, profile
+    async def fixed(ctx: Any) -> tuple[Caller, Profile]:
+        return await platform.caller(user), profile
 
     # One process serves one client: the whole stdio connection is one session.
     server = build_mcp_server(platform, fixed, lambda ctx: "stdio")

@@ -39,6 +39,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from corral.kernel.tokens import hash_token
 from corral.platform import Platform
+from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
 from corral.server.mcp_bridge import build_mcp_server, session_ended
 from corral.server.mcp_origin import AllowedHosts
@@ -152,14 +153,15 @@ class McpEndpoint:
             return None
         return await self._platform.identity.user_for_token(token)
 
-    async def _who(self, ctx: Any) -> tuple[str | None, Profile]:
+    async def _who(self, ctx: Any) -> tuple[Caller, Profile]:
         request = getattr(ctx, "request", None)
         user = request.scope.get("user") if request is not None else None
         if not isinstance(user, AuthenticatedUser):
             # Only reachable if the SDK stopped passing the HTTP request: refuse, never guess.
             raise PermissionError("no authenticated caller on this MCP request")
         settings = await self._platform.kernel.live_settings()
-        return user.access_token.client_id, parse_profile(str(settings["mcp_http_profile"]))
+        caller = await self._platform.caller(user.access_token.client_id)
+        return caller, parse_profile(str(settings["mcp_http_profile"]))
 
 
 def _bearer(scope: Scope) -> str:

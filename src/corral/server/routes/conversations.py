@@ -69,7 +69,7 @@ async def create_conversation(
 ) -> dict[str, Any]:
     conversation = await platform.runtime.start_conversation(
         agent=body.agent,
-        user=caller.user_id,
+        caller=caller,
         model=body.model,
         profile=body.profile,
         title=body.title,
