@@ -125,7 +125,7 @@ async def queue_inbox_message(
     delivery = await platform.runtime.send_message(
         conversation_id,
         body.text,
-        user=caller.user_id,
+        caller=caller,
         from_conversation_id=origin[0],
         from_run_id=origin[1],
     )
