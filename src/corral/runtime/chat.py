@@ -92,6 +92,20 @@ async def _start(
     opened: tuple[ConversationInfo, AgentConfig | None],
     message: str,
 ) -> RunRecord:
+    try:
+        return await _start_turn(rt, caller, opened, message)
+    except Exception:
+        if opened[1] is not None:  # made for this message, which was refused
+            await rt.conversations.discard_unused(opened[0].id)
+        raise
+
+
+async def _start_turn(
+    rt: RunHost,
+    caller: Caller,
+    opened: tuple[ConversationInfo, AgentConfig | None],
+    message: str,
+) -> RunRecord:
     conversation, config = opened
     config = config or await load_agent(rt.kernel.sessions, conversation.agent)
     spec = await turn_spec(
