@@ -8,11 +8,13 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+import httpx
 import pytest
 
 from corral.platform import Platform
 from corral.runtime import agents
 from corral.runtime.caller_scope import CallerScope, ScopeHandoff
+from corral.server import create_app
 from tests.runtime.conftest import ScriptWriter
 
 
@@ -55,6 +57,29 @@ async def test_a_chat_turn_resolves_its_scope_once(
     second = await rt_platform.chat("again", conversation_id=first.conversation_id)
     assert second.text == "second"
     assert counted == {"caller": 1, "agent": 1, "model": 1}
+
+
+async def test_an_http_chat_turn_resolves_its_scope_once(
+    rt_platform: Platform, write_script: ScriptWriter, counted: Counter[str]
+) -> None:
+    """The token dependency resolves the caller; the turn uses it instead of resolving again."""
+    model = write_script({"text": "first"}, {"text": "second"})
+    token = await rt_platform.identity.create_token("owner")
+    transport = httpx.ASGITransport(app=create_app(rt_platform))
+    async with httpx.AsyncClient(
+        transport=transport,
+        base_url="http://corral.test",
+        headers={"Authorization": f"Bearer {token.token}"},
+    ) as http:
+        counted.clear()
+        first = (await http.post("/chat", json={"message": "hello", "model": model})).json()
+        assert first["text"] == "first"
+        assert counted == {"caller": 1, "agent": 1, "model": 1}
+        counted.clear()
+        path = f"/conversations/{first['conversation_id']}/messages"
+        second = (await http.post(path, json={"message": "again"})).json()
+        assert second["text"] == "second"
+        assert counted == {"caller": 1, "agent": 1, "model": 1}
 
 
 async def test_only_the_run_the_scope_was_resolved_for_takes_it_once(

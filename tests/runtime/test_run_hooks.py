@@ -40,6 +40,11 @@ async def test_a_prompt_hook_blocks_the_message_or_adds_context(
     assert str(caught.value) == "the message was not sent: blocked by hook grep: no secrets in chat"
     after = await rt_platform.runtime.conversations.rows(turn.conversation_id)
     assert len(after) == len(before)  # nothing of the refused message was stored
+    with pytest.raises(UsageError):
+        await rt_platform.chat("a new one: my password", model=model)
+    # The conversation made for the refused message is not left behind empty.
+    listed = await rt_platform.runtime.list_conversations()
+    assert [c.id for c in listed] == [turn.conversation_id]
 
 
 async def test_a_stop_hook_keeps_the_run_going_once(

@@ -339,6 +339,7 @@ async def test_a_prompt_hook_refuses_a_workflow_run_with_its_reason(
         "no digests today"
     ) in text(refused)
     assert await count(rt_platform, rt_tables.Run) == 0
+    assert await count(rt_platform, rt_tables.Conversation) == 0  # none left behind empty
     await rt_platform.admin.set_live(
         "hooks", {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo kept"}]}]}
     )

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import httpx2
@@ -13,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ImageContent, TextContent
 
 from corral.platform import Platform
+from corral.policy.identity import Caller
 from corral.server.app import create_app
 from corral.server.mcp_bridge import NOT_OVER_MCP
 from tests.server.loopback import serving
@@ -254,3 +259,81 @@ async def test_a_pending_command_names_the_families_remembering_would_allow(
         assert decided.status_code == 200, decided.text
     remembered = await platform.rules.listing(await platform.caller("owner"))
     assert {" ".join(r.to_json()["pattern"]) for r in remembered} == {"git log", "head"}
+
+
+async def _open_session(url: str, token: str, *, delete_on_close: bool) -> str:
+    """Open an MCP session with the SDK client, call a tool in it, leave; its id."""
+    seen: list[str] = []
+
+    async def note(response: httpx2.Response) -> None:
+        if "mcp-session-id" in response.headers:
+            seen.append(response.headers["mcp-session-id"])
+
+    async with (
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, event_hooks={"response": [note]}
+        ) as http,
+        streamable_http_client(url, http_client=http, terminate_on_close=delete_on_close) as (
+            read,
+            write,
+        ),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        echoed = await session.call_tool("echo", {"text": "hi"})
+        assert not echoed.is_error
+    assert seen and len(set(seen)) == 1
+    return seen[0]
+
+
+@pytest.fixture
+def heard() -> Iterator[Path]:
+    """A folder the sandbox uid (which runs command hooks) can write into."""
+    folder = Path(tempfile.mkdtemp(prefix="corral-mcp-end-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder)
+
+
+async def test_an_http_session_ends_once_when_deleted_or_when_the_server_stops(
+    platform: Platform, heard: Path
+) -> None:
+    hook = {"type": "command", "command": f"cat >> {heard}/ended; echo >> {heard}/ended"}
+    await platform.admin.set_live("hooks", {"SessionEnd": [{"hooks": [hook]}]})
+    token = (await platform.identity.create_token("owner")).token
+    async with serving(create_app(platform)) as base:
+        deleted = await _open_session(f"{base}/mcp", token, delete_on_close=True)
+        left_open = await _open_session(f"{base}/mcp", token, delete_on_close=False)
+    # The server's stop waited for the hooks of both sessions; each ended once.
+    ended = [json.loads(line) for line in (heard / "ended").read_text().splitlines()]
+    assert sorted(e["session_id"] for e in ended) == sorted([deleted, left_open])
+    assert {(e["hook_event_name"], e["reason"]) for e in ended} == {("SessionEnd", "other")}
+
+
+async def test_an_mcp_call_resolves_its_caller_once(
+    platform: Platform, mcp_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint resolves the token's caller per request; the call and the session's
+    conversation use it instead of resolving it again."""
+    resolved: list[str | None] = []
+    original = platform.kernel.caller
+
+    async def caller(user: str | None = None) -> Caller:
+        resolved.append(user)
+        return await original(user)
+
+    monkeypatch.setattr(platform.kernel, "caller", caller)
+    token = (await platform.identity.create_token("owner")).token
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        await session.list_tools()  # the SDK client lists once before its first call
+        resolved.clear()
+        first = await session.call_tool("echo", {"text": "one"})  # makes the conversation
+        assert not first.is_error and len(resolved) == 1
+        resolved.clear()
+        second = await session.call_tool("echo", {"text": "two"})
+        assert not second.is_error and len(resolved) == 1

@@ -107,6 +107,7 @@ class Platform:
         arguments: Any,
         *,
         user: str | None = None,
+        caller: Caller | None = None,
         agent: str | None = None,
         profile: Profile | str = "auto",
         run_id: str | None = None,
@@ -119,11 +120,12 @@ class Platform:
     ) -> ToolResult:
         """Call a tool through the whole dispatch pipeline and return its result.
 
-        ``services`` are laid over the installed ones for this call only."""
+        ``services`` are laid over the installed ones for this call only; ``caller`` is
+        the caller the entry point resolved (then ``user`` is not looked at)."""
         request = CallRequest(
             tool=name,
             arguments=arguments,
-            caller=await self.caller(user),
+            caller=caller if caller is not None else await self.caller(user),
             agent=agent or DEFAULT_AGENT,
             profile=parse_profile(str(profile)),
             run_id=run_id,
@@ -140,13 +142,14 @@ class Platform:
         self,
         *,
         user: str | None = None,
+        caller: Caller | None = None,
         agent: str | None = None,
         narrowing: Narrowing | None = None,
     ) -> list[LoadedTool]:
         request = CallRequest(
             tool="",
             arguments={},
-            caller=await self.caller(user),
+            caller=caller if caller is not None else await self.caller(user),
             agent=agent or DEFAULT_AGENT,
             narrowing=narrowing or Narrowing(),
         )
@@ -241,8 +244,11 @@ class Platform:
         profile: str | None = None,
         conversation_id: str | None = None,
         user: str | None = None,
+        caller: Caller | None = None,
     ) -> ChatTurn:
-        """Send ``message`` to an agent and run the turn until it finishes, parks or stops."""
+        """Send ``message`` to an agent and run the turn until it finishes, parks or stops.
+
+        ``caller`` is the caller the entry point resolved (then ``user`` is not looked at)."""
         return await self.runtime.chat(
             message,
             agent=agent,
@@ -250,6 +256,7 @@ class Platform:
             profile=profile,
             conversation_id=conversation_id,
             user=user,
+            caller=caller,
         )
 
     # -- conversations ----------------------------------------------------------------------

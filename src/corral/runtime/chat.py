@@ -92,6 +92,20 @@ async def _start(
     opened: tuple[ConversationInfo, AgentConfig | None],
     message: str,
 ) -> RunRecord:
+    try:
+        return await _start_turn(rt, caller, opened, message)
+    except Exception:
+        if opened[1] is not None:  # made for this message, which was refused
+            await rt.conversations.discard_unused(opened[0].id)
+        raise
+
+
+async def _start_turn(
+    rt: RunHost,
+    caller: Caller,
+    opened: tuple[ConversationInfo, AgentConfig | None],
+    message: str,
+) -> RunRecord:
     conversation, config = opened
     config = config or await load_agent(rt.kernel.sessions, conversation.agent)
     spec = await turn_spec(
@@ -126,11 +140,14 @@ async def start_chat(
     profile: str | None = None,
     conversation_id: str | None = None,
     user: str | None = None,
+    caller: Caller | None = None,
 ) -> RunRecord:
-    """Write the message and queue its run; returns at once (the run advances as a job)."""
+    """Write the message and queue its run; returns at once (the run advances as a job).
+
+    ``caller``: the caller the entry point resolved (then ``user`` is not looked at)."""
     if not message.strip():
         raise UsageError("a chat message needs some text")
-    caller = await rt.kernel.caller(user)
+    caller = caller if caller is not None else await rt.kernel.caller(user)
     opened = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )
@@ -146,16 +163,18 @@ async def chat(
     profile: str | None = None,
     conversation_id: str | None = None,
     user: str | None = None,
+    caller: Caller | None = None,
     on_event: EventCallback | None = None,
 ) -> RunResult:
     """Run one turn; returns when the run finished, parked or stopped.
 
+    ``caller`` is the caller the entry point resolved (then ``user`` is not looked at).
     ``on_event`` receives the conversation's live events while the turn runs (see
     :mod:`corral.runtime.events`), from the user's own message on.
     """
     if not message.strip():
         raise UsageError("a chat message needs some text")
-    caller = await rt.kernel.caller(user)
+    caller = caller if caller is not None else await rt.kernel.caller(user)
     opened = await _conversation(
         rt, caller, agent=agent, model=model, profile=profile, conversation_id=conversation_id
     )

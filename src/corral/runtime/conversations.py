@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound, UsageError
@@ -174,6 +174,19 @@ class ConversationStore:
         async with self._sessions() as session:
             row = await session.get(dt.Delegation, conversation_id)
         return row.parent_conversation_id if row is not None else None
+
+    async def discard_unused(self, conversation_id: str) -> None:
+        """Remove a conversation that never got a row or a run (its first message was
+        refused); one that did is kept."""
+        used = exists().where(rt.ConversationRow.conversation_id == conversation_id)
+        async with self._sessions.begin() as session:
+            await session.execute(
+                delete(rt.Conversation).where(
+                    rt.Conversation.id == conversation_id,
+                    rt.Conversation.active_run_id.is_(None),
+                    ~used,
+                )
+            )
 
     async def update(self, conversation_id: str, **values: Any) -> None:
         allowed = {"model", "profile", "title", "agent"}

@@ -224,12 +224,14 @@ class RunHost:
         *,
         agent: str | None = None,
         user: str | None = None,
+        caller: Caller | None = None,
         model: str | None = None,
         profile: str | None = None,
         title: str = "",
     ) -> ConversationInfo:
-        """A new, empty conversation with ``agent`` (default: the default agent)."""
-        caller = await self.kernel.caller(user)
+        """A new, empty conversation with ``agent`` (default: the default agent) of
+        ``caller`` (resolved by the entry point) or else of ``user``."""
+        caller = caller if caller is not None else await self.kernel.caller(user)
         config = await load_agent(self.kernel.sessions, agent or DEFAULT_AGENT)
         return await self.create_conversation(
             caller, config, model=model, profile=profile, title=title

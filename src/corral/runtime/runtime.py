@@ -280,11 +280,13 @@ class Runtime(RunHost):
         text: str,
         *,
         user: str | None = None,
+        caller: Caller | None = None,
         from_conversation_id: str | None = None,
         from_run_id: str | None = None,
     ) -> DeliveryRecord:
-        """Queue an inbox message; the conversation continues as the sender's user."""
-        sender = await self.kernel.caller(user)
+        """Queue an inbox message; the conversation continues as the sender's user
+        (``caller``, resolved by the entry point, or else ``user``)."""
+        sender = caller if caller is not None else await self.kernel.caller(user)
         return await inbox.send_message(
             self,
             conversation_id,

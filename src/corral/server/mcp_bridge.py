@@ -21,8 +21,10 @@ Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the H
 
 A stdio session is a session in Claude Code's sense: it ends when the client closes the
 stream, and the operator's ``SessionEnd`` hooks hear it (``reason`` ``other``; the
-session's id is ``mcp-`` and a random part). A conversation never ends (it has no delete
-or archive), so no other SessionEnd fires.
+session's id is ``mcp-`` and a random part). A streamable-HTTP session ends when the client
+deletes it, it stays idle too long or the server stops; its SessionEnd carries its
+``Mcp-Session-Id`` (see :mod:`corral.server.mcp_http`). A conversation never ends (it has
+no delete or archive), so no other SessionEnd fires.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from mcp.types import (
 )
 
 from corral.platform import Platform
+from corral.policy.identity import Caller
 from corral.policy.profiles import Profile
 from corral.server.mcp_live import LiveRelay, log_levels
 from corral.server.mcp_offers import Contents, OfferError, Offers, load_offers
@@ -76,10 +79,18 @@ from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool
 from corral.tools.results import AudioBlock, ImageBlock, ResourceBlock, ToolResult
 
-__all__ = ["NOT_OVER_MCP", "SessionKey", "Who", "build_mcp_server", "serve_stdio"]
+__all__ = [
+    "NOT_OVER_MCP",
+    "SessionKey",
+    "Who",
+    "build_mcp_server",
+    "serve_stdio",
+    "session_ended",
+]
 
-Who = Callable[[Any], Awaitable[tuple[str | None, Profile]]]
-"""From a request's context, the user id to act as and the profile of its calls."""
+Who = Callable[[Any], Awaitable[tuple[Caller, Profile]]]
+"""From a request's context, the caller to act as (resolved once per request, with its
+current rights) and the profile of its calls."""
 
 NOT_OVER_MCP = frozenset({"ask_question", "delegate", "compact_history"})
 """Tools that only work inside a run the platform's model drives."""
@@ -149,15 +160,15 @@ class _SessionConversations:
 
     def __init__(self, platform: Platform) -> None:
         self._platform = platform
-        self._ids: OrderedDict[tuple[str | None, str], str] = OrderedDict()
+        self._ids: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    async def of(self, session: str | None, user: str | None) -> str:
+    async def of(self, session: str | None, caller: Caller) -> str:
         if session is None:
-            return await self._create(user)
-        key = (user, session)
+            return await self._create(caller)
+        key = (caller.user_id, session)
         found = self._ids.get(key)
         if found is None:
-            created = await self._create(user)
+            created = await self._create(caller)
             # Two first calls of one session may race: the first stored wins.
             found = self._ids.setdefault(key, created)
         self._ids.move_to_end(key)
@@ -165,8 +176,10 @@ class _SessionConversations:
             self._ids.popitem(last=False)
         return found
 
-    async def _create(self, user: str | None) -> str:
-        created = await self._platform.runtime.start_conversation(user=user, title="MCP session")
+    async def _create(self, caller: Caller) -> str:
+        created = await self._platform.runtime.start_conversation(
+            caller=caller, title="MCP session"
+        )
         return created.id
 
 
@@ -179,20 +192,20 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
     set_levels: dict[str | None, str] = {}
 
     async def offers_for(ctx: Any) -> list[Offers]:
-        user, _ = await who(ctx)
-        visible = await platform.visible_tools(user=user, narrowing=_OVER_MCP)
+        caller, _ = await who(ctx)
+        visible = await platform.visible_tools(caller=caller, narrowing=_OVER_MCP)
         packages = {t.package for t in visible}
         return [o for name, o in sorted(declared.items()) if name in packages]
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
-        user, _ = await who(ctx)
-        visible = await platform.visible_tools(user=user, narrowing=_OVER_MCP)
+        caller, _ = await who(ctx)
+        visible = await platform.visible_tools(caller=caller, narrowing=_OVER_MCP)
         return ListToolsResult(tools=[_tool(t) for t in sorted(visible, key=lambda t: t.name)])
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
-        user, profile = await who(ctx)
+        caller, profile = await who(ctx)
         session = session_of(ctx)
-        conversation_id = await conversations.of(session, user)
+        conversation_id = await conversations.of(session, caller)
         relay = LiveRelay(
             ctx.session,
             tool=params.name,
@@ -204,7 +217,7 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
             result = await platform.call_tool(
                 params.name,
                 params.arguments or {},
-                user=user,
+                caller=caller,
                 profile=profile,
                 conversation_id=conversation_id,
                 narrowing=_OVER_MCP,
@@ -340,8 +353,8 @@ async def _proposal(platform: Platform, kind: str, wait_id: str) -> dict[str, li
 async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile) -> None:
     """Serve over this process's stdin/stdout until the client closes them."""
 
-    async def fixed(ctx: Any) -> tuple[str | None, Profile]:
-        return user, profile
+    async def fixed(ctx: Any) -> tuple[Caller, Profile]:
+        return await platform.caller(user), profile
 
     # One process serves one client: the whole stdio connection is one session.
     server = build_mcp_server(platform, fixed, lambda ctx: "stdio")
@@ -349,10 +362,10 @@ async def serve_stdio(platform: Platform, *, user: str | None, profile: Profile)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
-        await _session_ended(platform, f"mcp-{secrets.token_hex(6)}")
+        await session_ended(platform, f"mcp-{secrets.token_hex(6)}")
 
 
-async def _session_ended(platform: Platform, session_id: str) -> None:
+async def session_ended(platform: Platform, session_id: str) -> None:
     """SessionEnd hooks: what they answer changes nothing (the session is over)."""
     hooks = platform.hooks
     if hooks.configured:

@@ -82,6 +82,7 @@ async def start_workflow_run(
     try:
         context = await prompt_hooks(rt.hooks, conversation, instruction)
     except PromptBlocked as blocked:
+        await rt.conversations.discard_unused(conversation.id)
         raise ToolError(
             f"the run of workflow {workflow.id!r} was not started: {blocked.reason}",
             code="hook_blocked",

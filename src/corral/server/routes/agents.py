@@ -35,7 +35,7 @@ async def _access(platform: PlatformDep, caller: CallerDep, agent: str) -> dict[
     selection = state.agents.get(agent)
     if selection is None:
         raise NotFound(f"no agent {agent!r}; `corral agents list` shows them")
-    visible = {t.name for t in await platform.visible_tools(user=caller.user_id, agent=agent)}
+    visible = {t.name for t in await platform.visible_tools(caller=caller, agent=agent)}
     tools = []
     for name, tool in sorted(platform.registry.tools.items()):
         refusal = selection.refusal(tool)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
+from corral.policy.identity import Caller
 from corral.runtime.runtime import Runtime
 from corral.server.deps import CallerDep, PlatformDep, TicketDep
 from corral.server.sse import conversation_events
@@ -46,8 +47,9 @@ class InboxMessage(BaseModel):
     from_run_id: str | None = Field(default=None, description="Your run the message comes from.")
 
 
-async def _turn(rt: Runtime, body: Message, user: str, **where: Any) -> dict[str, Any]:
-    options = {"model": body.model, "profile": body.profile, "user": user, **where}
+async def _turn(rt: Runtime, body: Message, caller: Caller, **where: Any) -> dict[str, Any]:
+    # The caller the token dependency resolved goes down the turn: resolved once per request.
+    options = {"model": body.model, "profile": body.profile, "caller": caller, **where}
     if body.wait:
         return (await rt.chat(body.message, **options)).to_json()
     run = await rt.start_chat(body.message, **options)
@@ -67,7 +69,7 @@ async def create_conversation(
 ) -> dict[str, Any]:
     conversation = await platform.runtime.start_conversation(
         agent=body.agent,
-        user=caller.user_id,
+        caller=caller,
         model=body.model,
         profile=body.profile,
         title=body.title,
@@ -90,7 +92,7 @@ async def send_message(
     conversation_id: str, body: Message, platform: PlatformDep, caller: CallerDep
 ) -> dict[str, Any]:
     """A person's message: runs the turn (see ``wait``)."""
-    return await _turn(platform.runtime, body, caller.user_id, conversation_id=conversation_id)
+    return await _turn(platform.runtime, body, caller, conversation_id=conversation_id)
 
 
 @router.post("/chat")
@@ -99,7 +101,7 @@ async def chat(body: Chat, platform: PlatformDep, caller: CallerDep) -> dict[str
     return await _turn(
         platform.runtime,
         body,
-        caller.user_id,
+        caller,
         agent=body.agent,
         conversation_id=body.conversation_id,
     )
@@ -123,7 +125,7 @@ async def queue_inbox_message(
     delivery = await platform.runtime.send_message(
         conversation_id,
         body.text,
-        user=caller.user_id,
+        caller=caller,
         from_conversation_id=origin[0],
         from_run_id=origin[1],
     )

@@ -23,7 +23,7 @@ async def list_tools(
     platform: PlatformDep, caller: CallerDep, agent: str | None = None
 ) -> dict[str, Any]:
     """The tools visible to the caller (and agent), with their full schemas."""
-    visible = await platform.visible_tools(user=caller.user_id, agent=agent)
+    visible = await platform.visible_tools(caller=caller, agent=agent)
     return {
         "tools": [
             {
@@ -43,6 +43,6 @@ async def call_tool(
     """Call a tool through the dispatch pipeline; errors come back as results, not 4xx.
     A session ticket is refused: a person calls tools here."""
     result = await platform_of(request).call_tool(
-        name, body.arguments, user=caller.user_id, agent=body.agent, profile=body.profile
+        name, body.arguments, caller=caller, agent=body.agent, profile=body.profile
     )
     return result.to_json()

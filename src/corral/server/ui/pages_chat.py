@@ -125,7 +125,9 @@ async def send_message(
 ) -> Response:
     if not message.strip():
         return HTMLResponse("<p class='error'>Write a message first.</p>", status_code=400)
-    await who.platform.runtime.start_chat(message, conversation_id=conversation_id, user=who.user)
+    await who.platform.runtime.start_chat(
+        message, conversation_id=conversation_id, caller=who.caller
+    )
     return Response(status_code=204)
 
 
