@@ -2,6 +2,7 @@
 default, then the same while a worker is SIGKILLed mid-load.
 
     .venv/bin/python bench/cluster.py [--conversations 200] [--steps 5] [--workers 3]
+        [--terminate-backends]
 
 Each conversation is one turn of ``--steps`` model steps (a tool call to ``echo`` each,
 then a final answer). The baseline is the same load on the embedded default (SQLite,
@@ -9,8 +10,10 @@ in-process jobs) in the same run. The cluster runs on a throwaway PostgreSQL ser
 ``--workers`` worker processes; a third pass SIGKILLs one worker once a third of the steps
 are stored. Every pass counts the rows exactly: every run finished, ``steps`` model turns
 per run, every tool call answered once (a call cut off by the kill is answered
-``interrupted``), nothing lost and nothing doubled. Exits 1 when a count is off; the
-throughput figures are informative. Skips (exit 2) without PostgreSQL.
+``interrupted``), nothing lost and nothing doubled. With ``--terminate-backends`` the kill
+pass also terminates every connection to the database (``pg_terminate_backend``) once half
+the steps are stored: the runs cut off from it are retried, none ends ``failed``. Exits 1
+when a count is off; the throughput figures are informative. Skips (exit 2) without PostgreSQL.
 """
 
 from __future__ import annotations
@@ -154,6 +157,7 @@ async def cluster(
     steps: int,
     worker_count: int,
     kill: bool,
+    terminate: bool = False,
 ) -> tuple[float, Tally]:
     data_dir = folder / ("cluster-kill" if kill else "cluster")
     data_dir.mkdir()
@@ -179,8 +183,15 @@ async def cluster(
                 await stored_turns(platform, conversations * steps // 3)
                 workers[0].send_signal(signal.SIGKILL)
                 workers[0].wait()
+                if terminate:
+                    await stored_turns(platform, conversations * steps // 2)
+                    print(f"terminated {await terminate_backends(database_url)} connections")
             await asyncio.gather(*(platform.runtime.wait_run(r) for r in run_ids))
             took = time.perf_counter() - started
+            if terminate:
+                said = await asyncio.to_thread(worker_logs, folder)
+                for what in ("met a database outage", "left running with no job", "taken over"):
+                    print(f"worker logs: {said.count(what)} x {what!r}")
             return conversations * steps / took, await count(platform, run_ids, steps)
         finally:
             for worker in workers:
@@ -193,6 +204,30 @@ async def cluster(
                     worker.kill()
 
 
+def worker_logs(folder: Path) -> str:
+    return "\n".join(log.read_text() for log in folder.glob("worker-*.log"))
+
+
+async def terminate_backends(database_url: str) -> int:
+    """Terminate every connection to the database (an outage the workers must ride out)."""
+    import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    admin = await asyncpg.connect(
+        host=str(url.query["host"]), user=url.username, database="postgres"
+    )
+    try:
+        return len(
+            await admin.fetch(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+                url.database,
+            )
+        )
+    finally:
+        await admin.close()
+
+
 async def stored_turns(platform: corral.Platform, at_least: int) -> None:
     row = rt.ConversationRow
     query = select(func.count()).where(row.kind == "model_turn")
@@ -203,7 +238,7 @@ async def stored_turns(platform: corral.Platform, at_least: int) -> None:
         await asyncio.sleep(0.05)
 
 
-async def main(conversations: int, steps: int, worker_count: int) -> None:
+async def main(conversations: int, steps: int, worker_count: int, terminate: bool) -> None:
     sys.path.insert(0, str(REPO))
     from tests.postgres import new_database, throwaway_server
 
@@ -230,6 +265,7 @@ async def main(conversations: int, steps: int, worker_count: int) -> None:
                     steps,
                     worker_count,
                     True,
+                    terminate,
                 )
         except FileNotFoundError as missing:
             skip("cluster", str(missing))
@@ -275,7 +311,10 @@ if __name__ == "__main__":
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--terminate-backends", action="store_true")
     options = parser.parse_args()
     # SIGTERM (a `timeout`) unwinds like Ctrl-C, so the workers and the server are stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    asyncio.run(main(options.conversations, options.steps, options.workers))
+    asyncio.run(
+        main(options.conversations, options.steps, options.workers, options.terminate_backends)
+    )

@@ -43,6 +43,10 @@ class JobRunner(Protocol):
         """Advance ``run_id`` soon; a run that is not queued by then is left alone."""
         ...
 
+    def retry_later(self, run_id: str, seconds: float) -> None:
+        """Advance ``run_id`` again in ``seconds``: its job met a database outage."""
+        ...
+
     async def after_job(self, run_id: str, then: AfterJob) -> None:
         """Call ``then`` once no job of ``run_id`` is running in this runner.
 
@@ -117,6 +121,9 @@ class LocalJobs:
         task = asyncio.create_task(self._run(run_id), name=f"corral-run-{run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def retry_later(self, run_id: str, seconds: float) -> None:
+        asyncio.get_running_loop().call_later(seconds, self.submit, run_id)
 
     async def execute(self, run_id: str) -> None:
         """Advance ``run_id`` in the calling task, counted like a submitted job: for an

@@ -43,6 +43,7 @@ from corral.runtime.prompt import Prompt, PromptRequest
 from corral.runtime.runs import RunRecord
 from corral.runtime.takeover import (
     TAKEN_OVER,
+    hand_back,
     hand_over,
     interrupted_rows,
     take_over,
@@ -50,6 +51,7 @@ from corral.runtime.takeover import (
 )
 from corral.runtime.timeline import NewRow
 from corral.store import runtime_tables as rt_tables
+from corral.store.outages import database_unavailable
 from corral.tools.context import Cancellation
 from corral.tools.secret_arguments import storable
 
@@ -60,6 +62,10 @@ if TYPE_CHECKING:
 __all__ = ["advance_run"]
 
 log = logging.getLogger("corral.runtime")
+
+OUTAGE = "database_outage"
+"""The cancellation reason of a run whose job met a database outage: its calls end, and
+the run is handed back to be retried."""
 
 STOP_CHECK_SECONDS = 1.0
 """How often a running run looks for a Stop requested from another process."""
@@ -154,11 +160,19 @@ async def _advance(
         )
         raise
     except Exception as exc:
-        log.exception("run %s failed", run_id)
+        if rt.jobs.distributed and database_unavailable(exc):
+            # Not the run's fault: another job retries it from its last persisted step.
+            log.warning("run %s met a database outage (%s); it is handed back", run_id, exc)
+            cancellation.cancel(OUTAGE)
+        else:
+            log.exception("run %s failed", run_id)
         outcome = Outcome(status="failed", reason="error", detail=f"{type(exc).__name__}: {exc}")
     finally:
         rt.live.pop(run_id, None)
         rt.leases.pop(run_id, None)
+    if cancellation.reason == OUTAGE:
+        await hand_back(rt, step.run_record, held)
+        return
     if cancellation.reason == TAKEN_OVER:
         log.warning("run %s was taken over by another worker; this one lets go", run_id)
         return

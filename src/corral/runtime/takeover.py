@@ -18,11 +18,17 @@ run's lease, and the claiming worker's writes of the run (its rows through
 same statement; a refused row raises :class:`~corral.runtime.appends.Fenced` and the stale
 worker lets the run go without writing anything more.
 
+A run whose job meets a database outage (connections lost, "too many clients") did nothing
+wrong: :func:`hand_back` lets it go, lease kept, and its job is deferred again after a pause;
+when even that cannot be written, the cluster's sweep releases the run, which no job then
+advances.
+
 Nothing here knows the engine: the runner says whether the old worker is gone.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,6 +39,7 @@ from corral.errors import ToolError
 from corral.runtime.runs import RunRecord, Wait
 from corral.runtime.timeline import NewRow
 from corral.store import runtime_tables as rt_tables
+from corral.store.outages import database_unavailable
 from corral.store.tables import utcnow
 from corral.tools.results import ToolResult
 
@@ -42,12 +49,18 @@ if TYPE_CHECKING:
 __all__ = [
     "TAKEN_OVER",
     "Unfinished",
+    "hand_back",
     "hand_over",
     "interrupted_result",
     "interrupted_rows",
     "take_over",
     "unfinished_calls",
 ]
+
+log = logging.getLogger("corral.runtime")
+
+OUTAGE_RETRY_SECONDS = 2.0
+"""How long a run handed back after a database outage waits before its job runs again."""
 
 TAKEN_OVER = "taken_over"
 """The cancellation reason of a run another worker took over: this one lets go silently."""
@@ -99,6 +112,28 @@ async def hand_over(rt: RunHost, run: RunRecord) -> bool:
         return False
     rt.jobs.submit(run.id)
     return True
+
+
+async def hand_back(rt: RunHost, run: RunRecord, held_lease: int | None) -> None:
+    """Let go of a running run whose job met a database outage, keeping its lease, and
+    defer its job again after :data:`OUTAGE_RETRY_SECONDS`: the next job takes it over from
+    its last persisted step. Still unreachable, the run is left to the cluster's sweep."""
+    r = rt_tables.Run
+    ours = [r.id == run.id, r.status == "running", r.worker == rt.worker]
+    if held_lease is not None:
+        ours.append(r.lease == held_lease)
+    try:
+        async with rt.kernel.sessions.begin() as session:
+            released = await session.execute(
+                update(r).where(*ours).values(worker=None, updated_at=utcnow())
+            )
+    except Exception as exc:
+        if not database_unavailable(exc):
+            raise
+        log.warning("run %s: the database is still out of reach; the sweep requeues it", run.id)
+        return
+    if int(getattr(released, "rowcount", 0)) == 1:
+        rt.jobs.retry_later(run.id, OUTAGE_RETRY_SECONDS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from procrastinate import App, JobContext, PsycopgConnector
 from procrastinate.exceptions import AlreadyEnqueued, ConnectorException, UniqueViolation
 from procrastinate.jobs import Status
+from procrastinate.types import TimeDeltaParams
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -38,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.errors import ConfigError
 from corral.runtime.jobs import AfterJob, Job, LocalJobs
 from corral.runtime.workers import worker_alive
+from corral.store.outages import database_unavailable
 
 __all__ = ["ADVANCE_TASK", "ClusterTiming", "ProcrastinateJobs", "psycopg_conninfo"]
 
@@ -58,6 +61,22 @@ _NEEDING_A_JOB = text(
             WHERE j.lock = 'run:' || r.id AND j.status IN ('todo', 'doing'))
     """
 )
+
+
+_RELEASE_LOST_RUNS = text(
+    """
+    UPDATE runs r SET worker = NULL, updated_at = now()
+     WHERE r.status = 'running' AND r.worker IS NOT NULL
+       AND NOT EXISTS (
+           SELECT 1 FROM procrastinate_jobs j
+            WHERE j.lock = 'run:' || r.id AND j.status IN ('todo', 'doing'))
+    RETURNING r.id
+    """
+)
+"""Runs still ``running`` that no job advances any more (their job ended ``failed`` or was
+lost, say while the database was out of reach): released, keeping their lease, so that the
+job deferred for them takes them over. A worker advances a run only inside its ``doing``
+job, and settles the run before that job ends, so a running run without one is abandoned."""
 
 
 _ENDED_RUNS_JOBS = text(
@@ -82,12 +101,22 @@ class Swept:
     """Dead workers removed from ``procrastinate_workers``."""
     dropped: int = 0
     """Waiting jobs of runs that had already ended (they would do nothing)."""
+    released: int = 0
+    """Running runs whose job had failed or was lost, released to be taken over."""
 
 
 def _forgotten(error: ConnectorException) -> bool:
     """Whether the engine failed because this worker's row was removed (taken for dead)."""
     cause = error.__cause__
     return cause is not None and "procrastinate_jobs_worker_id_fkey" in str(cause)
+
+
+async def _pause(stopping: asyncio.Event, seconds: float) -> None:
+    """Wait ``seconds``, or less when a stop signal comes."""
+    try:
+        await asyncio.wait_for(stopping.wait(), seconds)
+    except TimeoutError:
+        pass
 
 
 def psycopg_conninfo(database_url: str) -> str:
@@ -173,12 +202,20 @@ class ProcrastinateJobs:
         self._defers.add(task)
         task.add_done_callback(self._defers.discard)
 
-    async def defer(self, run_id: str) -> None:
-        """Defer the job of ``run_id`` unless one already waits; failures are left to the
-        sweep, which defers a job for every queued run without one."""
+    def retry_later(self, run_id: str, seconds: float) -> None:
+        task = asyncio.create_task(self.defer(run_id, seconds), name=f"corral-retry-{run_id}")
+        self._defers.add(task)
+        task.add_done_callback(self._defers.discard)
+
+    async def defer(self, run_id: str, seconds: float = 0.0) -> None:
+        """Defer the job of ``run_id`` (to start in ``seconds``) unless one already waits;
+        failures are left to the sweep, which defers a job for every run that needs one."""
         lock = f"run:{run_id}"
+        later: TimeDeltaParams | None = {"seconds": round(seconds)} if seconds > 0 else None
         try:
-            await self._advance.configure(lock=lock, queueing_lock=lock).defer_async(run_id=run_id)
+            await self._advance.configure(
+                lock=lock, queueing_lock=lock, schedule_in=later
+            ).defer_async(run_id=run_id)
         except AlreadyEnqueued:
             pass
         except Exception:
@@ -222,30 +259,61 @@ class ProcrastinateJobs:
         On the signal it takes no more jobs, waits ``shutdown_grace_seconds`` for its runs
         and then cancels the rest, which hand themselves over (see takeover.hand_over)."""
         watcher = asyncio.create_task(self._watch_loop(), name="corral-stop-watch")
+        loop = asyncio.get_running_loop()
+        stopping = asyncio.Event()
+        engine: asyncio.Future[None] | None = None
+
+        def stop() -> None:
+            # The engine's own handlers cannot tell a signal from a failed side task (its
+            # listener loses the database): both end run_worker_async quietly.
+            stopping.set()
+            if engine is not None:
+                engine.cancel()  # a graceful stop, as the engine's signal handler does
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop)
         try:
-            while True:
-                try:
-                    await self.app.run_worker_async(
+            while not stopping.is_set():
+                engine = asyncio.ensure_future(
+                    self.app.run_worker_async(
                         concurrency=concurrency,
                         name=name,
                         update_heartbeat_interval=self._timing.heartbeat_seconds,
                         stalled_worker_timeout=self._timing.stalled_seconds,
                         delete_jobs="successful",
                         shutdown_graceful_timeout=self._timing.shutdown_grace_seconds,
-                        install_signal_handlers=True,
+                        install_signal_handlers=False,
                     )
-                    return
+                )
+                try:
+                    await engine
+                except asyncio.CancelledError:
+                    if stopping.is_set():
+                        return
+                    raise
                 except ConnectorException as exc:
-                    if not _forgotten(exc):
+                    if database_unavailable(exc):
+                        log.warning("this worker lost its database (%s); it starts again", exc)
+                    elif _forgotten(exc):
+                        # Paused past worker_stalled_seconds: its runs were taken over (and
+                        # its writes are fenced), its row removed. It starts afresh.
+                        log.warning(
+                            "this worker was taken for dead (no heartbeat for %s s) and "
+                            "removed from the cluster; it registers again",
+                            self._timing.stalled_seconds,
+                        )
+                        continue
+                    else:
                         raise
-                    # Paused past worker_stalled_seconds: its runs were taken over (and
-                    # its writes are fenced), its row removed. It starts afresh.
-                    log.warning(
-                        "this worker was taken for dead (no heartbeat for %s s) and removed "
-                        "from the cluster; it registers again",
-                        self._timing.stalled_seconds,
-                    )
+                if stopping.is_set():
+                    return
+                # Stopped on its own: its database failed. Its runs come back through
+                # the sweep (theirs or another worker's) once the database does.
+                log.warning("this worker's engine stopped on a database failure; it starts again")
+                await _pause(stopping, self._timing.stalled_seconds)
         finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
 
@@ -266,8 +334,9 @@ class ProcrastinateJobs:
         await self._tick()
 
     async def sweep(self) -> Swept:
-        """Retry the jobs of dead workers, defer jobs for runs without one, forget dead
-        workers and drop waiting jobs of runs that already ended."""
+        """Retry the jobs of dead workers, release running runs no job advances, defer
+        jobs for runs without one, forget dead workers and drop waiting jobs of runs that
+        already ended."""
         manager = self.app.job_manager
         stalled = list(
             await manager.get_stalled_jobs(seconds_since_heartbeat=self._timing.stalled_seconds)
@@ -285,6 +354,10 @@ class ProcrastinateJobs:
                 log.exception("retrying job %s failed; the next sweep tries again", job.id)
         # After the retries: a dead worker's jobs are found through its row.
         pruned = await manager.prune_stalled_workers(self._timing.stalled_seconds)
+        async with self._sessions.begin() as session:
+            released = list(await session.scalars(_RELEASE_LOST_RUNS))
+        for run_id in released:
+            log.warning("run %s was left running with no job (failed or lost); requeued", run_id)
         async with self._sessions() as session:
             orphans = list(await session.scalars(_NEEDING_A_JOB))
             ended = list(await session.scalars(_ENDED_RUNS_JOBS, {"task": ADVANCE_TASK}))
@@ -297,4 +370,5 @@ class ProcrastinateJobs:
             deferred=len(orphans),
             pruned_workers=len(pruned),
             dropped=len(ended),
+            released=len(released),
         )

@@ -1,0 +1,56 @@
+"""Telling a database outage from every other error: :func:`database_unavailable`.
+
+A run that fails because its database connection was lost (the server restarted, a backend
+was terminated, "too many clients") did nothing wrong: on a cluster it is handed back and
+retried instead of ending ``failed``. Errors of the run's own making (a tool, the model, a
+constraint it broke) are not outages.
+"""
+
+from __future__ import annotations
+
+import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
+import psycopg
+from sqlalchemy import exc as sa_exc
+
+__all__ = ["database_unavailable"]
+
+_OUTAGE_SQLSTATES = ("08", "53", "57P")
+"""SQLSTATE classes of an outage: connection exception, insufficient resources (too many
+connections, out of memory or disk), operator intervention (shutdown, terminated backend)."""
+
+_CLOSED_DATABASE = "is not currently accepting connections"
+"""The refusal of a database an operator closed (ALLOW_CONNECTIONS false); its SQLSTATE,
+55000, also names errors of a statement's own making."""
+
+_OUTAGE_TYPES: tuple[type[BaseException], ...] = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.DisconnectionError,
+    sa_exc.TimeoutError,  # no pooled connection came free in time
+    asyncpg.InterfaceError,  # "connection is closed"
+    asyncpg.PostgresConnectionError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says the database could not be reached or used."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, _OUTAGE_TYPES):
+            return True
+        if isinstance(current, sa_exc.DBAPIError) and current.connection_invalidated:
+            return True
+        sqlstate = getattr(current, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith(_OUTAGE_SQLSTATES):
+            return True
+        if sqlstate == "55000" and _CLOSED_DATABASE in str(current):
+            return True
+        if isinstance(current, sa_exc.DBAPIError) and current.orig is not None:
+            current = current.orig
+        else:
+            current = current.__cause__ or current.__context__
+    return False
