@@ -191,8 +191,9 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
     declared = _declared_offers(platform)
     set_levels: dict[str | None, str] = {}
 
-    async def offers_for(ctx: Any) -> list[Offers]:
-        caller, _ = await who(ctx)
+    async def offers_for(ctx: Any, caller: Caller | None = None) -> list[Offers]:
+        if caller is None:
+            caller, _ = await who(ctx)
         visible = await platform.visible_tools(caller=caller, narrowing=_OVER_MCP)
         packages = {t.package for t in visible}
         return [o for name, o in sorted(declared.items()) if name in packages]
@@ -223,7 +224,7 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
                 narrowing=_OVER_MCP,
                 output=relay.sink,
             )
-        offered = await offers_for(ctx)
+        offered = await offers_for(ctx, caller)
         structured: dict[str, Any] = {"status": result.status}
         if result.error_code:
             structured["code"] = result.error_code
