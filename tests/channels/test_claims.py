@@ -15,7 +15,7 @@ from corral.platform import Platform
 from corral.runtime.timeline import NewRow
 from tests.channels.conftest import channels, connect, settle
 from tests.channels.test_relay_elsewhere import another_process, bound_chat, said
-from tests.channels.test_webhook import signed
+from tests.channels.test_webhook import paired_message
 from tests.channels.vendor_servers import FakeTelegram, FakeWebhook
 from tests.runtime.conftest import ScriptWriter
 
@@ -94,17 +94,7 @@ async def test_a_piece_in_flight_when_its_relayer_died_is_resent_to_the_webhook_
         secret=receiver.secret,
         fields={"outbound_url": f"{receiver.url}/in", "model": write_script({"text": "Hi."})},
     )
-    event = {"event_id": "e1", "chat_id": "room", "sender_id": "s1", "text": "hi"}
-    body, headers = signed(receiver.secret, event)
-    await http.post("/channels/hook/inbound", content=body, headers=headers)
-    await settle(ch_platform)
-    code = receiver.received[-1]["text"].split("pairing code is ")[1].split(" ")[0]
-    await http.post(f"/channels/pairing/{code}/approve", json={})
-    body, headers = signed(receiver.secret, {**event, "event_id": "e2", "text": "hello"})
-    await http.post("/channels/hook/inbound", content=body, headers=headers)
-    pairing = (await http.get("/channels/pairing", params={"status": "approved"})).json()
-    conversation_id = pairing["pairings"][0]["conversation_id"]
-    await settle(ch_platform, conversation_id)
+    conversation_id = await paired_message(ch_platform, http, receiver, "hello")
 
     rows = await ch_platform.runtime.conversations.rows(conversation_id)
     dead = RelayCursors(ch_platform.runtime.kernel.sessions, lease_s=0)

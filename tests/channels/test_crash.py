@@ -14,10 +14,10 @@ import httpx
 
 from corral.platform import Platform
 from corral.runtime.timeline import NewRow
-from tests.channels.conftest import channels, connect, settle
+from tests.channels.conftest import channels, connect
 from tests.channels.test_relay_elsewhere import bound_chat
 from tests.channels.test_restart import serving
-from tests.channels.test_webhook import signed
+from tests.channels.test_webhook import paired_message
 from tests.channels.vendor_servers import FakeTelegram, FakeVendor, FakeWebhook
 from tests.runtime.conftest import ScriptWriter
 
@@ -110,17 +110,7 @@ async def test_the_webhook_gets_the_piece_in_flight_again_under_the_same_key(
         secret=receiver.secret,
         fields={"outbound_url": f"{receiver.url}/in", "model": write_script({"text": "Hi."})},
     )
-    event = {"event_id": "e1", "chat_id": "room", "sender_id": "s1", "text": "hi"}
-    body, headers = signed(receiver.secret, event)
-    await http.post("/channels/hook/inbound", content=body, headers=headers)
-    await settle(ch_platform)
-    code = receiver.received[-1]["text"].split("pairing code is ")[1].split(" ")[0]
-    await http.post(f"/channels/pairing/{code}/approve", json={})
-    body, headers = signed(receiver.secret, {**event, "event_id": "e2", "text": "hello"})
-    await http.post("/channels/hook/inbound", content=body, headers=headers)
-    pairing = (await http.get("/channels/pairing", params={"status": "approved"})).json()
-    conversation_id = pairing["pairings"][0]["conversation_id"]
-    await settle(ch_platform, conversation_id)
+    conversation_id = await paired_message(ch_platform, http, receiver, "hello")
     await ch_platform.admin.set_live("channels_api_hosts", f"127.0.0.1:{receiver.port}")
 
     await kill_mid_call(ch_platform, data_dir, telegram, receiver, conversation_id, "Again.")

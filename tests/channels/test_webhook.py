@@ -20,6 +20,25 @@ def signed(secret: str, event: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     return body, {"X-Corral-Signature": f"sha256={digest}"}
 
 
+async def paired_message(
+    platform: Platform, http: httpx.AsyncClient, receiver: FakeWebhook, text: str
+) -> str:
+    """Sender s1 of chat "room" pairs through the webhook "hook" and then says ``text``; the
+    conversation it went to, once its run has settled."""
+    event = {"event_id": "e1", "chat_id": "room", "sender_id": "s1", "text": "hi"}
+    body, headers = signed(receiver.secret, event)
+    await http.post("/channels/hook/inbound", content=body, headers=headers)
+    await settle(platform)
+    code = receiver.received[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+    await http.post(f"/channels/pairing/{code}/approve", json={})
+    body, headers = signed(receiver.secret, {**event, "event_id": "e2", "text": text})
+    await http.post("/channels/hook/inbound", content=body, headers=headers)
+    pairing = (await http.get("/channels/pairing", params={"status": "approved"})).json()
+    conversation_id: str = pairing["pairings"][0]["conversation_id"]
+    await settle(platform, conversation_id)
+    return conversation_id
+
+
 async def test_webhook_pairs_and_answers_with_signed_posts(
     ch_platform: Platform,
     http: httpx.AsyncClient,
@@ -145,22 +164,13 @@ async def test_a_prompt_hook_refuses_a_channel_message_with_its_reason(
     await ch_platform.admin.set_live(
         "hooks", {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": guard}]}]}
     )
-    event = {"event_id": "e1", "chat_id": "room", "sender_id": "s1", "text": "hi"}
-    body, headers = signed(receiver.secret, event)
-    await http.post("/channels/hook/inbound", content=body, headers=headers)
-    await settle(ch_platform)
-    code = receiver.received[-1]["text"].split("pairing code is ")[1].split(" ")[0]
-    await http.post(f"/channels/pairing/{code}/approve", json={})
-    body, headers = signed(receiver.secret, {**event, "event_id": "e2", "text": "my password"})
-    await http.post("/channels/hook/inbound", content=body, headers=headers)
-    pairing = (await http.get("/channels/pairing", params={"status": "approved"})).json()
-    conversation_id = pairing["pairings"][0]["conversation_id"]
-    await settle(ch_platform, conversation_id)
+    conversation_id = await paired_message(ch_platform, http, receiver, "my password")
     refused = "Your message was not sent: blocked by hook grep: no secrets in chat"
     assert receiver.received[-1]["text"] == refused
     rows = await ch_platform.runtime.conversations.rows(conversation_id)
     assert [r for r in rows if r.kind == "user_message"] == []  # nothing stored
-    body, headers = signed(receiver.secret, {**event, "event_id": "e3", "text": "hello"})
+    later = {"event_id": "e3", "chat_id": "room", "sender_id": "s1", "text": "hello"}
+    body, headers = signed(receiver.secret, later)
     await http.post("/channels/hook/inbound", content=body, headers=headers)
     await settle(ch_platform, conversation_id)
     assert receiver.received[-1]["text"] == "Got it."
