@@ -224,7 +224,9 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
                 narrowing=_OVER_MCP,
                 output=relay.sink,
             )
-        offered = await offers_for(ctx, caller)
+        # The packages' offers are looked up only for a result that has a resource to embed.
+        has_resource = any(isinstance(b, ResourceBlock) for b in result.content or ())
+        offered = await offers_for(ctx, caller) if has_resource else []
         structured: dict[str, Any] = {"status": result.status}
         if result.error_code:
             structured["code"] = result.error_code
