@@ -462,6 +462,16 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "telegram_api_url. Only the channel calls to these hosts skip the fetch policy.",
     ),
     LiveSettingDef(
+        key="budgets",
+        type=dict,
+        default={},
+        checked_by="corral.runtime.budgets",
+        description="Budgets by agent and by permission profile: "
+        '{"agents": {"NAME": LIMITS}, "profiles": {"auto": LIMITS}}, where LIMITS is e.g. '
+        '{"total_tokens": 200000, "cost_usd": 2, "per_tool": {"execute": 40}}; a run gets '
+        "the tightest budget that applies to it.",
+    ),
+    LiveSettingDef(
         key="hooks",
         type=dict,
         default={},

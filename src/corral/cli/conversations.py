@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from corral import strict_json
 from corral.cli._run import console, print_json, run_with_platform
 from corral.cli._turns import TurnPrinter, follow, runtime
 
@@ -123,5 +124,34 @@ def meta(
 
     async def work(platform: Platform) -> dict[str, Any]:
         return await platform.conversation_meta(conversation_id)
+
+    print_json(run_with_platform(ctx, work))
+
+
+@app.command("budget")
+def budget(
+    ctx: typer.Context,
+    conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
+    limits: Annotated[
+        str | None,
+        typer.Argument(
+            help='New limits as JSON, e.g. \'{"total_tokens": 200000, "cost_usd": 2, '
+            '"per_tool": {"execute": 40}}\'; {} clears them. Without it: show them.'
+        ),
+    ] = None,
+) -> None:
+    """Show or set the budget each run of the conversation gets at most (owner only)."""
+    parsed: object = None
+    if limits is not None:
+        try:
+            parsed = strict_json.loads(limits)
+        except strict_json.JsonRefused as exc:
+            raise typer.BadParameter(f"the limits are not JSON: {exc}") from None
+
+    async def work(platform: Platform) -> dict[str, Any]:
+        rt = runtime(platform)
+        if limits is None:
+            return await rt.conversation_budget(conversation_id)
+        return await rt.set_conversation_budget(conversation_id, parsed)
 
     print_json(run_with_platform(ctx, work))

@@ -51,10 +51,13 @@ def list_runs(
 
 @app.command("show")
 def show(ctx: typer.Context, run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None:
-    """One run, as JSON."""
+    """One run, as JSON (with ``budget``: spent against limit for each limit set)."""
 
     async def work(platform: Platform) -> dict[str, Any]:
-        return (await runtime(platform).run(run_id)).to_json()
+        rt = runtime(platform)
+        shown = (await rt.run(run_id)).to_json()
+        shown["budget"] = await rt.run_budget(run_id)
+        return shown
 
     print_json(run_with_platform(ctx, work))
 

@@ -24,6 +24,7 @@ from corral.kernel import Kernel, open_kernel
 from corral.packages.core.rules_stage import rules_stage
 from corral.platform.built_in import BUILT_IN, install_built_in
 from corral.platform.core import Platform
+from corral.runtime.budgets import budget_stage, check_live_budgets
 from corral.runtime.hooks import build_hooks
 from corral.runtime.hooks.stage import hook_stage
 from corral.runtime.package_setup import Installed, PackageSetup, run_install_hook
@@ -60,6 +61,9 @@ async def open_platform(
     kernel.dispatcher.add_stages([hook_stage(hooks, kernel.dispatcher.approval_required)])
     hooks.on_change(kernel.dispatcher.recheck_stages)  # in the chain only while configured
     kernel.dispatcher.add_stages([rules_stage(kernel.command_rules)])
+    kernel.dispatcher.add_stages([budget_stage(runtime.budgets, runtime.budgeted)])
+    runtime.budgeted.on_change(kernel.dispatcher.recheck_stages)  # in the chain while needed
+    kernel.admin.check_live("budgets", check_live_budgets)
     platform = Platform(kernel, runtime, hooks)
     try:
         kernel.services = Services(reports=runtime.reports)

@@ -19,6 +19,7 @@ from corral.policy.profiles import parse_profile
 from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.appends import Appender, Fence
 from corral.runtime.background import BackgroundWorkSource
+from corral.runtime.budgets import BudgetedRuns, BudgetStore
 from corral.runtime.caller_scope import ScopeHandoff
 from corral.runtime.conversations import ConversationInfo, ConversationStore
 from corral.runtime.deliveries import DeliveryStore
@@ -92,6 +93,9 @@ class RunHost:
         self.appender = Appender(kernel.engine, kernel.writer)
         self.runs = RunStore(sessions)
         self.deliveries = DeliveryStore(sessions)
+        self.budgets = BudgetStore(sessions)
+        self.budgeted = BudgetedRuns()
+        """The runs of this process that have a budget (the budget stage counts their calls)."""
         self.events = EventBus()
         self.board = StatusBoard()
         self.relay: EventRelay | None = None

@@ -4,7 +4,8 @@ A step is one model turn: build the prompt from the timeline, ask the model, sto
 turn, run its tool calls concurrently (each result stored as it arrives). The run ends
 *finished* when the model answers without calls, *parked* when a call waits for a person,
 *stopped* on Stop, *partial* when its step budget or wall-clock limit runs out (or the
-process closes), *failed* when the model cannot be reached.
+process closes; reason ``budget_exhausted`` when a limit of its budget is reached, after one
+text-only wrap-up turn), *failed* when the model cannot be reached.
 
 Stop and the wall-clock limit share one :class:`~corral.tools.context.Cancellation` with
 every call of the run, so whatever the run started ends with it; what was captured is kept.
@@ -30,10 +31,11 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from corral.errors import CorralError
+from corral.errors import CorralError, Refusal
 from corral.policy.profiles import parse_profile, stricter
 from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.appends import Fenced
+from corral.runtime.budgets.keeper import BudgetKeeper, Unpriced, open_budget
 from corral.runtime.calls import StepScope, run_calls
 from corral.runtime.endings import Outcome, end_run, park_run
 from corral.runtime.hooks import permission_mode
@@ -53,6 +55,7 @@ from corral.runtime.timeline import NewRow
 from corral.store import runtime_tables as rt_tables
 from corral.store.outages import database_unavailable
 from corral.tools.context import Cancellation
+from corral.tools.results import ToolResult
 from corral.tools.secret_arguments import storable
 
 if TYPE_CHECKING:
@@ -69,6 +72,9 @@ the run is handed back to be retried."""
 
 STOP_CHECK_SECONDS = 1.0
 """How often a running run looks for a Stop requested from another process."""
+
+BUDGET_EXHAUSTED = "budget_exhausted"
+"""The reason of a run that ended because a limit of its budget was reached."""
 
 WRAP_UP_SECONDS = 90.0
 """How long a delegate run's wrap-up turn may take before the run is cut without it."""
@@ -217,6 +223,7 @@ class _Loop:
         self.taken_over = taken_over
         self._stop_checked = started
         self._kept_going_by_hook = False
+        self.budget: BudgetKeeper | None = None
 
     def active_seconds(self) -> float:
         return self.run_record.active_seconds + (time.monotonic() - self.started)
@@ -231,17 +238,52 @@ class _Loop:
             if isinstance(resolved, Outcome):
                 return resolved
             context = resolved
+        try:
+            self.budget = await self._open_budget()
+        except Unpriced as exc:
+            return Outcome(status="failed", reason="budget_unpriced", detail=str(exc))
+        if self.budget is not None:
+            self.rt.budgeted.add(run.id)
+        try:
+            return await self._timed(context)
+        finally:
+            self.rt.budgeted.discard(run.id)
+
+    async def _timed(self, context: _Context) -> Outcome:
+        run = self.run_record
         remaining = run.wall_clock_limit_s - run.active_seconds
+        budget_wall = self.budget.limits.wall_seconds if self.budget is not None else None
+        if budget_wall is not None and budget_wall - run.active_seconds < remaining:
+            remaining, reason = budget_wall - run.active_seconds, "budget_wall"
+        else:
+            reason = "wall_clock"
         if remaining <= 0:
-            return self._wall_clock()
-        timer = self.rt.timers.call_later(remaining, lambda: self.cancellation.cancel("wall_clock"))
+            return self._cancelled(reason)
+        timer = self.rt.timers.call_later(remaining, lambda: self.cancellation.cancel(reason))
         try:
             outcome = await self._steps(context)
         finally:
             timer.cancel()
-        if run.kind == "delegate" and outcome.reason in ("wall_clock", "step_budget"):
+        if outcome.reason == BUDGET_EXHAUSTED or (
+            run.kind == "delegate" and outcome.reason in ("wall_clock", "step_budget")
+        ):
             await self._wrap_up(context, outcome.detail)
+        if outcome.reason == BUDGET_EXHAUSTED:
+            await self.rt.budgets.mark_exhausted(run.id, outcome.detail)
         return outcome
+
+    async def _open_budget(self) -> BudgetKeeper | None:
+        run = self.run_record
+        return await open_budget(
+            self.rt.budgets,
+            await self.rt.kernel.live_settings(),
+            run_id=run.id,
+            parent_run_id=run.parent_run_id,
+            conversation_id=run.conversation_id,
+            agent=run.agent,
+            profile=run.profile,
+            model=run.model,
+        )
 
     async def _resolve(self, run: RunRecord) -> _Context | Outcome:
         """The agent, caller and model of a run that starts as its own entry point (a
@@ -277,6 +319,10 @@ class _Loop:
                     reason="step_budget",
                     detail=f"the step budget of {run.step_budget} model turns is used up",
                 )
+            if self.budget is not None:
+                spent = await self.budget.reached()
+                if spent is not None:
+                    return _exhausted(spent)
             prompt = await self._prompt(context, refresh=first)
             first = False
             try:
@@ -296,7 +342,11 @@ class _Loop:
             if response is None:
                 return self._cancelled()
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+            spent = await self.budget.charge(response) if self.budget is not None else None
             await self._store_turn(response, calls)
+            if spent is not None:
+                await self._not_run(calls, spent)
+                return _exhausted(spent)
             if not calls:
                 if await self._stop_hooks_continue(response.text or ""):
                     continue
@@ -371,8 +421,9 @@ class _Loop:
         return None
 
     async def _wrap_up(self, context: _Context, why: str) -> None:
-        """One text-only turn for a delegate run that ran out of time or steps, so that it
-        returns a focused partial summary; cut without it after ``WRAP_UP_SECONDS``."""
+        """One text-only turn for a delegate run that ran out of time or steps, or any run
+        that spent its budget, so that it returns a focused partial summary; cut without it
+        after ``WRAP_UP_SECONDS``."""
         prompt = await self._prompt(context, refresh=False, with_tools=False)
         ask = ModelRequest(parts=[UserPromptPart(WRAP_UP.format(why=why[:1].upper() + why[1:]))])
         try:
@@ -383,9 +434,34 @@ class _Loop:
         except Exception as exc:  # the wrap-up is a courtesy: the run ends partial either way
             log.warning("the wrap-up turn of run %s did not land: %r", self.run_record.id, exc)
             return
+        if self.budget is not None:  # spent past the limit, as any last response is
+            await self.budget.charge(response)
         text = response.text or ""
         if text.strip():
             await self._store_turn(ModelResponse(parts=[TextPart(text)]), [])
+
+    async def _not_run(self, calls: list[ToolCallPart], why: str) -> None:
+        """Answer the calls of the response that reached a budget limit: none of them runs."""
+        run = self.run_record
+        rows = [
+            NewRow(
+                kind="tool_result",
+                run_id=run.id,
+                user_id=run.user_id,
+                call_id=call.tool_call_id,
+                data={
+                    "tool": call.tool_name,
+                    "result": ToolResult.from_error(
+                        Refusal(
+                            f"Not run: the run's budget is spent ({why})", code=BUDGET_EXHAUSTED
+                        )
+                    ).to_json(),
+                },
+            )
+            for call in calls
+        ]
+        if rows:
+            await self.rt.append(run.conversation_id, rows)
 
     async def _prompt(self, context: _Context, *, refresh: bool, with_tools: bool = True) -> Prompt:
         rt, run = self.rt, self.run_record
@@ -484,10 +560,13 @@ class _Loop:
             return True
         return False
 
-    def _cancelled(self) -> Outcome:
-        reason = self.cancellation.reason or "stopped"
+    def _cancelled(self, why: str | None = None) -> Outcome:
+        reason = why or self.cancellation.reason or "stopped"
         if reason == "wall_clock":
             return self._wall_clock()
+        if reason == "budget_wall" and self.budget is not None:
+            limit = self.budget.limits.wall_seconds or 0.0
+            return _exhausted(f"the limit of {limit:g} seconds of wall time")
         if reason == "shutdown":
             return Outcome(
                 status="partial", reason="shutdown", detail="the process running it closed"
@@ -505,6 +584,12 @@ class _Loop:
             reason="wall_clock",
             detail=f"the wall-clock limit of {limit:g} s of running time was reached",
         )
+
+
+def _exhausted(why: str) -> Outcome:
+    return Outcome(
+        status="partial", reason=BUDGET_EXHAUSTED, detail=f"the run's budget is spent: {why}"
+    )
 
 
 def _steps(count: int) -> str:

@@ -18,6 +18,7 @@ from corral.policy.identity import Caller
 from corral.runtime import chat as chat_module
 from corral.runtime import inbox, loop, parking, recovery, turns
 from corral.runtime.background import BackgroundWorkSource
+from corral.runtime.budgets import parse_budget
 from corral.runtime.cluster_health import ClusterHealth, cluster_health
 from corral.runtime.cluster_home import claim_data_folder
 from corral.runtime.conversations import ConversationInfo
@@ -194,6 +195,33 @@ class Runtime(RunHost):
             # Someone else's run reads as no run at all: not its conversation's id.
             raise NotFound(f"no run {run_id!r}") from None
         return run
+
+    async def run_budget(self, run_id: str, *, user: str | None = None) -> dict[str, Any] | None:
+        """The run's budget, spent against limit for each limit set; None without one."""
+        await self.run(run_id, user=user)
+        view = await self.budgets.find(run_id)
+        return view.to_json() if view is not None else None
+
+    async def conversation_budget(
+        self, conversation_id: str, *, user: str | None = None
+    ) -> dict[str, Any]:
+        await self.conversation(conversation_id, user=user)
+        return (await self.budgets.conversation_budget(conversation_id)).to_json()
+
+    async def set_conversation_budget(
+        self, conversation_id: str, limits: object, *, user: str | None = None
+    ) -> dict[str, Any]:
+        """Set the budget each later run of the conversation gets at most (the owner only;
+        ``{}`` clears it); a UsageError says what is wrong with ``limits``."""
+        conversation = await self.conversation(conversation_id, user=user)
+        caller = await self.kernel.caller(user)
+        if caller.user_id != conversation.owner_id:
+            raise UsageError(
+                f"only the owner of conversation {conversation_id!r} may set its budget"
+            )
+        budget = parse_budget(limits)
+        await self.budgets.set_conversation_budget(conversation_id, budget, set_by=caller.user_id)
+        return budget.to_json()
 
     async def wait_idle(self, conversation_id: str) -> None:
         """Wait until the conversation has no turn in flight and nothing queued (this process)."""

@@ -4,6 +4,7 @@ schema tests see all of them. A new table module adds one import line here."""
 from __future__ import annotations
 
 from corral.store import (
+    budget_tables,
     channel_tables,
     connect_tables,
     context_tables,
@@ -20,6 +21,7 @@ from corral.store.tables import Base
 metadata = Base.metadata
 
 __all__ = [
+    "budget_tables",
     "channel_tables",
     "connect_tables",
     "context_tables",

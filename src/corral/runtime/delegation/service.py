@@ -21,6 +21,7 @@ from sqlalchemy import func, select, update
 from corral.errors import CorralError, InvalidArguments, NotFound, ToolError, UsageError
 from corral.policy.profiles import stricter
 from corral.runtime.agents import load_agent
+from corral.runtime.budgets import parse_budget
 from corral.runtime.conversations import ConversationInfo
 from corral.runtime.delegation.answer import clip_both_ends, last_substantive_text
 from corral.runtime.delegation.reach import Reach, child_reach
@@ -165,6 +166,10 @@ class Delegation:
         background = bool(args.get("background")) and not ctx.narrowing.subagent
         task = str(args["task"])
         context = str(args.get("context") or "").strip()
+        try:
+            budget = parse_budget(args.get("budget"), where="budget")
+        except UsageError as exc:
+            raise InvalidArguments(str(exc)) from None
         child = await rt.conversations.create(
             owner_id=ctx.caller.user_id,
             agent=agent_name,
@@ -172,6 +177,8 @@ class Delegation:
             model=model,
             title=task[:120],
         )
+        if not budget.empty:  # the child's runs get at most it (and the parent's remainder)
+            await rt.budgets.set_conversation_budget(child.id, budget, set_by=ctx.caller.user_id)
         async with rt.kernel.sessions.begin() as session:
             session.add(
                 dt.Delegation(

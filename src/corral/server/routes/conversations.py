@@ -157,10 +157,31 @@ async def events(
 @router.get("/runs/{run_id}", tags=["runs"])
 async def read_run(run_id: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     rt = platform.runtime
-    return (await rt.result((await rt.run(run_id, user=caller.user_id)).id)).to_json()
+    shown = (await rt.result((await rt.run(run_id, user=caller.user_id)).id)).to_json()
+    shown["budget"] = await rt.run_budget(run_id, user=caller.user_id)
+    return shown
 
 
 @router.post("/runs/{run_id}/stop", tags=["runs"])
 async def stop_run(run_id: str, platform: PlatformDep, caller: CallerDep) -> dict[str, Any]:
     """Stop a run and everything it started; what it captured is kept."""
     return (await platform.runtime.stop(run_id, user=caller.user_id)).to_json()
+
+
+@router.get("/conversations/{conversation_id}/budget")
+async def read_conversation_budget(
+    conversation_id: str, platform: PlatformDep, caller: CallerDep
+) -> dict[str, Any]:
+    """The budget each run of the conversation gets at most (``{}``: none)."""
+    return await platform.runtime.conversation_budget(conversation_id, user=caller.user_id)
+
+
+@router.put("/conversations/{conversation_id}/budget")
+async def set_conversation_budget(
+    conversation_id: str, limits: dict[str, Any], platform: PlatformDep, caller: CallerDep
+) -> dict[str, Any]:
+    """Set the budget of the conversation's later runs (owner only; ``{}`` clears it), e.g.
+    ``{"total_tokens": 200000, "cost_usd": 2, "per_tool": {"execute": 40}}``."""
+    return await platform.runtime.set_conversation_budget(
+        conversation_id, limits, user=caller.user_id
+    )

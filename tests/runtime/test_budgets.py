@@ -1,0 +1,172 @@
+"""Budgets: limits on requests, tokens, cost and tool calls; a child charged to its parent;
+a run at a limit gets its wrap-up turn and ends budget_exhausted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from corral.errors import UsageError
+from corral.platform import Platform
+from corral.runtime.budgets import Budget, Spend, parse_budget
+from corral.runtime.budgets.limits import remaining, tightest
+from corral.runtime.runtime import Runtime
+from tests.runtime.conftest import ScriptWriter, call
+
+AUTO = {"profile": "auto"}
+
+
+def results_of(rows: Any, tool: str) -> list[dict[str, Any]]:
+    return [r.data["result"] for r in rows if r.kind == "tool_result" and r.data["tool"] == tool]
+
+
+def test_a_budget_parses_with_clear_errors_and_the_tightest_wins() -> None:
+    budget = parse_budget({"total_tokens": 100, "cost_usd": 1, "per_tool": {"execute": 40}})
+    assert budget == Budget(total_tokens=100, cost_usd=1.0, per_tool={"execute": 40})
+    with pytest.raises(UsageError, match="no limit called 'tokens'; the limits are requests"):
+        parse_budget({"tokens": 5})
+    with pytest.raises(UsageError, match=r"budget.per_tool.execute must be a whole number"):
+        parse_budget({"per_tool": {"execute": -1}})
+    with pytest.raises(UsageError, match="must be a JSON object of limits"):
+        parse_budget([1])
+    with pytest.raises(UsageError, match=r"budget.cost_usd must be a number"):
+        parse_budget({"cost_usd": "2"})
+    both = tightest(
+        [Budget(requests=5, per_tool={"execute": 9}), Budget(requests=3, total_tokens=7)]
+    )
+    assert both == Budget(requests=3, total_tokens=7, per_tool={"execute": 9})
+    left = remaining(both, Spend(requests=4, total_tokens=2, per_tool={"execute": 1}))
+    assert left == Budget(requests=0, total_tokens=5, per_tool={"execute": 8})
+
+
+async def test_a_run_at_its_token_limit_wraps_up_and_ends_budget_exhausted(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("budgets", {"agents": {"default": {"total_tokens": 5}}})
+    # The scripted model reports len(messages) input tokens and len(text)//4 + 1 output.
+    model = write_script(
+        {"tool_calls": [call("echo", text="one")]},  # 1 + 1 = 2 tokens
+        {"tool_calls": [call("echo", text="two")]},  # 3 + 1: 6 in all, past the limit
+        {"text": "Wrapped up: echoed once."},
+        {"text": "never reached"},
+    )
+    turn = await rt_platform.chat("go", model=model, **AUTO)
+    run = await rt.runs.get(turn.run_id)
+    assert (run.status, run.reason) == ("partial", "budget_exhausted")
+    assert "the limit of 5 total tokens (spent 6)" in run.detail, run.detail
+    echoes = results_of(turn.rows, "echo")
+    assert [e["status"] for e in echoes] == ["ok", "error"]
+    assert echoes[1]["error_code"] == "budget_exhausted"  # the second call never ran
+    turns = [r.data["text"] for r in turn.rows if r.kind == "model_turn"]
+    assert turns[-1] == "Wrapped up: echoed once."
+    shown = await rt.run_budget(turn.run_id)
+    assert shown is not None
+    tokens = shown["limits"]["total_tokens"]
+    assert tokens["limit"] == 5 and tokens["spent"] > 6  # the wrap-up's spend is counted too
+    assert "total tokens" in shown["exhausted"]
+
+
+async def test_a_delegate_is_charged_to_its_parent_and_gets_at_most_the_remainder(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live(
+        "budgets", {"profiles": {"auto": {"total_tokens": 1000, "requests": 20}}}
+    )
+    child = write_script(
+        {"tool_calls": [call("echo", text="a")]},
+        {"text": "Child done with a long enough answer."},
+        name="child",
+    )
+    parent = write_script(
+        # The child asks for more than the parent has: it gets the remainder.
+        {"tool_calls": [call("delegate", task="t", model=child, budget={"total_tokens": 5000})]},
+        {"text": "Parent done."},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    assert turn.status == "finished", turn.text
+    (result,) = results_of(turn.rows, "delegate")
+    child_run = result["data"]["run_id"]
+    mine = await rt.budgets.find(turn.run_id)
+    theirs = await rt.budgets.find(child_run)
+    assert mine is not None and theirs is not None
+    assert theirs.charged_to == turn.run_id
+    # Given when the parent had spent its first response (1 input + 1 output token).
+    assert theirs.limits.total_tokens == 1000 - 2
+    assert theirs.limits.requests == 20 - 1
+    assert theirs.spent.requests == 2
+    # Everything the child spent is on the parent's account too, beside its own two turns.
+    assert mine.spent.requests == 2 + theirs.spent.requests
+    assert mine.spent.total_tokens == (1 + 1) + (3 + 4) + theirs.spent.total_tokens
+    assert mine.spent.tool_calls == 2 and mine.spent.per_tool == {"delegate": 1, "echo": 1}
+
+
+async def test_a_child_that_spends_its_parents_remainder_ends_and_the_parent_is_told(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("budgets", {"agents": {"default": {"requests": 3}}})
+    child = write_script(
+        {"tool_calls": [call("echo", text="a")]},
+        {"tool_calls": [call("echo", text="b")]},
+        {"text": "Child wrap-up."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child)]},
+        {"text": "Parent wrap-up."},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    (result,) = results_of(turn.rows, "delegate")
+    text = result["content"][0]["text"]
+    assert "Partial answer" in text and "the limit of 2 model requests" in text, text
+    assert "Child wrap-up." in text
+    run = await rt.runs.get(turn.run_id)
+    assert (run.status, run.reason) == ("partial", "budget_exhausted"), run.detail
+    assert "the limit of 3 model requests" in run.detail
+
+
+async def test_the_41st_execute_is_refused_before_it_runs(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    drive = rt_platform.settings.drive_dir
+    conversation = await rt.start_conversation()
+    await rt.set_conversation_budget(conversation.id, {"per_tool": {"execute": 40}})
+    calls = [call("execute", command=f"touch mark-{i}", reason="mark") for i in range(41)]
+    model = write_script({"tool_calls": calls}, {"text": "done"})
+    turn = await rt_platform.chat("go", model=model, conversation_id=conversation.id, **AUTO)
+    assert turn.status == "finished", turn.text
+    executed = results_of(turn.rows, "execute")
+    refused = [r for r in executed if r.get("error_code") == "budget_exhausted"]
+    assert len(executed) == 41 and len(refused) == 1, [r.get("error_code") for r in executed]
+    assert (
+        "the limit of 40 calls of 'execute' is used up (40 made)"
+        in refused[0]["content"][0]["text"]
+    )
+    marks = sorted(p.name for p in drive.glob("mark-*"))
+    assert len(marks) == 40  # the refused call made no mark: it never ran
+    shown = await rt.run_budget(turn.run_id)
+    assert shown is not None and shown["limits"]["per_tool.execute"] == {"spent": 40, "limit": 40}
+
+
+async def test_an_owner_sets_a_conversation_budget_and_bad_limits_are_refused(
+    rt_platform: Platform, rt: Runtime
+) -> None:
+    conversation = await rt.start_conversation()
+    assert await rt.set_conversation_budget(conversation.id, {"requests": 4}) == {"requests": 4}
+    assert await rt.conversation_budget(conversation.id) == {"requests": 4}
+    with pytest.raises(UsageError, match="no limit called 'request'"):
+        await rt.set_conversation_budget(conversation.id, {"request": 4})
+    assert await rt.set_conversation_budget(conversation.id, {}) == {}
+    assert await rt.conversation_budget(conversation.id) == {}
+    with pytest.raises(UsageError, match="no section 'agent'"):
+        await rt_platform.admin.set_live("budgets", {"agent": {}})
+
+
+async def test_a_cost_limit_on_an_unpriced_model_is_refused_not_guessed(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("budgets", {"agents": {"default": {"cost_usd": 1}}})
+    turn = await rt_platform.chat("go", model=write_script({"text": "hi"}), **AUTO)
+    run = await rt.runs.get(turn.run_id)
+    assert (run.status, run.reason) == ("failed", "budget_unpriced")
+    assert "the cost limit cannot be checked: genai-prices has no price for model" in run.detail
