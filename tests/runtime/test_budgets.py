@@ -170,3 +170,41 @@ async def test_a_cost_limit_on_an_unpriced_model_is_refused_not_guessed(
     run = await rt.runs.get(turn.run_id)
     assert (run.status, run.reason) == ("failed", "budget_unpriced")
     assert "the cost limit cannot be checked: genai-prices has no price for model" in run.detail
+
+
+async def test_a_workflow_budget_bounds_its_runs_and_a_run_that_starts_one_pays_for_it(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    refused = await rt_platform.call_tool(
+        "workflow", {"set": {"title": "D", "instruction": "i", "budget": {"tokens": 1}}}
+    )
+    assert refused.is_error and "budget: budget has no limit called 'tokens'" in refused.text
+    inner = write_script(
+        {"tool_calls": [call("echo", text="a")]},
+        {"tool_calls": [call("echo", text="b")]},
+        {"text": "Workflow wrap-up."},
+        name="inner",
+    )
+    made = await rt_platform.call_tool(
+        "workflow",
+        {"set": {"title": "D", "instruction": "i", "model": inner, "budget": {"requests": 2}}},
+    )
+    assert not made.is_error, made.text
+    workflow_id = made.data["workflow"]["workflow_id"]
+    await rt_platform.admin.set_live("budgets", {"agents": {"default": {"requests": 50}}})
+    outer = write_script(
+        {"tool_calls": [call("workflow", run={"workflow_id": workflow_id, "wait_seconds": 60})]},
+        {"text": "Started it."},
+    )
+    turn = await rt_platform.chat("go", model=outer, **AUTO)
+    (result,) = results_of(turn.rows, "workflow")
+    run = result["data"]["run"]
+    assert (run["status"], run["reason"]) == ("partial", "budget_exhausted"), run
+    assert "the limit of 2 model requests" in run["detail"]
+    assert run["budget"]["limits"]["requests"] == {"spent": 3, "limit": 2}  # and the wrap-up
+    assert run["cost_usd"] is None  # a scripted model has no price: none is guessed
+    inner_budget = await rt.budgets.find(run["run_id"])
+    outer_budget = await rt.budgets.find(turn.run_id)
+    assert inner_budget is not None and outer_budget is not None
+    assert inner_budget.charged_to == turn.run_id
+    assert outer_budget.spent.requests == 2 + 3

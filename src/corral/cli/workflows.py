@@ -189,10 +189,16 @@ def runs(
     if as_json:
         print_json(rows)
         return
-    table = Table("run", "trigger", "status", "steps", "started")
+    table = Table("run", "trigger", "status", "steps", "cost", "started")
     for row in rows:
+        cost = row.get("cost_usd")
         table.add_row(
-            row["run_id"], row["trigger"], row["status"], str(row["steps"]), row["started_at"]
+            row["run_id"],
+            row["trigger"],
+            row["status"],
+            str(row["steps"]),
+            f"${cost:.4f}" if cost is not None else "unpriced",
+            row["started_at"],
         )
     console.print(table)
 

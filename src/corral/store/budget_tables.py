@@ -31,7 +31,10 @@ class RunBudget(Base):
 
 
 class ConversationBudget(Base):
-    """The budget a conversation's owner set: each run of the conversation gets at most it."""
+    """The budget a conversation's owner set: each run of the conversation gets at most it.
+
+    ``charged_to``: the run that started this conversation's work (a workflow run started
+    by a run's tool call), whose budget its runs spend from like a delegate's."""
 
     __tablename__ = "conversation_budgets"
     conversation_id: Mapped[str] = mapped_column(
@@ -39,4 +42,5 @@ class ConversationBudget(Base):
     )
     limits: Mapped[dict[str, Any]] = mapped_column(JSON)
     set_by: Mapped[str] = mapped_column(String(64))
+    charged_to: Mapped[str | None] = mapped_column(String(64), nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

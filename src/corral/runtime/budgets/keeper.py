@@ -64,12 +64,14 @@ async def open_budget(
     if found is not None:
         limits = found.limits
     else:
+        conversation, charged_to = await store.conversation_terms(conversation_id)
+        parent_run_id = parent_run_id or charged_to
         parent_left = await store.left_for_child(parent_run_id)
         limits = effective_budget(
             live,
             agent=agent,
             profile=profile,
-            conversation=await store.conversation_budget(conversation_id),
+            conversation=conversation,
             parent_left=parent_left,
         )
         if limits.empty:

@@ -88,26 +88,41 @@ class BudgetStore:
     # -- conversations ------------------------------------------------------------------------
 
     async def conversation_budget(self, conversation_id: str) -> Budget:
+        return (await self.conversation_terms(conversation_id))[0]
+
+    async def conversation_terms(self, conversation_id: str) -> tuple[Budget, str | None]:
+        """The conversation's budget and the run its runs are charged to (if any)."""
         async with self._sessions() as session:
             row = await session.get(bt.ConversationBudget, conversation_id)
-        return parse_budget(row.limits) if row is not None else Budget()
+        if row is None:
+            return Budget(), None
+        return parse_budget(row.limits), row.charged_to
 
     async def set_conversation_budget(
-        self, conversation_id: str, budget: Budget, *, set_by: str
+        self,
+        conversation_id: str,
+        budget: Budget,
+        *,
+        set_by: str,
+        charged_to: str | None = None,
     ) -> None:
-        """Set (an empty budget: clear) the budget of a conversation's later runs."""
+        """Set (an empty budget: clear) the budget of a conversation's later runs; the run
+        they are charged to is kept when ``charged_to`` is None."""
         async with self._sessions.begin() as session:
+            row = await session.get(bt.ConversationBudget, conversation_id)
+            kept = charged_to or (row.charged_to if row is not None else None)
             await session.execute(
                 delete(bt.ConversationBudget).where(
                     bt.ConversationBudget.conversation_id == conversation_id
                 )
             )
-            if not budget.empty:
+            if not budget.empty or kept is not None:
                 session.add(
                     bt.ConversationBudget(
                         conversation_id=conversation_id,
                         limits=budget.to_json(),
                         set_by=set_by,
+                        charged_to=kept,
                         updated_at=utcnow(),
                     )
                 )

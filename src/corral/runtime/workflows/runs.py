@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from corral.errors import ToolError, UsageError
 from corral.kernel import DEFAULT_AGENT
 from corral.runtime.agents import load_agent
+from corral.runtime.budgets import parse_budget
+from corral.runtime.budgets.pricing import cost_usd
 from corral.runtime.delegation.answer import last_substantive_text
 from corral.runtime.prompt.envelopes import render_untrusted
 from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
 from corral.runtime.runs import TERMINAL, RunRecord
-from corral.runtime.timeline import NewRow
+from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.turns import TurnSpec, start_turn
 from corral.runtime.workflows.store import WorkflowRecord, WorkflowRunLink, WorkflowStore
 from corral.store.tables import utcnow
@@ -48,6 +51,8 @@ class RunStart:
     input: Any = None
     hook_id: str | None = None
     slot: datetime | None = None
+    parent_run_id: str | None = None
+    """The run whose tool call started it: the workflow run spends from its budget."""
 
 
 async def start_workflow_run(
@@ -78,6 +83,11 @@ async def start_workflow_run(
         title=f"{setup['title']} · {start.trigger} run"[:200],
     )
     model = rt.pick_model(setup.get("model"), conversation, agent)
+    budget = parse_budget(setup.get("budget"))
+    if not budget.empty or start.parent_run_id is not None:
+        await rt.budgets.set_conversation_budget(
+            conversation.id, budget, set_by=owner.user_id, charged_to=start.parent_run_id
+        )
     instruction = opening_text(workflow, start)
     try:
         context = await prompt_hooks(rt.hooks, conversation, instruction)
@@ -179,8 +189,11 @@ async def run_snapshot(rt: RunHost, run: RunRecord, link: WorkflowRunLink) -> di
         "started_at": run.created_at.isoformat() if run.created_at else None,
         "ended_at": run.ended_at.isoformat() if run.ended_at else None,
     }
+    rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
+    snapshot["cost_usd"] = run_cost(run.model, rows)
+    budget = await rt.budgets.find(run.id)
+    snapshot["budget"] = budget.to_json() if budget is not None else None
     if run.status in TERMINAL:
-        rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
         answer = last_substantive_text(rows)
         if len(answer) > ANSWER_CAP:
             answer = (
@@ -189,6 +202,21 @@ async def run_snapshot(rt: RunHost, run: RunRecord, link: WorkflowRunLink) -> di
             )
         snapshot["answer"] = answer
     return snapshot
+
+
+def run_cost(model: str, rows: Sequence[TimelineRow]) -> float | None:
+    """What the run's model turns cost (genai-prices), or None when the model has no known
+    price: a cost is never guessed."""
+    total = 0.0
+    for row in rows:
+        if row.kind != "model_turn":
+            continue
+        usage = row.data.get("usage") or {}
+        cost = cost_usd(model, int(usage.get("input") or 0), int(usage.get("output") or 0))
+        if cost is None:
+            return None
+        total += cost
+    return round(total, 6)
 
 
 async def wait_settled(rt: RunHost, run_id: str, seconds: float, *, lend: bool) -> RunRecord:

@@ -19,7 +19,8 @@ from croniter import croniter
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from corral.errors import InvalidArguments
+from corral.errors import InvalidArguments, UsageError
+from corral.runtime.budgets import parse_budget
 
 __all__ = [
     "EDITABLE",
@@ -44,6 +45,7 @@ EDITABLE = (
     "packages_off",
     "tools_off",
     "max_runtime_minutes",
+    "budget",
     "status",
     "delivery",
     "shared_with",
@@ -72,6 +74,7 @@ def new_setup() -> dict[str, Any]:
         "packages_off": [],
         "tools_off": [],
         "max_runtime_minutes": None,
+        "budget": None,
         "delivery": [],
         "shared_with": [],
         "template": None,
@@ -144,6 +147,12 @@ def _checked(
         return sorted({str(v).strip() for v in value if str(v).strip()})
     if name == "shared_with":
         return _share(value)
+    if name == "budget":
+        try:
+            budget = parse_budget(value, where="budget")
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        return budget.to_json() or None
     if name in ("model", "goal"):
         text = str(value).strip() if value is not None else ""
         return text or None

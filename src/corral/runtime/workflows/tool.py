@@ -105,7 +105,12 @@ async def workflow_call(
         try:
             started = await service.start_run(
                 run_target,
-                RunStart(trigger="manual", started_by=caller.user_id, input=run_args.get("input")),
+                RunStart(
+                    trigger="manual",
+                    started_by=caller.user_id,
+                    input=run_args.get("input"),
+                    parent_run_id=ctx.run_id,  # it spends from the starting run's budget
+                ),
             )
         except ToolError as exc:
             refused.append(f"run could not start: {exc.message}")

@@ -34,6 +34,7 @@ def upgrade() -> None:
         sa.Column("conversation_id", sa.String(length=64), nullable=False),
         sa.Column("limits", sa.JSON(), nullable=False),
         sa.Column("set_by", sa.String(length=64), nullable=False),
+        sa.Column("charged_to", sa.String(length=64), nullable=True),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["conversation_id"], ["conversations.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("conversation_id"),
