@@ -208,3 +208,24 @@ async def test_a_workflow_budget_bounds_its_runs_and_a_run_that_starts_one_pays_
     assert inner_budget is not None and outer_budget is not None
     assert inner_budget.charged_to == turn.run_id
     assert outer_budget.spent.requests == 2 + 3
+
+
+async def test_an_approved_call_counts_against_the_parked_runs_budget(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    conversation = await rt.start_conversation()
+    await rt.set_conversation_budget(conversation.id, {"per_tool": {"write_note": 0}})
+    model = write_script(
+        {"tool_calls": [call("write_note", path="data://note.md", text="hello")]},
+        {"text": "I could not write it."},
+    )
+    turn = await rt_platform.chat(
+        "write", model=model, conversation_id=conversation.id, profile="balanced"
+    )
+    assert turn.status == "parked"
+    decided = await rt_platform.decide_approval(turn.approvals[0], "approve")
+    assert decided.error_code == "budget_exhausted", decided.text
+    assert "the limit of 0 calls of 'write_note' is used up" in decided.text
+    assert not (rt_platform.settings.drive_dir / "note.md").exists()
+    final = await rt.wait_run(turn.run_id)
+    assert final.status == "finished"

@@ -119,6 +119,10 @@ async def _run_approved(rt: RunHost, run: RunRecord, record: ApprovalRecord) -> 
     own = cancellation is None
     if cancellation is None:
         cancellation = rt.live[run.id] = Cancellation()
+    # The approved call counts against the parked run's budget like any of its calls.
+    budgeted = run.id not in rt.budgeted and await rt.budgets.find(run.id) is not None
+    if budgeted:
+        rt.budgeted.add(run.id)
     try:
         return await rt.kernel.dispatcher.dispatch(
             CallRequest(
@@ -144,6 +148,8 @@ async def _run_approved(rt: RunHost, run: RunRecord, record: ApprovalRecord) -> 
             approved=True,
         )
     finally:
+        if budgeted:
+            rt.budgeted.discard(run.id)
         if own:
             rt.live.pop(run.id, None)
 
