@@ -78,7 +78,8 @@ def show(
         elif row["kind"] == "card" and row["data"].get("card") == "run_ended":
             data = row["data"]
             reason = f" ({data['reason']})" if data.get("reason") else ""
-            console.print(f"[dim]— run {data['status']}{reason}[/]", highlight=False)
+            budget = f" · budget {data['budget']}" if data.get("budget") else ""
+            console.print(f"[dim]— run {data['status']}{reason}{budget}[/]", highlight=False)
         else:
             printer({"type": "row", "row": row})
 

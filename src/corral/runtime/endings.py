@@ -37,6 +37,8 @@ class Outcome:
     reason: str | None = None
     detail: str = ""
     waits: tuple[Wait, ...] = ()
+    budget: str = ""
+    """Spent against limit of a run with a budget, one line (shown on its run_ended card)."""
 
 
 async def park_run(
@@ -95,6 +97,7 @@ async def end_run(
             "status": outcome.status,
             "reason": outcome.reason,
             "detail": outcome.detail,
+            **({"budget": outcome.budget} if outcome.budget else {}),
         },
     )
 

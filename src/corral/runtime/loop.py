@@ -189,6 +189,8 @@ async def _advance(
         parked = step.run_record
         await rt.jobs.after_job(run_id, lambda: resume_if_answered(rt, parked))
     else:
+        if step.budget is not None:
+            outcome = replace(outcome, budget=await step.budget.line())
         await end_run(
             rt,
             step.run_record,

@@ -202,6 +202,19 @@ class Runtime(RunHost):
         view = await self.budgets.find(run_id)
         return view.to_json() if view is not None else None
 
+    async def budget_line(self, conversation_id: str, *, user: str | None = None) -> str:
+        """For the conversation's header: its latest run's spent/limit for each limit set,
+        else the limits its owner set for its runs; empty without a budget."""
+        await self.conversation(conversation_id, user=user)
+        latest = await self.runs.list_runs(conversation_id=conversation_id, limit=1)
+        view = await self.budgets.find(latest[0].id) if latest else None
+        if view is not None:
+            return view.line()
+        limits = await self.budgets.conversation_budget(conversation_id)
+        if limits.empty:
+            return ""
+        return "limits " + ", ".join(f"{k} {v}" for k, v in limits.to_json().items())
+
     async def conversation_budget(
         self, conversation_id: str, *, user: str | None = None
     ) -> dict[str, Any]:

@@ -32,6 +32,11 @@ class BudgetKeeper:
     async def reached(self) -> str | None:
         return await self.store.reached(self.run_id)
 
+    async def line(self) -> str:
+        """Spent against limit, one line (see :meth:`RunBudgetView.line`)."""
+        view = await self.store.find(self.run_id)
+        return view.line() if view is not None else ""
+
     async def charge(self, response: ModelResponse) -> str | None:
         """Charge one response's usage (and its cost) up the chain; the limit reached, if
         one is."""

@@ -86,6 +86,7 @@ async def chat_page(conversation_id: str, who: PageCaller) -> Response:
         view=view,
         conversation_id=conversation_id,
         runbar=runbar,
+        budget=await rt.budget_line(conversation_id, user=who.user),
     )
     return HTMLResponse(html)
 
