@@ -3,6 +3,8 @@ a run at a limit gets its wrap-up turn and ends budget_exhausted."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -229,3 +231,58 @@ async def test_an_approved_call_counts_against_the_parked_runs_budget(
     assert not (rt_platform.settings.drive_dir / "note.md").exists()
     final = await rt.wait_run(turn.run_id)
     assert final.status == "finished"
+
+
+class FastTimers:
+    """The wall clock at a thousandth of its pace: 300 s of limit fire after 0.3 s."""
+
+    def call_later(self, delay: float, callback: Any) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(delay / 1000, callback)
+
+
+async def test_a_run_at_its_wall_time_limit_wraps_up_and_ends_budget_exhausted(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    rt.timers = FastTimers()
+    await rt_platform.admin.set_live("budgets", {"agents": {"default": {"wall_seconds": 300}}})
+    model = write_script(
+        {"tool_calls": [call("wait", ms=120_000)]},
+        {"text": "Wrapped up: the wait was cut."},
+        {"text": "never reached"},
+    )
+    started = time.monotonic()
+    turn = await rt_platform.chat("go", model=model, **AUTO)
+    assert time.monotonic() - started < 15
+    run = await rt.runs.get(turn.run_id)
+    assert (run.status, run.reason) == ("partial", "budget_exhausted"), run.detail
+    assert "the limit of 300 seconds of wall time" in run.detail
+    (waited,) = results_of(turn.rows, "wait")
+    assert waited["status"] == "stopped"
+    turns = [r.data["text"] for r in turn.rows if r.kind == "model_turn"]
+    assert turns[-1] == "Wrapped up: the wait was cut."
+    shown = await rt.run_budget(turn.run_id)
+    assert shown is not None and 0 < shown["limits"]["wall_seconds"]["spent"] < 15
+
+
+async def test_a_delegate_gets_the_wall_time_its_parent_has_left(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("budgets", {"profiles": {"auto": {"wall_seconds": 600}}})
+    child = write_script({"text": "Child done."}, name="child")
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, budget={"wall_seconds": 9000})]},
+        {"text": "Parent done."},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    assert turn.status == "finished", turn.text
+    (result,) = results_of(turn.rows, "delegate")
+    mine = await rt.budgets.find(turn.run_id)
+    theirs = await rt.budgets.find(result["data"]["run_id"])
+    assert mine is not None and theirs is not None
+    # The parent's running time up to its first response is recorded; the child gets the
+    # rest, not the 9000 s asked for nor the parent's whole 600 s.
+    assert theirs.limits.wall_seconds is not None
+    assert 600 - 60 < theirs.limits.wall_seconds < 600
+    assert 0 < theirs.spent.wall_seconds < 60
+    # A child runs alongside its parent: its time is not added to the parent's.
+    assert mine.spent.wall_seconds < 60

@@ -190,7 +190,7 @@ async def _advance(
         await rt.jobs.after_job(run_id, lambda: resume_if_answered(rt, parked))
     else:
         if step.budget is not None:
-            outcome = replace(outcome, budget=await step.budget.line())
+            outcome = replace(outcome, budget=await step.budget.close())
         await end_run(
             rt,
             step.run_record,
@@ -285,6 +285,7 @@ class _Loop:
             agent=run.agent,
             profile=run.profile,
             model=run.model,
+            clock=self.active_seconds,
         )
 
     async def _resolve(self, run: RunRecord) -> _Context | Outcome:

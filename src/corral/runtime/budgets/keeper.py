@@ -3,7 +3,7 @@ model response, tell when a limit is reached."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic_ai.messages import ModelResponse
@@ -23,17 +23,29 @@ class Unpriced(Exception):
 class BudgetKeeper:
     """One run's budget while the loop runs it."""
 
-    def __init__(self, store: BudgetStore, run_id: str, model: str, limits: Budget) -> None:
+    def __init__(
+        self,
+        store: BudgetStore,
+        run_id: str,
+        model: str,
+        limits: Budget,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.store = store
         self.run_id = run_id
         self.model = model
         self.limits = limits
+        self.clock = clock
+        """The run's running seconds so far (its wall time, recorded with each charge)."""
 
     async def reached(self) -> str | None:
         return await self.store.reached(self.run_id)
 
-    async def line(self) -> str:
-        """Spent against limit, one line (see :meth:`RunBudgetView.line`)."""
+    async def close(self) -> str:
+        """Record the run's wall time as it ends; spent against limit, one line (see
+        :meth:`RunBudgetView.line`)."""
+        if self.clock is not None:
+            await self.store.charge(self.run_id, Spend(), wall_seconds=self.clock())
         view = await self.store.find(self.run_id)
         return view.line() if view is not None else ""
 
@@ -49,7 +61,8 @@ class BudgetKeeper:
             total_tokens=usage.input_tokens + usage.output_tokens,
             cost_usd=cost or 0.0,
         )
-        return await self.store.charge(self.run_id, spend)
+        wall = self.clock() if self.clock is not None else None
+        return await self.store.charge(self.run_id, spend, wall_seconds=wall)
 
 
 async def open_budget(
@@ -62,6 +75,7 @@ async def open_budget(
     agent: str,
     profile: str,
     model: str,
+    clock: Callable[[], float] | None = None,
 ) -> BudgetKeeper | None:
     """The keeper of the run's budget (its row made on first start), or None when no budget
     applies; :class:`Unpriced` when a cost limit applies that cannot be checked."""
@@ -87,4 +101,4 @@ async def open_budget(
                 raise Unpriced(why)
         charged_to = parent_run_id if parent_left is not None else None
         await store.open_run(run_id, charged_to=charged_to, limits=limits)
-    return BudgetKeeper(store, run_id, model, limits)
+    return BudgetKeeper(store, run_id, model, limits, clock)

@@ -11,7 +11,7 @@ run's own row, which takes the database's single write lock before anything is r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -191,15 +191,21 @@ class BudgetStore:
 
         return await write(self._sessions, work)
 
-    async def charge(self, run_id: str, spend: Spend) -> str | None:
-        """Add ``spend`` to the run and its ancestors; the first run-wide limit now reached
-        along the chain, in words, or None."""
+    async def charge(
+        self, run_id: str, spend: Spend, *, wall_seconds: float | None = None
+    ) -> str | None:
+        """Add ``spend`` to the run and its ancestors, and set the run's own wall time to
+        ``wall_seconds`` when given (a child runs alongside its parent: its time is not
+        added to the parent's, it is bounded by what the parent had left when it started);
+        the first run-wide limit now reached along the chain, in words, or None."""
 
         async def work(session: AsyncSession) -> str | None:
             chain = await _locked_chain(session, run_id)
             found: str | None = None
             for row in chain:
                 spent = Spend.from_json(row.spent).plus(spend)
+                if wall_seconds is not None and row.run_id == run_id:
+                    spent = replace(spent, wall_seconds=wall_seconds)
                 row.spent = spent.to_json()
                 why = reached(parse_budget(row.limits), spent)
                 if why is not None and found is None:
