@@ -213,7 +213,9 @@ class Runtime(RunHost):
         limits = await self.budgets.conversation_budget(conversation_id)
         if limits.empty:
             return ""
-        return "limits " + ", ".join(f"{k} {v}" for k, v in limits.to_json().items())
+        named = {k: v for k, v in limits.to_json().items() if k != "per_tool"}
+        named |= {f"per_tool.{tool}": n for tool, n in limits.per_tool.items()}
+        return "limits " + " · ".join(f"{k} {v:g}" for k, v in named.items())
 
     async def conversation_budget(
         self, conversation_id: str, *, user: str | None = None

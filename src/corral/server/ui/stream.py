@@ -28,6 +28,7 @@ from corral.server.ui.timeline import Change, TimelineView
 
 __all__ = [
     "StatusHtml",
+    "budget_html",
     "chat_stream",
     "claim_html",
     "entry_html",
@@ -55,6 +56,11 @@ def run_bar_html(
     )
 
 
+def budget_html(budget: str, *, oob: bool) -> str:
+    """The conversation header's spent/limit line (hidden while no budget applies)."""
+    return templates.get_template("_budget.html").render(budget=budget, oob=oob)
+
+
 def _row_message(html: str, seq: int) -> dict[str, str]:
     return {"event": "row", "data": html, "id": str(seq)}
 
@@ -80,7 +86,11 @@ async def chat_stream(
 
     async def bar(event: dict[str, Any]) -> str:
         status, run_id = str(event["status"]), event["run_id"]
-        return run_bar_html(conversation_id, who, status, run_id, oob=True)
+        # The header's spent/limit follows the run as its status changes.
+        budget = await who.platform.runtime.budget_line(conversation_id, user=who.user)
+        return run_bar_html(conversation_id, who, status, run_id, oob=True) + budget_html(
+            budget, oob=True
+        )
 
     async for message in timeline_stream(who, conversation_id, after=after, status_html=bar):
         yield message
