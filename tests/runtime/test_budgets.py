@@ -286,3 +286,32 @@ async def test_a_delegate_gets_the_wall_time_its_parent_has_left(
     assert 0 < theirs.spent.wall_seconds < 60
     # A child runs alongside its parent: its time is not added to the parent's.
     assert mine.spent.wall_seconds < 60
+
+
+async def test_a_background_delegate_is_charged_to_its_parent_after_the_parent_ended(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("budgets", {"profiles": {"auto": {"requests": 20}}})
+    child = write_script(
+        {"tool_calls": [call("echo", text="a")]}, {"text": "Background done."}, name="child"
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, background=True)]},
+        {"when_result_contains": "Started background subagent run", "text": "Started it."},
+        {"when_message_contains": "Background done.", "text": "Reported."},
+    )
+    turn = await rt_platform.chat("go", model=parent, **AUTO)
+    assert (turn.status, turn.text) == ("finished", "Started it."), turn.text
+    (started,) = results_of(turn.rows, "delegate")
+    child_run = started["data"]["run_id"]
+    assert (await rt.wait_run(child_run)).status == "finished"
+    await rt.wait_idle(turn.conversation_id)
+    mine = await rt.budgets.find(turn.run_id)
+    theirs = await rt.budgets.find(child_run)
+    assert mine is not None and theirs is not None
+    # What the parent had left when the child started (the parent goes on meanwhile).
+    assert theirs.charged_to == turn.run_id
+    assert theirs.limits.requests is not None and theirs.limits.requests <= 20 - 1
+    assert theirs.spent.requests == 2 and theirs.spent.per_tool == {"echo": 1}
+    assert mine.spent.requests == 2 + 2  # its own two turns and its child's
+    assert mine.spent.per_tool == {"delegate": 1, "echo": 1}
