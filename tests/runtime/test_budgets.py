@@ -8,10 +8,13 @@ import time
 from typing import Any
 
 import pytest
+from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.usage import RequestUsage
 
 from corral.errors import UsageError
 from corral.platform import Platform
 from corral.runtime.budgets import Budget, Spend, parse_budget
+from corral.runtime.budgets.keeper import BudgetKeeper
 from corral.runtime.budgets.limits import remaining, tightest
 from corral.runtime.runtime import Runtime
 from tests.runtime.conftest import ScriptWriter, call
@@ -315,3 +318,25 @@ async def test_a_background_delegate_is_charged_to_its_parent_after_the_parent_e
     assert theirs.spent.requests == 2 and theirs.spent.per_tool == {"echo": 1}
     assert mine.spent.requests == 2 + 2  # its own two turns and its child's
     assert mine.spent.per_tool == {"delegate": 1, "echo": 1}
+
+
+async def test_cost_is_priced_by_genai_prices_and_a_cost_limit_is_reached(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    first = await rt_platform.chat("one", model=write_script({"text": "a"}), **AUTO)
+    second = await rt_platform.chat("two", model=write_script({"text": "b"}), **AUTO)
+    await rt.budgets.open_run(first.run_id, charged_to=None, limits=Budget(cost_usd=0.02))
+    await rt.budgets.open_run(second.run_id, charged_to=first.run_id, limits=Budget())
+    keeper = BudgetKeeper(rt.budgets, second.run_id, "openai:gpt-4o", Budget())
+
+    def response(input_tokens: int, output_tokens: int) -> ModelResponse:
+        usage = RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens)
+        return ModelResponse(parts=[TextPart("x")], usage=usage)
+
+    # gpt-4o at $2.50 a million input tokens and $10 a million output tokens.
+    assert await keeper.charge(response(2000, 500)) is None  # $0.005 + $0.005
+    reached = await keeper.charge(response(0, 1000))  # + $0.01: the parent's $0.02 is spent
+    assert reached is not None
+    assert f"the limit of 0.02 cost (USD) (spent 0.02), of parent run {first.run_id}" == reached
+    parent = await rt.budgets.find(first.run_id)
+    assert parent is not None and parent.spent.cost_usd == pytest.approx(0.02)
