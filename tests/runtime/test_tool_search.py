@@ -9,15 +9,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 
-from corral.errors import InvalidArguments
+from corral.errors import InvalidArguments, NotFound
 from corral.platform import Platform
 from corral.runtime.prompt import Prompt, PromptRequest
 from corral.runtime.runtime import Runtime
 from corral.runtime.tool_search.context_windows import FALLBACK_CONTEXT_TOKENS, context_window
 from corral.runtime.tool_search.deferral import DeferralRequest, SchemaTokens, plan_tools
 from corral.runtime.tool_search.matching import search
+from corral.server import create_app
 from corral.tools.contract import ToolSpec, parse_tool
 from corral.tools.registry import LoadedTool
 from tests.runtime.conftest import ScriptWriter, call
@@ -245,3 +247,34 @@ async def test_a_found_tool_still_needs_its_approval(
     )
     turn = await rt_platform.chat("write a note", model=model)
     assert turn.status == "parked" and [w.tool for w in turn.waiting] == ["write_note"]
+
+
+async def test_a_pinned_tool_is_never_deferred(
+    rt_platform: Platform, write_script: ScriptWriter, seen: list[Seen]
+) -> None:
+    await rt_platform.admin.set_live("tool_search", "on")
+    with pytest.raises(NotFound, match="no tool named 'ghost'"):
+        await rt_platform.admin.set_pinned_tools("default", ["ghost"])
+    await rt_platform.admin.set_pinned_tools("default", ["echo"])
+    assert await rt_platform.admin.pinned_tools("default") == ["echo"]
+    await rt_platform.chat("hello", model=write_script({"text": "hi"}))
+    assert "echo" in seen[-1].tools and "wait" not in seen[-1].tools
+    assert "\necho\n" not in seen[-1].system and "\nwait\n" in seen[-1].system
+
+
+async def test_pins_are_set_and_shown_over_http(rt_platform: Platform) -> None:
+    owner = await rt_platform.identity.create_token("owner")
+    await rt_platform.identity.create_user("max", "member")
+    member = await rt_platform.identity.create_token("max")
+    transport = httpx.ASGITransport(app=create_app(rt_platform))
+    async with httpx.AsyncClient(transport=transport, base_url="http://corral.test") as http:
+        path = "/agents/default/pinned"
+        as_owner = {"Authorization": f"Bearer {owner.token}"}
+        done = await http.put(path, json={"tools": ["echo"]}, headers=as_owner)
+        assert done.status_code == 200 and done.json()["pinned_tools"] == ["echo"]
+        ghost = await http.put(path, json={"tools": ["ghost"]}, headers=as_owner)
+        assert ghost.status_code == 404 and "no tool named 'ghost'" in ghost.text
+        as_member = {"Authorization": f"Bearer {member.token}"}
+        refused = await http.put(path, json={"tools": []}, headers=as_member)
+        assert refused.status_code == 403
+    assert await rt_platform.admin.pinned_tools("default") == ["echo"]
