@@ -4,8 +4,8 @@
 the *overlays* (functions from rows to prompt rows, e.g. issue 7's compact_history trims;
 they never see or touch the system part), turns rows into pydantic-ai messages reusing what
 did not change, renders the system part, and hands the visible tools' full schemas over as
-tool definitions. A warm build of a 10,000-row conversation takes a few milliseconds
-(``bench/loop.py`` measures it).
+tool definitions (those the tool planner, tool_search, does not defer). A warm build of a
+10,000-row conversation takes a few milliseconds (``bench/loop.py`` measures it).
 """
 
 from __future__ import annotations
