@@ -278,3 +278,43 @@ async def test_pins_are_set_and_shown_over_http(rt_platform: Platform) -> None:
         refused = await http.put(path, json={"tools": []}, headers=as_member)
         assert refused.status_code == 403
     assert await rt_platform.admin.pinned_tools("default") == ["echo"]
+
+
+async def test_a_subagent_never_finds_a_tool_its_delegate_call_blocked(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("tool_search", "on")
+    child = write_script(
+        {"tool_calls": [call("tool_search", query="^(echo|wait)$", mode="regex")]},
+        {"text": "searched"},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child, blocked_tools=["echo"])]},
+        {"text": "done"},
+    )
+    turn = await rt_platform.chat("go", model=parent, profile="auto")
+    [delegated] = [r for r in turn.rows if r.kind == "tool_result"]
+    child_rows = await rt_platform.runtime.conversations.rows(
+        (
+            await rt_platform.runtime.runs.get(delegated.data["result"]["data"]["run_id"])
+        ).conversation_id
+    )
+    [found] = [r for r in child_rows if r.kind == "tool_result"]
+    assert found.data["result"]["data"]["loaded"] == ["wait"]  # echo is out of its reach
+
+
+async def test_a_loaded_tool_hidden_later_is_not_given_again(
+    rt_platform: Platform, write_script: ScriptWriter, seen: list[Seen]
+) -> None:
+    await rt_platform.admin.set_live("tool_search", "on")
+    model = write_script(
+        {"tool_calls": [call("tool_search", query="^echo$", mode="regex")]},
+        {"text": "found"},
+        {"text": "again"},
+    )
+    turn = await rt_platform.chat("find echo", model=model)
+    assert "echo" in seen[-1].tools
+    await rt_platform.admin.set_tool_enabled("default", "echo", False)
+    await rt_platform.chat("again", conversation_id=turn.conversation_id)
+    assert "echo" not in seen[-1].tools and "\necho\n" not in seen[-1].system

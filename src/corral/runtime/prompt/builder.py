@@ -43,7 +43,7 @@ nothing applies (identical row objects keep their cached messages)."""
 class ToolPlanner(Protocol):
     """Chooses which visible tools the model gets in full this step (tool_search)."""
 
-    def plan(
+    async def plan(
         self, tools: Sequence[LoadedTool], view: PromptView, pinned: Sequence[str]
     ) -> tuple[Sequence[LoadedTool], str | None]:
         """The tools shown in full, and a system prompt block naming the others (or None)."""
@@ -182,7 +182,7 @@ class PromptBuilder:
         messages = history.messages(rows, context)
         tools, deferred = request.tools, None
         if self.tool_planner is not None and tools:
-            tools, deferred = self.tool_planner.plan(tools, view, request.pinned_tools)
+            tools, deferred = await self.tool_planner.plan(tools, view, request.pinned_tools)
         instructions = await system_parts(
             instructions=request.instructions,
             blocks=self.state_blocks,

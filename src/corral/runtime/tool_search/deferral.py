@@ -11,8 +11,9 @@ and a call of it passes the same pipeline as any other.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from corral.runtime.compaction.tokens import count_tokens
@@ -37,6 +38,13 @@ class SchemaTokens:
             cached = self._counted[spec.name] = (spec, count_tokens(text))
         return cached[1]
 
+    async def count_new(self, specs: Iterable[ToolSpec]) -> None:
+        """Count the specs not counted yet in a thread: the tokenizer loads on first use
+        and a long list takes a while, which the event loop must not wait for."""
+        new = [s for s in specs if self._counted.get(s.name, (None,))[0] is not s]
+        if new:
+            await asyncio.to_thread(lambda: [self(s) for s in new])
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeferralRequest:
@@ -54,8 +62,9 @@ class DeferralRequest:
 class ToolPlan:
     shown: tuple[LoadedTool, ...]
     deferred: tuple[LoadedTool, ...]
-    schema_tokens: int
-    """Tokens of every visible tool's definition (what the model would get without deferral)."""
+    schema_tokens: int | None
+    """Tokens of every visible tool's definition (what the model would get without
+    deferral); counted only in ``auto`` mode, which decides by them."""
     threshold: int
     """Above this many schema tokens ``auto`` defers."""
 
@@ -65,10 +74,12 @@ def plan_tools(
 ) -> ToolPlan:
     """Split the visible ``tools`` into those shown in full and those deferred."""
     others = [t for t in tools if t.name != TOOL_SEARCH]
-    total = sum(tokens(t.spec) for t in others)
-    threshold = int(request.context_tokens * request.share_percent / 100)
     searchable = len(others) < len(tools)  # tool_search itself is visible to this caller
-    defer = searchable and (request.mode == "on" or (request.mode == "auto" and total > threshold))
+    threshold = int(request.context_tokens * request.share_percent / 100)
+    total = None
+    if searchable and request.mode == "auto":
+        total = sum(tokens(t.spec) for t in others)
+    defer = searchable and (request.mode == "on" or (total is not None and total > threshold))
     deferred = (
         tuple(t for t in others if not request.core(t) and t.name not in request.loaded)
         if defer

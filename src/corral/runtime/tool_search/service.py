@@ -84,14 +84,14 @@ class ToolSearch:
 
     # -- the prompt's side ----------------------------------------------------------------
 
-    def plan(
+    async def plan(
         self, tools: Sequence[LoadedTool], view: PromptView, pinned: Sequence[str]
     ) -> tuple[Sequence[LoadedTool], str | None]:
         """The tools the model gets in full this step, and the list of deferred ones."""
-        planned = self.plan_for(tools, view, pinned)
+        planned = await self.plan_for(tools, view, pinned)
         return planned.shown, listing(planned.deferred)
 
-    def plan_for(
+    async def plan_for(
         self, tools: Sequence[LoadedTool], view: PromptView, pinned: Sequence[str]
     ) -> ToolPlan:
         packages = self._rt.kernel.registry.packages
@@ -101,8 +101,11 @@ class ToolSearch:
             package = packages.get(tool.package)
             return tool.name in pins or (package is not None and package.origin == "entry_point")
 
+        mode = str(view.live.get("tool_search", "auto"))
+        if mode == "auto":
+            await self._tokens.count_new(t.spec for t in tools)
         request = DeferralRequest(
-            mode=str(view.live.get("tool_search", "auto")),
+            mode=mode,
             share_percent=float(view.live.get("tool_search_share_percent", 10.0)),
             context_tokens=context_window(view.run.model),
             core=core,
