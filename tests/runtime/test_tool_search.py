@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from corral.errors import InvalidArguments, NotFound
+from corral.errors import FeatureMissing, InvalidArguments, NotFound, NotVisible
+from corral.kernel import DEFAULT_AGENT
 from corral.platform import Platform
 from corral.runtime.prompt import Prompt, PromptRequest
 from corral.runtime.runtime import Runtime
@@ -20,7 +21,9 @@ from corral.runtime.tool_search.context_windows import FALLBACK_CONTEXT_TOKENS, 
 from corral.runtime.tool_search.deferral import DeferralRequest, SchemaTokens, plan_tools
 from corral.runtime.tool_search.matching import search
 from corral.server import create_app
+from corral.tools.call import CallRequest
 from corral.tools.contract import ToolSpec, parse_tool
+from corral.tools.narrowing import Narrowing
 from corral.tools.registry import LoadedTool
 from tests.runtime.conftest import ScriptWriter, call
 
@@ -318,3 +321,162 @@ async def test_a_loaded_tool_hidden_later_is_not_given_again(
     await rt_platform.admin.set_tool_enabled("default", "echo", False)
     await rt_platform.chat("again", conversation_id=turn.conversation_id)
     assert "echo" not in seen[-1].tools and "\necho\n" not in seen[-1].system
+
+
+# -- visibility, exactly ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    user: str | None = None
+    agent: str | None = None
+    narrowing: Narrowing | None = None
+
+
+async def _scope(platform: Platform, case: str) -> tuple[Scope, set[str]]:
+    """A caller and run that see less than the owner does, and tools it must not see."""
+    if case == "role":
+        await platform.identity.create_role("web_only", ["core.web"])
+        await platform.identity.create_user("rita", "web_only")
+        return Scope(user="rita"), {"execute", "fs_read", "delegate", "write_note"}
+    if case == "agent":
+        await platform.admin.ensure_agent("narrow")
+        await platform.admin.set_custom_tools("narrow", ["tool_search", "echo", "fs_read"])
+        return Scope(agent="narrow"), {"wait", "execute", "fs_write"}
+    if case == "package":
+        await platform.admin.set_package_enabled("demo", False)
+        return Scope(), {"echo", "wait", "write_note"}
+    narrowing = Narrowing(
+        tools=frozenset({"tool_search", "echo", "wait", "fs_read", "fs_write", "confirm"}),
+        blocked_tools=frozenset({"wait"}),
+        disabled_packages=frozenset({"drive"}),
+        subagent=True,
+    )
+    return Scope(narrowing=narrowing), {"wait", "fs_read", "fs_write", "confirm", "execute"}
+
+
+@pytest.mark.parametrize("case", ["role", "agent", "package", "run"])
+async def test_search_finds_exactly_the_tools_the_caller_may_call(
+    rt_platform: Platform, case: str
+) -> None:
+    scope, hidden = await _scope(rt_platform, case)
+    kernel = rt_platform.kernel
+    caller = await rt_platform.caller(scope.user)
+    callable_, found = set(), set()
+    for name in kernel.registry.tools:
+        if name == "tool_search":
+            continue
+        request = CallRequest(
+            tool=name,
+            arguments={},
+            caller=caller,
+            agent=scope.agent or DEFAULT_AGENT,
+            narrowing=scope.narrowing or Narrowing(),
+        )
+        try:  # the visibility stage's own check, which every call of the tool passes
+            kernel.dispatcher.visible_tool(request, await kernel.config.dispatch_state())
+            callable_.add(name)
+        except (NotVisible, FeatureMissing):
+            pass
+        result = await rt_platform.call_tool(
+            "tool_search",
+            {"query": f"^{name}$", "mode": "regex"},
+            caller=caller,
+            agent=scope.agent,
+            narrowing=scope.narrowing,
+        )
+        assert not result.is_error, result.content
+        found |= set((result.data or {})["loaded"])
+    assert found == callable_
+    assert hidden.isdisjoint(found) and "echo" in found | hidden
+
+
+async def test_a_tool_loaded_then_hidden_is_refused_when_called(
+    rt_platform: Platform, write_script: ScriptWriter
+) -> None:
+    await rt_platform.admin.set_live("tool_search", "on")
+    model = write_script(
+        {"tool_calls": [call("tool_search", query="^echo$", mode="regex")]},
+        {"tool_calls": [call("echo", text="before")]},
+        {"text": "found"},
+        {"tool_calls": [call("echo", text="after")]},
+        {"text": "refused"},
+    )
+    turn = await rt_platform.chat("find echo", model=model)
+    before = [r for r in turn.rows if r.kind == "tool_result"][-1].data["result"]
+    assert not before["is_error"] and before["content"][0]["text"] == "before"
+    await rt_platform.admin.set_tool_enabled("default", "echo", False)
+    again = await rt_platform.chat("again", conversation_id=turn.conversation_id)
+    [after] = [r.data["result"] for r in again.rows if r.kind == "tool_result"]
+    assert after["is_error"] and after["data"]["error"]["code"] == "not_visible"
+    assert "switched off for agent 'default'" in after["content"][0]["text"]
+
+
+# -- a found tool keeps its approval and policy -------------------------------------------
+
+
+Outcome = tuple[str, tuple[str, ...], bool, str | None, str]
+
+
+async def _outcome(platform: Platform, model: str, profile: str, tool: str) -> Outcome:
+    """How a run calling ``tool`` went: parked for which tools, then the call's result
+    (approving whatever was asked)."""
+    turn = await platform.chat(f"call {tool}", model=model, profile=profile)
+    waiting = tuple(w.tool for w in turn.waiting)
+    rows = turn.rows
+    if turn.status == "parked":
+        for approval in turn.approvals:
+            await platform.decide_approval(approval, "approve")
+        assert (await platform.runtime.wait_run(turn.run_id)).status == "finished"
+        rows = (await platform.runtime.result(turn.run_id)).rows
+    [result] = [
+        r.data["result"] for r in rows if r.kind == "tool_result" and r.data["tool"] == tool
+    ]
+    error = (result.get("data") or {}).get("error") or {}
+    return turn.status, waiting, result["is_error"], error.get("code"), result["content"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("profile", "tool", "arguments", "expected"),
+    [
+        ("safe", "write_note", {"path": "data://n.md", "text": "x"}, ("parked", None)),
+        ("auto", "write_note", {"path": "data://n.md", "text": "x"}, ("finished", None)),
+        (
+            "safe",
+            "write_note",
+            {"path": "nosuch://n.md", "text": "x"},
+            ("finished", "policy_denied"),
+        ),  # policy comes before approval
+        (
+            "auto",
+            "write_note",
+            {"path": "data://../n.md", "text": "x"},
+            ("finished", "policy_denied"),
+        ),
+        ("safe", "echo", {"text": "hi"}, ("finished", None)),
+    ],
+)
+async def test_loading_a_found_tool_changes_nothing_about_its_approval_or_policy(
+    rt_platform: Platform,
+    write_script: ScriptWriter,
+    profile: str,
+    tool: str,
+    arguments: dict[str, Any],
+    expected: tuple[str, str | None],
+) -> None:
+    direct = write_script({"tool_calls": [call(tool, **arguments)]}, {"text": "done"})
+    await rt_platform.admin.set_live("tool_search", "off")
+    given = await _outcome(rt_platform, direct, profile, tool)
+
+    searched = write_script(
+        {"tool_calls": [call("tool_search", query=f"^{tool}$", mode="regex")]},
+        {"tool_calls": [call(tool, **arguments)]},
+        {"text": "done"},
+    )
+    await rt_platform.admin.set_live("tool_search", "on")
+    found = await _outcome(rt_platform, searched, profile, tool)
+
+    assert found == given
+    status, waiting, is_error, code, _ = given
+    assert (status, code) == expected and is_error == (code is not None)
+    assert waiting == ((tool,) if status == "parked" else ())
