@@ -1,5 +1,5 @@
-"""tool_search with the six official reference MCP servers connected: the tool list the
-model gets shrinks to the native tools and a list of names, and a scripted run finds the
+"""tool_search with the six official reference MCP servers connected: in auto mode the tool
+list the model gets shrinks to the native tools and a list of names, and a scripted run finds the
 time server's tool, gets it in full on its next step and calls it through the pipeline."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 from corral.platform import Platform
 from corral.runtime.compaction.tokens import count_tokens, tokenizer_name
 from corral.runtime.prompt import Prompt, PromptRequest
+from corral.runtime.tool_search.context_windows import FALLBACK_CONTEXT_TOKENS
 from tests.packages.core.official_mcp_servers import node_server, python_server
 from tests.packages.core.test_official_mcp_servers import connect
 
@@ -110,7 +111,9 @@ async def test_six_servers_tool_list_shrinks_and_a_deferred_time_tool_is_found_a
     without = builds[-1]
     assert offered <= set(without.tools)
 
-    await platform.admin.set_live("tool_search", "on")
+    # auto, the default, defers them: the script model's context is the fallback size.
+    assert sum(without.definitions.values()) > FALLBACK_CONTEXT_TOKENS // 10, without
+    await platform.admin.reset_live("tool_search")
     count = len(builds)
     turn = await platform.chat("what time is it?", conversation_id=plain.conversation_id)
     deferred, loaded = builds[count], builds[count + 1]
