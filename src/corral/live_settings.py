@@ -267,6 +267,26 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "one-line descriptions); skills past it are counted, not listed.",
     ),
     LiveSettingDef(
+        key="tool_search",
+        type=str,
+        default="auto",
+        choices=("auto", "on", "off"),
+        description="Tool search: 'auto' defers the tools beyond the native and pinned ones "
+        "(listed by name only, found and loaded with tool_search) when the visible tools' "
+        "schemas take more than tool_search_share_percent of the model's context; 'on' "
+        "always defers them; 'off' never does.",
+    ),
+    LiveSettingDef(
+        key="tool_search_share_percent",
+        type=float,
+        default=10.0,
+        minimum=0.1,
+        maximum=100.0,
+        description="Share of the model's context (genai-prices data; 128,000 tokens for a "
+        "model it does not know) the visible tools' schemas may take before tool_search "
+        "'auto' defers tools.",
+    ),
+    LiveSettingDef(
         key="delegate_answer_cap_chars",
         type=int,
         default=20_000,

@@ -45,3 +45,16 @@ def test_admin_commands_explain_mistakes(data_dir: Path) -> None:
     yolo = run(data_dir, "agents", "set", "default", "--profile", "yolo")
     assert yolo.returncode == 2 and "unknown permission profile 'yolo'" in yolo.stderr
     assert "Traceback" not in yolo.stderr
+
+
+def test_agents_pin_tools_and_unpin_them(data_dir: Path) -> None:
+    ghost = run(data_dir, "agents", "pin", "default", "ghost")
+    assert ghost.returncode == 2 and "no tool named 'ghost'" in ghost.stderr
+    assert "Traceback" not in ghost.stderr
+    pinned = run(data_dir, "agents", "pin", "default", "echo")
+    assert pinned.returncode == 0 and "pins echo" in pinned.stdout
+    [agent] = json.loads(run(data_dir, "agents", "list", "--json").stdout)
+    assert agent["pinned_tools"] == ["echo"]
+    assert run(data_dir, "agents", "pin", "default").returncode == 0
+    [agent] = json.loads(run(data_dir, "agents", "list", "--json").stdout)
+    assert agent["pinned_tools"] == []

@@ -27,6 +27,7 @@ NATIVE = {
     "todos",
     "compact_history",
     "connect",
+    "tool_search",
 }
 
 

@@ -37,6 +37,7 @@ def list_agents(
                     "tool_mode": a.tool_mode,
                     "tools_off": a.tools_off,
                     "allowlist": a.allowlist,
+                    "pinned_tools": a.pinned_tools,
                 }
                 for a in rows
             ]
@@ -86,6 +87,24 @@ def only_tools(
 
     run_with_platform(ctx, work)
     console.print(f"agent {agent!r} now uses only {', '.join(tools)}")
+
+
+@app.command("pin")
+def pin_tools(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="Agent name.")],
+    tools: Annotated[
+        list[str] | None, typer.Argument(help="The tools to pin; none unpins every tool.")
+    ] = None,
+) -> None:
+    """Pin tools: given in full every step, never deferred by tool search."""
+
+    async def work(platform: Platform) -> None:
+        await platform.admin.set_pinned_tools(agent, tools or [])
+
+    run_with_platform(ctx, work)
+    pinned = ", ".join(tools) if tools else "no tools"
+    console.print(f"agent {agent!r} pins {pinned}", highlight=False)
 
 
 @app.command("all")

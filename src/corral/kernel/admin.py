@@ -198,6 +198,21 @@ class Admin:
 
         await self._write(change)
 
+    async def set_pinned_tools(self, agent: str, tools: list[str]) -> None:
+        """Tools ``agent`` always gets in full, never deferred by tool_search (empty: none).
+        Pinning shows a tool; it never makes one visible that the caller cannot see."""
+        self._require_tools(tools)
+
+        async def change(session: AsyncSession) -> None:
+            row = await self._agent(session, agent)
+            row.pinned_tools, row.updated_at = sorted(set(tools)), t.utcnow()
+
+        await self._write(change)
+
+    async def pinned_tools(self, agent: str) -> list[str]:
+        async with self._sessions() as session:
+            return list((await self._agent(session, agent)).pinned_tools or ())
+
     async def set_all_tools(self, agent: str) -> None:
         """Back to all mode (every visible tool, none switched off)."""
 

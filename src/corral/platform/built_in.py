@@ -34,6 +34,7 @@ from corral.runtime.runs import TERMINAL
 from corral.runtime.runtime import Runtime
 from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.skills.trust import SkillTrust
+from corral.runtime.tool_search import ToolSearch
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct
@@ -74,6 +75,8 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     runtime.prompt.add_state_block(compactions.context_map)
     runtime.prompt.add_overlay(compactions.overlay)
     runtime.run_end_hooks.append(questions.close_for_run)
+    tool_search = ToolSearch(runtime)
+    runtime.prompt.set_tool_planner(tool_search)
 
     workflows = Workflows(runtime, goals)
     scheduler = Scheduler(workflows)
@@ -123,6 +126,7 @@ async def install_built_in(setup: PackageSetup) -> Installed:
                 ChannelKind: channel_kind,
                 ChannelConnect: channel_kind,
                 GitRemotes: GitRemotes(kernel, credentials),
+                ToolSearch: tool_search,
             },
         ),
         start=[start],

@@ -24,6 +24,8 @@ class AgentConfig:
     model: str | None
     profile: Profile
     step_budget: int | None
+    pinned_tools: tuple[str, ...] = ()
+    """Tools given in full every step, never deferred by tool_search."""
 
 
 async def load_agent(sessions: async_sessionmaker[AsyncSession], name: str) -> AgentConfig:
@@ -37,4 +39,5 @@ async def load_agent(sessions: async_sessionmaker[AsyncSession], name: str) -> A
         model=row.model,
         profile=parse_profile(row.profile),
         step_budget=row.step_budget,
+        pinned_tools=tuple(row.pinned_tools or ()),
     )

@@ -482,6 +482,7 @@ class _Loop:
                 sources=state.sources,
                 live=state.live,
                 background=rt.background_work,
+                pinned_tools=context.agent.pinned_tools,
                 refresh=refresh,
             )
         )

@@ -14,7 +14,8 @@ with its code.
 Tools that need a run the model drives (:data:`NOT_OVER_MCP`) are not listed: an MCP
 client is its own agent loop, so nothing could answer ``ask_question`` into it, a delegate
 could not report back, and ``compact_history`` would have no history to trim (the calls an
-MCP client makes are not turns of the conversation).
+MCP client makes are not turns of the conversation); ``tool_search`` loads tools into a
+model's next step, and an MCP client already lists them all.
 
 Who calls is asked per request (:data:`Who`): stdio serves one fixed user, the HTTP endpoint
 (:mod:`corral.server.mcp_http`) the user its bearer token belongs to.
@@ -92,7 +93,7 @@ Who = Callable[[Any], Awaitable[tuple[Caller, Profile]]]
 """From a request's context, the caller to act as (resolved once per request, with its
 current rights) and the profile of its calls."""
 
-NOT_OVER_MCP = frozenset({"ask_question", "delegate", "compact_history"})
+NOT_OVER_MCP = frozenset({"ask_question", "delegate", "compact_history", "tool_search"})
 """Tools that only work inside a run the platform's model drives."""
 
 SessionKey = Callable[[Any], str | None]

@@ -153,6 +153,8 @@ class Agent(Base):
     tools_off: Mapped[list[str]] = mapped_column(JSON, default=list)
     allowlist: Mapped[list[str]] = mapped_column(JSON, default=list)
     step_budget: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pinned_tools: Mapped[list[str]] = mapped_column(JSON, default=list)
+    """Tools the agent always gets in full, never deferred by tool_search."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

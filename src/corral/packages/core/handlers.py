@@ -16,6 +16,7 @@ from corral.packages.core.connect import connect
 from corral.packages.core.delegate import delegate
 from corral.packages.core.execute import execute, execute_policy
 from corral.packages.core.todos import todos
+from corral.packages.core.tool_search import tool_search
 from corral.packages.core.web_fetch import web_fetch
 from corral.packages.core.web_search import web_search
 from corral.packages.core.workflow import workflow
@@ -30,6 +31,7 @@ __all__ = [
     "delegate",
     "execute",
     "todos",
+    "tool_search",
     "web_fetch",
     "web_search",
     "workflow",

@@ -4,8 +4,8 @@
 the *overlays* (functions from rows to prompt rows, e.g. issue 7's compact_history trims;
 they never see or touch the system part), turns rows into pydantic-ai messages reusing what
 did not change, renders the system part, and hands the visible tools' full schemas over as
-tool definitions. A warm build of a 10,000-row conversation takes a few milliseconds
-(``bench/loop.py`` measures it).
+tool definitions (those the tool planner, tool_search, does not defer). A warm build of a
+10,000-row conversation takes a few milliseconds (``bench/loop.py`` measures it).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic_ai.messages import InstructionPart, ModelMessage
 from pydantic_ai.models import ModelRequestParameters
@@ -33,11 +33,21 @@ from corral.runtime.timeline import TimelineRow
 from corral.tools.contract import ToolSpec
 from corral.tools.registry import LoadedTool
 
-__all__ = ["Overlay", "Prompt", "PromptBuilder", "PromptRequest"]
+__all__ = ["Overlay", "Prompt", "PromptBuilder", "PromptRequest", "ToolPlanner"]
 
 Overlay = Callable[[Sequence[TimelineRow], PromptView], Sequence[TimelineRow]]
 """Maps the timeline to the rows the model sees this step; return rows unchanged where
 nothing applies (identical row objects keep their cached messages)."""
+
+
+class ToolPlanner(Protocol):
+    """Chooses which visible tools the model gets in full this step (tool_search)."""
+
+    async def plan(
+        self, tools: Sequence[LoadedTool], view: PromptView, pinned: Sequence[str]
+    ) -> tuple[Sequence[LoadedTool], str | None]:
+        """The tools shown in full, and a system prompt block naming the others (or None)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +62,8 @@ class PromptRequest:
     sources: SourcePolicy
     live: Mapping[str, Any]
     background: Sequence[BackgroundWorkSource] = ()
+    pinned_tools: Sequence[str] = ()
+    """Tools the agent always gets in full, never deferred by tool_search."""
     refresh: bool = False
     """Read the store for rows written elsewhere (a run's first step does)."""
 
@@ -78,10 +90,16 @@ class PromptBuilder:
         self.overlays: list[Overlay] = []
         self.attachments: AttachmentReader | None = None
         """Expands ``⟦fs:read:URI⟧`` in a person's message (set by the drive package)."""
+        self.tool_planner: ToolPlanner | None = None
+        """Defers tools beyond the core set when their schemas crowd the context."""
 
     def set_attachment_reader(self, reader: AttachmentReader) -> None:
         """Read the files a person's message refers to with ``reader``."""
         self.attachments = reader
+
+    def set_tool_planner(self, planner: ToolPlanner) -> None:
+        """Let ``planner`` choose the tools given in full each step."""
+        self.tool_planner = planner
 
     def add_state_block(self, block: StateBlock) -> None:
         """Add a block to the state section of every system prompt (in order of adding)."""
@@ -162,14 +180,18 @@ class PromptBuilder:
             media=request.media, reader=self.reader, caller=request.caller, sources=request.sources
         )
         messages = history.messages(rows, context)
+        tools, deferred = request.tools, None
+        if self.tool_planner is not None and tools:
+            tools, deferred = await self.tool_planner.plan(tools, view, request.pinned_tools)
         instructions = await system_parts(
             instructions=request.instructions,
             blocks=self.state_blocks,
             view=view,
             background=await background_block(request.background, request.conversation_id),
+            deferred_tools=deferred,
         )
         parameters = ModelRequestParameters(
-            function_tools=self.tool_definitions(request.tools),
+            function_tools=self.tool_definitions(tools),
             allow_text_output=True,
             instruction_parts=instructions,
         )

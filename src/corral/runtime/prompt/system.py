@@ -7,7 +7,8 @@ Dynamic part, in this order:
    state and the closed-cycles line here);
 2. the background work still running in this conversation, from every registered
    :class:`~corral.runtime.background.BackgroundWorkSource`;
-3. the session block with the live Steps counter.
+3. the tools tool_search deferred this step, one name a line;
+4. the session block with the live Steps counter.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ async def system_parts(
     blocks: Sequence[StateBlock],
     view: PromptView,
     background: str | None,
+    deferred_tools: str | None = None,
 ) -> list[InstructionPart]:
     static = f"{instructions.strip()}\n\n{RULES}" if instructions.strip() else RULES
     dynamic: list[str] = []
@@ -117,6 +119,8 @@ async def system_parts(
             dynamic.append(text.strip())
     if background:
         dynamic.append(background)
+    if deferred_tools:
+        dynamic.append(deferred_tools)
     dynamic.append(session_block(view))
     return [
         InstructionPart(static, dynamic=False),

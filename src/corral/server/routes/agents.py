@@ -24,6 +24,12 @@ class ToolSwitch(BaseModel):
     enabled: bool = Field(description="true switches the tool on, false switches it off.")
 
 
+class Pins(BaseModel):
+    tools: list[str] = Field(
+        description="Tools always given in full, never deferred by tool search ([]: none)."
+    )
+
+
 class Allowlist(BaseModel):
     tools: list[str] = Field(
         min_length=1, description="Exactly the tools the agent may use (custom mode)."
@@ -52,6 +58,7 @@ async def _access(platform: PlatformDep, caller: CallerDep, agent: str) -> dict[
         "mode": selection.mode,
         "tools_off": sorted(selection.tools_off),
         "allowlist": sorted(selection.allowlist),
+        "pinned_tools": await platform.admin.pinned_tools(agent),
         "tools": tools,
     }
 
@@ -79,6 +86,16 @@ async def set_allowlist(
     """Leave all mode: freeze exactly these tools as the agent's allowlist."""
     require_feature(caller, _WRITE)
     await platform.admin.set_custom_tools(agent, body.tools)
+    return await _access(platform, caller, agent)
+
+
+@router.put("/{agent}/pinned")
+async def set_pinned(
+    agent: str, body: Pins, platform: PlatformDep, caller: CallerDep
+) -> dict[str, Any]:
+    """Pin tools: given in full every step, never deferred by tool search."""
+    require_feature(caller, _WRITE)
+    await platform.admin.set_pinned_tools(agent, body.tools)
     return await _access(platform, caller, agent)
 
 
