@@ -255,6 +255,19 @@ class ApprovalStore:
         async with self._sessions() as session:
             return [ApprovalRecord.of(r) for r in await session.scalars(query)]
 
+    async def expire(self, approval_id: str, note: str) -> bool:
+        """End a pending approval unanswered past its expiry as a denial; False when an
+        answer (from any surface) came first."""
+        async with self._sessions.begin() as session:
+            if not await self.decisions.end(session, approval_id, "expired", note):
+                return False
+            await session.execute(
+                update(t.Approval)
+                .where(t.Approval.id == approval_id, t.Approval.status == "pending")
+                .values(status="denied", decided_at=t.utcnow(), note=note)
+            )
+        return True
+
     async def store_result(self, approval_id: str, result: dict[str, Any]) -> None:
         async with self._sessions.begin() as session:
             await session.execute(

@@ -124,6 +124,19 @@ class QuestionStore:
             )
         return int(getattr(outcome, "rowcount", 0)) == 1
 
+    async def expire(self, question_id: str, note: str) -> bool:
+        """Close an open question unanswered past its expiry; False when an answer came
+        first."""
+        async with self._sessions.begin() as session:
+            if not await self._decisions.end(session, question_id, "expired", note):
+                return False
+            await session.execute(
+                update(ct.Question)
+                .where(ct.Question.id == question_id, ct.Question.status == "open")
+                .values(status="closed", note=note, answered_at=utcnow())
+            )
+        return True
+
     async def close_for_run(self, run_id: str, note: str) -> int:
         """Close every question a run that ended left open; returns how many."""
         async with self._sessions.begin() as session:
