@@ -228,12 +228,13 @@ async def test_an_approved_call_counts_against_the_parked_runs_budget(
         "write", model=model, conversation_id=conversation.id, profile="balanced"
     )
     assert turn.status == "parked"
-    decided = await rt_platform.decide_approval(turn.approvals[0], "approve")
-    assert decided.error_code == "budget_exhausted", decided.text
+    await rt_platform.decide_approval(turn.approvals[0], "approve")
+    final = await rt.wait_run(turn.run_id)  # the approved call runs in the run's own job
+    assert final.status == "finished"
+    decided = await rt_platform.approval_result(turn.approvals[0])
+    assert decided is not None and decided.error_code == "budget_exhausted", decided
     assert "the limit of 0 calls of 'write_note' is used up" in decided.text
     assert not (rt_platform.settings.drive_dir / "note.md").exists()
-    final = await rt.wait_run(turn.run_id)
-    assert final.status == "finished"
 
 
 class FastTimers:
