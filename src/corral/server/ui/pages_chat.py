@@ -15,6 +15,7 @@ from sse_starlette import EventSourceResponse
 
 from corral.server.ui.access import PageCaller, SignedIn, UiRoute, require_csrf, ui_state
 from corral.server.ui.conversation_states import conversation_states
+from corral.server.ui.delegate_waits import open_child_cards
 from corral.server.ui.render import templates
 from corral.server.ui.stream import chat_stream, run_bar_html
 from corral.server.ui.timeline import TimelineView
@@ -75,6 +76,7 @@ async def chat_page(conversation_id: str, who: PageCaller) -> Response:
     rt = who.platform.runtime
     conversation = await rt.conversation(conversation_id, user=who.user)
     view = TimelineView.of(await rt.rows(conversation_id, user=who.user))
+    await open_child_cards(who, view)
     status = run_id = None
     if conversation.active_run_id is not None:
         run = await rt.run(conversation.active_run_id, user=who.user)
