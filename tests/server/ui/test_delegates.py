@@ -207,6 +207,9 @@ def test_a_foreground_childs_approval_is_decided_on_the_parents_delegate_card(
     expect(inner.locator(".reason")).to_have_text("Write the file from the parent's card.")
     expect(delegate.locator("p.delegate-waits")).to_contain_text("waiting for you")
     expect(inner.locator("footer.approval select[name=remember]")).to_have_count(1)
+    # The header's list links the child's approval to the parent's conversation.
+    waiting = page.locator(f"#waiting-for-you li:has(a[href='/ui/c/{turn.conversation_id}'])")
+    expect(waiting).to_contain_text("approval of a subagent · execute: echo inner")
     page.reload()  # and stays so after a reload
     expect(page.locator("body[data-live=open]")).to_have_count(1)
     expect(inner.locator("footer.approval")).to_be_visible()

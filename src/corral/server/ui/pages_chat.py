@@ -19,6 +19,7 @@ from corral.server.ui.delegate_waits import open_child_cards
 from corral.server.ui.render import templates
 from corral.server.ui.stream import chat_stream, run_bar_html
 from corral.server.ui.timeline import TimelineView
+from corral.server.ui.waiting_list import waiting_counts, waiting_for
 from corral.store import tables as t
 
 __all__ = ["router"]
@@ -42,10 +43,12 @@ async def conversations_page(who: PageCaller, q: str = "") -> Response:
     shown = [c for c in found if needle in (c.title or c.id).lower()] if needle else found
     shown.sort(key=lambda c: c.updated_at, reverse=True)
     states = await conversation_states(who.platform.kernel.sessions, [c.id for c in shown])
+    waiting = waiting_counts(await waiting_for(who))
     html = templates.get_template("conversations.html").render(
         who=who,
         conversations=shown,
         states=states,
+        waiting=waiting,
         q=q,
         agents=await agent_names(who),
         default_model=who.platform.settings.default_model,
