@@ -11,8 +11,9 @@ from typing import Any
 
 import httpx
 
+from corral.channels import Channels
 from corral.server.ui.access import UiState
-from corral.server.ui.sessions import COOKIE_NAME
+from corral.server.ui.sessions import COOKIE_NAME, CSRF_HEADER
 from tests.server.ui.conftest import LiveServer, Session, script
 
 playwright_sync = __import__("playwright.sync_api", fromlist=["expect"])
@@ -91,3 +92,29 @@ def test_the_header_lists_what_waits_for_the_person_and_follows_it(
     with httpx.Client(base_url=server.base_url, cookies=cookies, timeout=30) as client:
         mine = client.get("/ui/waiting").text
     assert "Nothing waits for you." in mine and 'data-count="0"' in mine
+
+
+def test_a_paired_person_switches_notifications_of_new_decisions_from_the_list(
+    server: LiveServer,
+) -> None:
+    state: UiState = server.app.state.ui
+    channels = server.platform.services.require(Channels)
+    ana = server.run(server.platform.identity.create_user("ana", "member"))
+    cookie = server.run(state.sessions.begin(ana))
+    headers = {CSRF_HEADER: state.keys.csrf_token(cookie)}
+    with httpx.Client(
+        base_url=server.base_url, cookies={COOKIE_NAME: cookie}, timeout=30
+    ) as client:
+        assert "Send them there too" not in client.get("/ui/waiting").text  # no paired chat
+        sender, _ = server.run(channels.store.pending("tg", "77", "7700", "@ana", 600))
+        server.run(channels.store.decide(sender.id, "approved", by="u_owner", user_id=ana))
+        assert "Send them there too" in client.get("/ui/waiting").text
+        refused = client.post("/ui/notify", data={"notify": "on"})
+        assert refused.status_code == 403  # no CSRF token
+        turned = client.post("/ui/notify", data={"notify": "on"}, headers=headers)
+        assert turned.status_code == 200 and "Stop sending them" in turned.text
+        assert server.run(channels.notifications(ana))["notify"] is True
+        wrong = client.post("/ui/notify", data={"notify": "maybe"}, headers=headers)
+        assert wrong.status_code == 422
+        client.post("/ui/notify", data={"notify": "off"}, headers=headers)
+        assert server.run(channels.notifications(ana))["notify"] is False
