@@ -12,7 +12,7 @@ from corral.platform import Platform
 from corral.runtime.questions import Questions
 from tests.channels.conftest import channels, connect, settle, tg_message, tg_press
 from tests.channels.test_bound import bound_conversation
-from tests.channels.test_slack import SIGNING, message_event, send
+from tests.channels.test_slack import SIGNING, message_event, press, send
 from tests.channels.test_telegram import pair, post, webhook_channel
 from tests.channels.vendor_servers import FakeSlack, FakeTelegram
 from tests.runtime.conftest import ScriptWriter, call
@@ -155,3 +155,56 @@ def test_the_edit_names_the_surface_when_the_decision_card_records_one() -> None
     assert outcome_line("deny", "ana", "telegram") == "denied by ana in Telegram"
     assert outcome_line("approve", "ana", "pager") == "approved by ana from pager"
     assert outcome_line("approve", "ana") == "approved by ana"
+
+
+async def test_a_slack_notification_refuses_another_person_and_is_updated_when_decided_on_http(
+    ch_platform: Platform, http: httpx.AsyncClient, slack: FakeSlack, write_script: ScriptWriter
+) -> None:
+    await ch_platform.identity.create_user("bob", "member")
+    await connect(
+        ch_platform,
+        name="sl",
+        provider="slack",
+        secret=slack.token,
+        fields={"signing_secret": SIGNING, "model": write_script({"text": "x"})},
+    )
+    await send(http, message_event("Ev1", "hi", ts="100.1"))
+    await settle(ch_platform)
+    code = slack.posted[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+    await http.post(f"/channels/pairing/{code}/approve", json={})
+    await send(http, message_event("Ev2", "me too", ts="100.2", user="U2"))
+    await settle(ch_platform)
+    code = slack.posted[-1]["text"].split("pairing code is ")[1].split(" ")[0]
+    await http.post(f"/channels/pairing/{code}/approve", json={"user": "bob"})
+    owner = (await ch_platform.caller()).user_id
+    await channels(ch_platform).notifications(owner, True)
+
+    conversation = await ch_platform.runtime.start_conversation(title="Web work")
+    parked = await ch_platform.chat(
+        "write",
+        conversation_id=conversation.id,
+        model=_note_script(write_script, "data://slack-notified.md"),
+    )
+    assert parked.status == "parked"
+    await settle(ch_platform)
+    told = slack.posted[-1]
+    assert told["channel"] == "C9"
+    assert told["text"].startswith("Waiting for you in “Web work”.")
+    buttons = told["blocks"][1]["elements"]
+    assert [b["text"]["text"] for b in buttons] == ["Approve", "Deny"]
+
+    await press(http, buttons[0]["value"], user="U2")  # bob: not his decision
+    await settle(ch_platform)
+    assert slack.posted[-1]["text"].startswith("Only owner can answer this")
+    approval_id = parked.waiting[0].id
+    assert (await ch_platform.approvals.get(approval_id)).status == "pending"
+    assert slack.updated == []
+
+    decided = await http.post(f"/approvals/{approval_id}/decision", json={"decision": "approve"})
+    assert decided.status_code == 200, decided.text
+    assert (await ch_platform.runtime.wait_run(parked.run_id)).status == "finished"
+    await settle(ch_platform, conversation.id)
+    (updated,) = slack.updated
+    assert updated["channel"] == "C9" and updated["ts"].startswith("1700000000.")
+    assert updated["text"] == told["text"] + "\n\nApproved by owner."
+    assert updated["blocks"] == []
