@@ -59,12 +59,13 @@ async def test_an_approval_decided_over_http_edits_its_chat_message_and_late_pre
     await settle(ch_platform, conversation_id)
     (edited,) = telegram.method_calls("editMessageText")
     assert edited["chat_id"] == "4200" and isinstance(edited["message_id"], int)
-    assert edited["text"] == asking["text"] + "\n\nApproved by owner\\."
+    assert edited["text"] == asking["text"] + "\n\nApproved by owner through the API\\."
     assert "reply_markup" not in edited  # the buttons are gone
 
     await post(http, tg_press(22, approve), secret)  # the owner's late press
     await settle(ch_platform)
-    assert "That approval was already approved by owner" in telegram.sent[-1]["text"]
+    late = telegram.sent[-1]["text"]
+    assert "was already decided by owner from the API at " in late
     assert len(telegram.method_calls("editMessageText")) == 1
     assert (await ch_platform.runtime.runs.get(run.id)).status == "finished"
 
@@ -107,7 +108,7 @@ async def test_a_person_who_asked_is_notified_of_a_web_decision_and_answers_it_i
     assert ended.status == "finished"
     await settle(ch_platform, conversation.id)
     (edited,) = telegram.method_calls("editMessageText")
-    assert edited["text"] == told["text"] + "\n\nApproved by owner\\."
+    assert edited["text"] == told["text"] + "\n\nApproved by owner in Telegram\\."
     assert (await ch_platform.approvals.get(quiet.waiting[0].id)).status == "pending"
 
 
@@ -142,11 +143,11 @@ async def test_a_slack_question_answered_elsewhere_updates_its_message(
 
     questions = ch_platform.services.require(Questions)
     (open_question,) = await questions.list_questions(conversation_id=conversation_id)
-    await questions.answer(open_question.id, [1])
+    await questions.answer(open_question.id, [1], surface="cli")
     await settle(ch_platform, conversation_id)
     (updated,) = slack.updated
     assert updated["channel"] == "C9" and updated["ts"].startswith("1700000000.")
-    assert updated["text"] == asking["text"] + "\n\nAnswered by owner."
+    assert updated["text"] == asking["text"] + "\n\nAnswered by owner in the terminal."
     assert updated["blocks"] == []
 
 
@@ -206,5 +207,35 @@ async def test_a_slack_notification_refuses_another_person_and_is_updated_when_d
     await settle(ch_platform, conversation.id)
     (updated,) = slack.updated
     assert updated["channel"] == "C9" and updated["ts"].startswith("1700000000.")
-    assert updated["text"] == told["text"] + "\n\nApproved by owner."
+    assert updated["text"] == told["text"] + "\n\nApproved by owner through the API."
     assert updated["blocks"] == []
+
+
+async def test_a_decision_recorded_by_another_process_is_edited_by_the_sweep_from_its_record(
+    ch_platform: Platform,
+    http: httpx.AsyncClient,
+    telegram: FakeTelegram,
+    write_script: ScriptWriter,
+) -> None:
+    secret = await webhook_channel(
+        ch_platform, telegram, _note_script(write_script, "data://swept.md")
+    )
+    await pair(ch_platform, http, telegram, secret, "owner")
+    await post(http, tg_message(2, "write the note"), secret)
+    conversation_id = await bound_conversation(http)
+    await settle(ch_platform, conversation_id)
+    (run,) = await ch_platform.runtime.runs.list_runs(conversation_id=conversation_id)
+    asking = telegram.sent[-1]
+    owner = (await ch_platform.caller()).user_id
+
+    # Recorded as `corral approvals decide` in another process would: no row here to follow.
+    await ch_platform.approvals.claim(
+        run.waiting[0].id, "deny", by=owner, by_name="owner", note=None, surface="cli"
+    )
+    await settle(ch_platform)
+    assert telegram.method_calls("editMessageText") == []
+    await channels(ch_platform).decisions.settle()  # the relay's periodic sweep
+    (edited,) = telegram.method_calls("editMessageText")
+    assert edited["text"] == asking["text"] + "\n\nDenied by owner in the terminal\\."
+    await channels(ch_platform).decisions.settle()
+    assert len(telegram.method_calls("editMessageText")) == 1  # edited once

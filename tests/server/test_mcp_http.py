@@ -95,14 +95,16 @@ async def test_a_whole_sdk_session_keeps_todos_and_waits_for_an_approval_over_ht
         # A person answers through the HTTP API while the MCP session stays open.
         decided = await api.post(f"/approvals/{approval}/decision", json={"decision": "approve"})
         assert decided.status_code == 200, decided.text
-        result = decided.json()["result"]
+        assert decided.json()["result"]["status"] == "pending"  # it runs after the answer
+        result = (await api.get(f"/approvals/{approval}", params={"wait": 30})).json()["result"]
         assert result["status"] == "ok", result
         assert result["content"] == [{"type": "text", "text": "wrote data://n.md"}]
         started = await api.post(
             f"/approvals/{shell_approval}/decision", json={"decision": "approve"}
         )
         assert started.status_code == 200, started.text
-        started_text = started.json()["result"]["content"][0]["text"]
+        shown = await api.get(f"/approvals/{shell_approval}", params={"wait": 30})
+        started_text = shown.json()["result"]["content"][0]["text"]
         [shell_id] = re.findall(r"Started background shell (\S+) ", started_text)
         again = await session.call_tool("echo", {"text": "still here"})
         assert text_of(again.content) == "still here"

@@ -2,7 +2,7 @@
 
 - A chat message that offered an approval or a question with buttons is edited, once, when
   the decision ends anywhere ("approved by ana in the browser"): who and where come from
-  the ``decided`` / ``answered`` card when it says so, else from the decision's record. The
+  the decision's record (:mod:`corral.kernel.decisions`, the compare-and-set's winner). The
   edit is started by that card's row in this process and, for decisions made elsewhere
   (another process, a run that ended), by the relay's periodic sweep.
 - A person who chose so (``corral channels notify on``) is sent each new pending decision
@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
-
-from sqlalchemy import select
 
 from corral.channels.decision_store import WaitMessage
 from corral.channels.relay import Chat, Relay
@@ -29,7 +27,6 @@ from corral.channels.store import ChannelStore
 from corral.channels.text import escape_markdown_v2
 from corral.errors import NotFound, UsageError
 from corral.kernel import Kernel
-from corral.runtime.questions import Questions
 from corral.runtime.timeline import TimelineRow
 from corral.store import runtime_tables as rt_tables
 
@@ -79,13 +76,10 @@ def outcome_line(verb: str, by: str | None, surface: object = None) -> str:
 class DecisionSurfaces:
     """Edits the chat messages of decisions that ended; notifies people who asked to be."""
 
-    def __init__(
-        self, kernel: Kernel, store: ChannelStore, relay: Relay, questions: Questions | None
-    ) -> None:
+    def __init__(self, kernel: Kernel, store: ChannelStore, relay: Relay) -> None:
         self._kernel = kernel
         self._store = store
         self._relay = relay
-        self._questions = questions
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- following rows ---------------------------------------------------------------------
@@ -140,55 +134,23 @@ class DecisionSurfaces:
             )
 
     async def _outcome(self, message: WaitMessage) -> str | None:
-        """How the decision ended, as the edit says it; None while it is still open."""
-        card = await self._decision_card(message)
-        if message.wait_kind == "approval":
-            try:
-                record = await self._kernel.approvals.get(message.wait_id)
-            except NotFound:
-                return "closed"
-            if record.status == "pending":
-                return None
-            if card is not None:
-                verb = str(card.get("decision") or record.status)
-                return outcome_line(
-                    verb, _by(card) or await self._name(record.decided_by), card.get("surface")
-                )
-            return outcome_line(record.status, await self._name(record.decided_by))
-        if self._questions is None:
-            return None
+        """How the decision ended, as the edit says it; None while it is still open. Who
+        and where come from the decision's record (the compare-and-set's winner)."""
         try:
-            asked = await self._questions.store.get(message.wait_id)
-        except NotFound:
+            record = await self._kernel.approvals.decisions.get(message.wait_id)
+        except NotFound:  # every approval and question has one (0021_decisions): gone since
             return "closed"
-        if asked.status == "open":
+        if record.status == "pending":
             return None
-        if asked.status == "closed":
-            return "closed: the run ended before an answer"
-        by = (_by(card) if card else None) or await self._name(asked.answered_by)
-        return outcome_line("answered", by, card.get("surface") if card else None)
-
-    async def _decision_card(self, message: WaitMessage) -> Mapping[str, Any] | None:
-        """The ``decided`` / ``answered`` card of the message's call, if stored."""
-        row = rt_tables.ConversationRow
-        query = (
-            select(row.data)
-            .where(
-                row.conversation_id == message.conversation_id,
-                row.call_id == message.call_id,
-                row.kind == "card",
-            )
-            .order_by(row.seq.desc())
-        )
-        async with self._kernel.sessions() as session:
-            for data in await session.scalars(query):
-                wait = (data or {}).get("wait") or {}
-                if (
-                    data.get("card") in ("decided", "answered")
-                    and wait.get("id") == message.wait_id
-                ):
-                    return dict(data)
-        return None
+        by = record.decided_by_name or await self._name(record.decided_by)
+        if record.status == "decided":
+            answer = record.answer or {}
+            verb = str(answer.get("decision") or "answered")
+            return outcome_line(verb, by, record.surface)
+        if record.status == "expired":
+            denied = ", so denied" if record.kind == "approval" else ""
+            return f"expired without an answer{denied}"
+        return "closed: the run ended before an answer"
 
     async def _name(self, user_id: str | None) -> str | None:
         if not user_id:
@@ -235,8 +197,3 @@ class DecisionSurfaces:
         async with self._kernel.sessions() as session:
             found = await session.get(rt_tables.Conversation, conversation_id)
         return (found.title if found is not None else "") or conversation_id
-
-
-def _by(card: Mapping[str, Any]) -> str | None:
-    by = card.get("by")
-    return str(by) if by else None

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from corral.channels.relay import Chat, Relay
 from corral.channels.store import ChannelStore, ConnectionRecord, SenderRecord
 from corral.channels.vendors import Inbound
-from corral.errors import CorralError, NotFound
+from corral.errors import AlreadyDecided, CorralError, NotFound
 from corral.kernel import Decision, rule_proposals
+from corral.kernel.decisions import check_surface
 from corral.runtime.agents import load_agent
 from corral.runtime.caller_scope import CallerScope
 from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
@@ -190,19 +191,13 @@ class Router:
         )
         return False
 
-    async def _name(self, user_id: str | None) -> str:
-        if not user_id:
-            return "someone"
-        try:
-            return (await self._rt.kernel.caller(user_id)).name
-        except CorralError:
-            return user_id
-
     async def _decide(
         self, here: _Context, approval_id: str, decision: Decision, *, remember: bool = False
     ) -> None:
         """Answer an approval; ``remember`` also keeps the command's families as rules for
-        the run's agent (scope ``agent``: the person's own), as the web card's choice does."""
+        the run's agent (scope ``agent``: the person's own), as the web card's choice does.
+        The answer is the compare-and-set on the decision's record: a chat that lost to an
+        answer from anywhere is told who answered, from where and when."""
         kernel = self._rt.kernel
         try:
             record = await kernel.approvals.get(approval_id)
@@ -218,19 +213,27 @@ class Router:
         conversation_id = record.conversation_id or (run.conversation_id if run else None)
         if not await self._offered_here(here, approval_id, conversation_id):
             return
-        if record.status != "pending":
-            by = await self._name(record.decided_by)
-            self._relay.say(here.chat, f"That approval was already {record.status} by {by}.")
-            return
-        if run is None:
+        if run is None and record.status == "pending":
             self._relay.say(here.chat, "That approval no longer belongs to a run.")
             return
         decider = await kernel.caller(here.sender.user_id)
         note = f"from {here.connection.provider} channel {here.connection.name!r}"
+        surface = check_surface(here.connection.provider)
         planned = None
-        if remember:  # refused (before the claim) for a call that is not a command
-            planned = await rule_proposals.plan(kernel.command_rules, record, "family")
-        claimed = await kernel.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
+        try:
+            if remember:  # refused (before the claim) for a call that is not a command
+                planned = await rule_proposals.plan(kernel.command_rules, record, "family")
+            claimed = await kernel.approvals.claim(
+                approval_id,
+                decision,
+                by=decider.user_id,
+                by_name=decider.name,
+                note=note,
+                surface=surface,
+            )
+        except AlreadyDecided as exc:  # the first answer, from any surface, won
+            self._relay.say(here.chat, f"{_sentence(str(exc))} Nothing was changed.")
+            return
         if planned:
             await rule_proposals.remember(
                 kernel.command_rules,
@@ -241,7 +244,7 @@ class Router:
                 decided_by=decider.name,
                 note=note,
             )
-        await self._rt.decide_approval(claimed, decision, decider, note)
+        await self._rt.decide_approval(claimed, decision, decider, note, surface=surface)
 
     async def _answer(self, here: _Context, question_id: str, answers: list[AnswerInput]) -> None:
         if self._questions is None:
@@ -256,8 +259,18 @@ class Router:
             return
         if not await self._offered_here(here, question_id, record.conversation_id):
             return
-        if record.status != "open":
-            by = await self._name(record.answered_by)
-            self._relay.say(here.chat, f"That question was already {record.status} by {by}.")
-            return
-        await self._questions.answer(question_id, answers, user=here.sender.user_id)
+        try:
+            await self._questions.answer(
+                question_id,
+                answers,
+                surface=check_surface(here.connection.provider),
+                user=here.sender.user_id,
+            )
+        except AlreadyDecided as exc:  # the first answer, from any surface, won
+            self._relay.say(here.chat, f"{_sentence(str(exc))} Nothing was changed.")
+
+
+def _sentence(text: str) -> str:
+    """``approval 'ap_1' was already decided by…`` as a sentence of its own."""
+    text = text.rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}."

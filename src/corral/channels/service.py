@@ -102,7 +102,7 @@ class Channels:
             add_card=self._add_card,
         )
         self.router = Router(runtime, self.store, self.relay, questions)
-        self.decisions = DecisionSurfaces(self.kernel, self.store, self.relay, questions)
+        self.decisions = DecisionSurfaces(self.kernel, self.store, self.relay)
         self.pairing = Pairing(self.kernel, self.store, self.relay)
         self.delivery = WorkflowDelivery(runtime, self.store, self.relay, workflows)
         self.flood = FloodGate()
