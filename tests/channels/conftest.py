@@ -111,6 +111,8 @@ async def settle(platform: Platform, conversation_id: str | None = None) -> None
     if conversation_id is not None:
         await platform.runtime.wait_idle(conversation_id)
     await channels(platform).relay.drained()
+    await channels(platform).decisions.drained()  # edits and notifications of decisions
+    await channels(platform).relay.drained()
 
 
 def tg_message(update_id: int, text: str, *, user: int = 42, chat: int = 4200) -> dict[str, Any]:

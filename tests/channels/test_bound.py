@@ -56,7 +56,7 @@ async def test_an_approval_under_balanced_is_answered_by_the_runs_own_user_press
 
     await post(http, tg_press(21, approve, user=43), secret)  # bob: not his run
     await settle(ch_platform)
-    assert "Only the person this run belongs to" in telegram.sent[-1]["text"]
+    assert "Only owner can answer this: the decision is theirs" in telegram.sent[-1]["text"]
     assert (await ch_platform.runtime.runs.get(run.id)).status == "parked"
 
     await post(http, tg_press(22, approve), secret)
@@ -181,7 +181,7 @@ async def test_forged_or_foreign_presses_decide_nothing(
     await post(http, tg_press(31, forged, user=99, chat=99), secret)  # an unpaired sender
     await settle(ch_platform)
     texts = [m["text"] for m in telegram.sent[-2:]]
-    assert "Only the person this run belongs to" in texts[0]
+    assert "That decision was not offered in this chat" in texts[0]
     assert "pairing code" in texts[1]
     assert (await ch_platform.approvals.get(approval)).status == "pending"
     await post(http, tg_press(32, "a:ap_nonexistent:approve"), secret)

@@ -173,6 +173,8 @@ class FakeTelegram(FakeVendor):
             return 200, {"ok": True, "result": ready}
         if method == "getMe":
             return 200, {"ok": True, "result": {"id": 123, "is_bot": True, "username": "c_bot"}}
+        if method == "editMessageText":
+            return 200, {"ok": True, "result": {"message_id": payload["message_id"]}}
         if method in ("setWebhook", "deleteWebhook", "answerCallbackQuery"):
             return 200, {"ok": True, "result": True}
         return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
@@ -180,7 +182,7 @@ class FakeTelegram(FakeVendor):
 
 @dataclass
 class FakeSlack(FakeVendor):
-    """The Web API's ``chat.postMessage`` with a bot token."""
+    """The Web API's ``chat.postMessage`` and ``chat.update`` with a bot token."""
 
     token: str = "xoxb-test"
 
@@ -189,13 +191,20 @@ class FakeSlack(FakeVendor):
         with self.changed:
             return [c.json for c in self.calls if c.path == "/api/chat.postMessage"]
 
+    @property
+    def updated(self) -> list[dict[str, Any]]:
+        with self.changed:
+            return [c.json for c in self.calls if c.path == "/api/chat.update"]
+
     def answer(self, call: Call) -> tuple[int, Any]:
-        if call.path not in ("/api/chat.postMessage", "/api/auth.test"):
+        if call.path not in ("/api/chat.postMessage", "/api/chat.update", "/api/auth.test"):
             return 404, {"ok": False, "error": "unknown_method"}
         if call.headers.get("authorization") != f"Bearer {self.token}":
             return 200, {"ok": False, "error": "invalid_auth"}
         if call.path == "/api/auth.test":
             return 200, {"ok": True, "team": "corral", "user": "corral_bot"}
+        if call.path == "/api/chat.update":
+            return 200, {"ok": True, "ts": call.json["ts"]}
         return 200, {"ok": True, "ts": f"1700000000.{len(self.calls):06d}"}
 
 

@@ -51,3 +51,16 @@ async def test_pairing_list_approve_and_reject(data_dir: Path) -> None:
         state = await platform.services.require(Channels).check("hook")
     assert (state["pairedSenders"], state["failures"]) == (1, 1)
     assert VALUE not in listed.stdout + approved.stdout + rejected.stdout
+
+
+def test_notify_on_and_off_with_a_clear_refusal_of_anything_else(data_dir: Path) -> None:
+    turned = run(data_dir, "notify", "on")
+    assert turned.returncode == 0, turned.stderr
+    assert "notifications of pending decisions are on, but you have no paired chat" in " ".join(
+        turned.stdout.split()
+    )
+    shown = run(data_dir, "notify", "--json")
+    assert json.loads(shown.stdout) == {"notify": True, "paired_chats": []}
+    wrong = run(data_dir, "notify", "maybe")
+    assert wrong.returncode == 2
+    assert "notify takes 'on' or 'off', not 'maybe'" in " ".join(wrong.stderr.split())

@@ -5,7 +5,8 @@ message), as the platform user the owner mapped the sender to, with their rights
 now; the text reaches the model inside the untrusted-content envelope. While that
 conversation's run waits for an approval or a question, a button press — or, on a vendor
 without buttons, a numbered or written reply — answers it, and only when the sender is
-mapped to the user the run belongs to.
+mapped to the user the decision belongs to (a button of a notified decision of another
+conversation too); another paired person of the chat is told whose it is.
 """
 
 from __future__ import annotations
@@ -163,29 +164,57 @@ class Router:
                 here.chat, "That button is not one I know; it may be from an old message."
             )
 
-    def _not_yours(self, here: _Context) -> None:
+    async def _not_yours(self, here: _Context, owner: str) -> None:
+        """Another paired person of the chat pressed a button of someone else's decision."""
+        try:
+            name = (await self._rt.kernel.caller(owner)).name
+        except CorralError:
+            name = "the person this run belongs to"
         self._relay.say(
-            here.chat, "Only the person this run belongs to can answer it; nothing was changed."
+            here.chat,
+            f"Only {name} can answer this: the decision is theirs. Nothing was changed.",
         )
+
+    async def _offered_here(
+        self, here: _Context, wait_id: str, conversation_id: str | None
+    ) -> bool:
+        """Whether this chat was offered the decision: its conversation is bound here, or a
+        notification sent it here. A button made up for another one decides nothing."""
+        if conversation_id is not None and conversation_id == here.sender.conversation_id:
+            return True
+        if await self._relay.decisions.offered(wait_id, here.chat.connection, here.chat.chat_id):
+            return True
+        self._relay.say(
+            here.chat,
+            "That decision was not offered in this chat; answer it where it was asked. "
+            "Nothing was changed.",
+        )
+        return False
 
     async def _decide(
         self, here: _Context, approval_id: str, decision: Decision, *, remember: bool = False
     ) -> None:
         """Answer an approval; ``remember`` also keeps the command's families as rules for
-        the run's agent (scope ``agent``: the person's own), as the web card's choice does."""
+        the run's agent (scope ``agent``: the person's own), as the web card's choice does.
+        The answer is the compare-and-set on the decision's record: a chat that lost to an
+        answer from anywhere is told who answered, from where and when."""
         kernel = self._rt.kernel
         try:
             record = await kernel.approvals.get(approval_id)
         except NotFound:
             self._relay.say(here.chat, "That approval no longer exists.")
             return
+        # The decision's own person answers, from any chat they are paired in (a decision of
+        # another conversation reaches them as a notification).
+        if record.user_id != here.sender.user_id:
+            await self._not_yours(here, record.user_id)
+            return
         run = await self._rt.runs.find(record.run_id or "")
-        if (
-            record.user_id != here.sender.user_id
-            or run is None
-            or run.conversation_id != here.sender.conversation_id
-        ):
-            self._not_yours(here)
+        conversation_id = record.conversation_id or (run.conversation_id if run else None)
+        if not await self._offered_here(here, approval_id, conversation_id):
+            return
+        if run is None and record.status == "pending":
+            self._relay.say(here.chat, "That approval no longer belongs to a run.")
             return
         decider = await kernel.caller(here.sender.user_id)
         note = f"from {here.connection.provider} channel {here.connection.name!r}"
@@ -203,7 +232,7 @@ class Router:
                 surface=surface,
             )
         except AlreadyDecided as exc:  # the first answer, from any surface, won
-            self._relay.say(here.chat, str(exc))
+            self._relay.say(here.chat, f"{_sentence(str(exc))} Nothing was changed.")
             return
         if planned:
             await rule_proposals.remember(
@@ -225,15 +254,23 @@ class Router:
         except NotFound:
             self._relay.say(here.chat, "That question no longer exists.")
             return
-        if (
-            record.user_id != here.sender.user_id
-            or record.conversation_id != here.sender.conversation_id
-        ):
-            self._not_yours(here)
+        if record.user_id != here.sender.user_id:
+            await self._not_yours(here, record.user_id)
             return
-        await self._questions.answer(
-            question_id,
-            answers,
-            surface=check_surface(here.connection.provider),
-            user=here.sender.user_id,
-        )
+        if not await self._offered_here(here, question_id, record.conversation_id):
+            return
+        try:
+            await self._questions.answer(
+                question_id,
+                answers,
+                surface=check_surface(here.connection.provider),
+                user=here.sender.user_id,
+            )
+        except AlreadyDecided as exc:  # the first answer, from any surface, won
+            self._relay.say(here.chat, f"{_sentence(str(exc))} Nothing was changed.")
+
+
+def _sentence(text: str) -> str:
+    """``approval 'ap_1' was already decided by…`` as a sentence of its own."""
+    text = text.rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}."

@@ -171,11 +171,11 @@ async def send_with_retry(
     refused: Callable[[], Awaitable[None]] | None = None,
     sleep: Sleep = asyncio.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> None:
+) -> str | None:
     """Send ``message``; retries what may pass later, ``attempts`` times and then on through
     an outage until ``outage_s`` passed since the first failure; raises the last
     :class:`SendFailed`. ``before_try`` runs before each call, ``refused`` after each
-    refusal (the relay notes the piece in flight)."""
+    refusal (the relay notes the piece in flight). The vendor's id of the message sent."""
     delay = base_delay_s
     cap = min(_MAX_OUTAGE_DELAY_S, max_delay_s)
     started: float | None = None
@@ -185,8 +185,7 @@ async def send_with_retry(
         if before_try is not None:
             await before_try()
         try:
-            await vendor.send(poster, fields, secrets, message)
-            return
+            return await vendor.send(poster, fields, secrets, message)
         except SendFailed as exc:
             if refused is not None:
                 await refused()

@@ -26,11 +26,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from corral.channels.decision_store import DecisionStore
 from corral.channels.outbound import send_with_retry, vendor_poster
 from corral.channels.relay_cursor import Claim, RelayCursors
 from corral.channels.store import ChannelStore, ConnectionRecord
 from corral.channels.text import escape_markdown_v2, split_text
-from corral.channels.vendors import Choice, Outbound, SendFailed, Vendor
+from corral.channels.vendors import Choice, EditsMessages, Outbound, SendFailed, Vendor
 from corral.kernel import Kernel
 from corral.runtime.questions import Questions
 from corral.runtime.timeline import TimelineRow
@@ -146,6 +147,8 @@ class Relay:
         """Conversations whose catch-up is queued and not begun (one is enough)."""
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
+        self.decisions = DecisionStore(kernel.sessions)
+        """The messages that offered decisions, edited when those end elsewhere."""
 
     # -- queueing ---------------------------------------------------------------------------
 
@@ -291,7 +294,27 @@ class Relay:
             return False
         if not delivered.ok:
             await self._undelivered(chat, conversation_id, row.seq, delivered.error)
+        else:
+            await self.note_offer(chat, conversation_id, row, delivered)
         return await cursors.done(conversation_id, row.seq)
+
+    async def note_offer(
+        self, chat: Chat, conversation_id: str, row: TimelineRow, delivered: Delivered
+    ) -> None:
+        """Keep the message that offered a waiting card's decision, to edit when it ends."""
+        wait = row.data.get("wait") or {}
+        if wait.get("kind") not in ("approval", "question") or not delivered.ref:
+            return
+        await self.decisions.note(
+            wait_kind=str(wait["kind"]),
+            wait_id=str(wait.get("id", "")),
+            conversation_id=conversation_id,
+            call_id=row.call_id or "",
+            connection=chat.connection,
+            chat_id=chat.chat_id,
+            message_ref=delivered.ref,
+            text=delivered.text,
+        )
 
     async def _undelivered(self, chat: Chat, conversation_id: str, seq: int, reason: str) -> None:
         await self._store.count(chat.connection, "undelivered", error=reason)
@@ -318,15 +341,16 @@ class Relay:
 
     async def _message(self, chat: Chat, row: TimelineRow) -> Outbound | None:
         if row.kind == "card" and row.data.get("card") == "waiting":
-            return await self._wait_message(chat, row.data.get("wait") or {}, row.data)
+            return await self.wait_message(chat, row.data.get("wait") or {}, row.data)
         text = summarise(row)
         if text is None:
             return None
         return Outbound(chat_id=chat.chat_id, text=text, thread=chat.thread)
 
-    async def _wait_message(
+    async def wait_message(
         self, chat: Chat, wait: Mapping[str, Any], card: Mapping[str, Any]
     ) -> Outbound | None:
+        """The message that offers a waiting card's approval or question to ``chat``."""
         connection = await self._store.connection(chat.connection)
         if connection is None:
             return None
@@ -400,6 +424,7 @@ class Relay:
         async def note_retry(error: str) -> None:
             await self._store.count(connection.name, "retries", error=error)
 
+        ref: str | None = None
         for index, piece in enumerate(pieces):
             if index < first_part:
                 continue
@@ -412,7 +437,7 @@ class Relay:
                 key=f"{key}:{index}" if key else "",
             )
             try:
-                await send_with_retry(
+                ref = await send_with_retry(
                     vendor,
                     poster,
                     connection.fields,
@@ -435,7 +460,27 @@ class Relay:
                 if progress.lost():
                     return Delivered(ok=False, error="another process took the chat over")
             await self._store.count(connection.name, "sent")
-        return Delivered(ok=True)
+        return Delivered(ok=True, ref=ref, text=pieces[-1] if pieces else "")
+
+    async def edit(self, connection_name: str, chat_id: str, message_ref: str, text: str) -> bool:
+        """Replace a sent message's text (already in the vendor's encoding) and drop its
+        buttons, once; False when the vendor cannot edit or refused (logged)."""
+        connection = await self._store.connection(connection_name)
+        web = self._kernel.services.web
+        if connection is None or web is None:
+            return False
+        vendor = self._vendors[connection.provider]
+        if not isinstance(vendor, EditsMessages):
+            return False
+        secrets = await self._secrets_of(connection)
+        live = await self._kernel.live_settings()
+        poster = vendor_poster(web.fetcher(live), live, vendor.api_url(connection.fields, secrets))
+        try:
+            await vendor.edit(poster, secrets, chat_id, message_ref, text)
+        except SendFailed as exc:
+            log.warning("channel %r: a message was not edited: %s", connection_name, exc)
+            return False
+        return True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -444,6 +489,10 @@ class Delivered:
 
     ok: bool
     error: str = ""
+    ref: str | None = None
+    """The vendor's id of the last piece sent (the one with the buttons), if it gives one."""
+    text: str = ""
+    """That piece's text, in the vendor's encoding."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.channels.decisions import DecisionSurfaces
 from corral.channels.delivery import WorkflowDelivery
 from corral.channels.flood import FloodGate
 from corral.channels.inbound import Router
@@ -101,6 +102,7 @@ class Channels:
             add_card=self._add_card,
         )
         self.router = Router(runtime, self.store, self.relay, questions)
+        self.decisions = DecisionSurfaces(self.kernel, self.store, self.relay)
         self.pairing = Pairing(self.kernel, self.store, self.relay)
         self.delivery = WorkflowDelivery(runtime, self.store, self.relay, workflows)
         self.flood = FloodGate()
@@ -142,6 +144,7 @@ class Channels:
             try:
                 await self.follow_connections()
                 await self.relay.sweep()
+                await self.decisions.settle()
             except Exception:  # the next sweep tries again
                 log.exception("looking for new channels and rows to send to chats failed")
             live = await self.kernel.live_settings()
@@ -166,6 +169,7 @@ class Channels:
         (its notifications and its sweep)."""
         if not self.rt.cluster_worker:
             self.relay.poke(conversation_id)
+            self.decisions.observe(conversation_id, rows)
 
     async def close(self) -> None:
         """Stop polling and send what is still queued (briefly)."""
@@ -175,6 +179,7 @@ class Channels:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        await self.decisions.close()
         await self.relay.close()
 
     @staticmethod
@@ -293,6 +298,20 @@ class Channels:
         url = vendor.api_url(connection.fields, await self.secrets(connection))
         live = await self.kernel.live_settings()
         return vendor_poster(web.fetcher(live), live, url, timeout_ms=timeout_ms)
+
+    # -- notifications ----------------------------------------------------------------------
+
+    async def notifications(self, user_id: str, enabled: bool | None = None) -> dict[str, Any]:
+        """Whether ``user_id`` is told of their new pending decisions in the chats they are
+        paired in (set first when ``enabled`` is given), and those chats."""
+        if enabled is not None:
+            await self.relay.decisions.set_notify(user_id, enabled)
+        chats = [
+            {"connection": s.connection, "chat_id": s.chat_id, "sender": s.sender_name}
+            for s in await self.store.senders(status="approved")
+            if s.user_id == user_id
+        ]
+        return {"notify": await self.relay.decisions.notify(user_id), "paired_chats": chats}
 
     # -- connections ------------------------------------------------------------------------
 

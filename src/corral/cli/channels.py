@@ -4,6 +4,7 @@ Channels are connected through the ``connect`` tool (kind ``channel``); here the
 connection (or an administrator) sees its state and approves or rejects the pairing codes
 unknown senders received. Approving maps the sender to a platform user — you, or with
 ``--user`` (administrators) someone else — whose rights their messages then run with.
+``notify on|off`` chooses whether your new pending decisions reach your paired chats.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Messaging channels: state and sender pairing.", no_args_is_help=True)
+app = typer.Typer(
+    help="Messaging channels: state, sender pairing, notifications.", no_args_is_help=True
+)
 pairing = typer.Typer(help="Pairing codes of unknown senders: list, approve, reject.")
 app.add_typer(pairing, name="pairing")
 
@@ -155,3 +158,37 @@ def pairing_reject(ctx: typer.Context, code: _Code, as_json: _Json = False) -> N
     if record["status"] != "rejected":
         fail(f"pairing {code!r} is {record['status']}")
     console.print(f"rejected {record['sender_name'] or record['sender_id']!r}")
+
+
+@app.command("notify")
+def notify(
+    ctx: typer.Context,
+    state: Annotated[
+        str | None, typer.Argument(help="on or off; leave out to see the current choice.")
+    ] = None,
+    as_json: _Json = False,
+) -> None:
+    """Be told of your new pending decisions (approvals, questions) in your paired chats,
+    with buttons to answer them there."""
+    if state not in (None, "on", "off"):
+        fail(f"notify takes 'on' or 'off', not {state!r}: corral channels notify on")
+
+    async def work(platform: Platform) -> dict[str, Any]:
+        enabled = None if state is None else state == "on"
+        return await _channels(platform).notifications((await platform.caller()).user_id, enabled)
+
+    shown = run_with_platform(ctx, work)
+    if as_json:
+        print_json(shown)
+        return
+    chats = shown["paired_chats"]
+    where = ", ".join(f"{c['connection']} chat {c['chat_id']}" for c in chats)
+    if not shown["notify"]:
+        console.print("notifications of pending decisions are off")
+    elif chats:
+        console.print(f"notifications of pending decisions are on: sent to {where}")
+    else:
+        console.print(
+            "notifications of pending decisions are on, but you have no paired chat yet: "
+            "write to a connected channel's bot and have its pairing code approved"
+        )

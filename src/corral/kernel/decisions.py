@@ -32,7 +32,7 @@ __all__ = [
     "open_decision",
 ]
 
-Surface = Literal["web", "cli", "http", "telegram", "slack", "mcp"]
+Surface = Literal["web", "cli", "http", "telegram", "slack", "webhook", "mcp"]
 """Where a person answered a decision."""
 
 DEFAULT_OFFER: tuple[Surface, ...] = ("web", "cli", "http")
@@ -44,6 +44,7 @@ _SURFACE_NAMES = {
     "http": "the API",
     "telegram": "Telegram",
     "slack": "Slack",
+    "webhook": "a chat",
     "mcp": "an MCP client",
 }
 

@@ -82,3 +82,31 @@ class ChannelEvent(Base):
     connection: Mapped[str] = mapped_column(String(64), primary_key=True)
     event_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ChannelWaitMessage(Base):
+    """A chat message that offered a decision (an approval's or a question's buttons); it is
+    edited to say how the decision ended, wherever it was made."""
+
+    __tablename__ = "channel_wait_messages"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    wait_kind: Mapped[str] = mapped_column(String(16))
+    wait_id: Mapped[str] = mapped_column(String(64), index=True)
+    conversation_id: Mapped[str] = mapped_column(String(64))
+    call_id: Mapped[str] = mapped_column(String(64))
+    connection: Mapped[str] = mapped_column(String(64))
+    chat_id: Mapped[str] = mapped_column(String(128))
+    message_ref: Mapped[str] = mapped_column(String(128))
+    text: Mapped[str] = mapped_column(Text)
+    """The message's text as sent (the vendor's encoding), kept for the edit."""
+    edited: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ChannelNotify(Base):
+    """A person's choice to be told of their new pending decisions in their paired chats."""
+
+    __tablename__ = "channel_notify"
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -174,3 +174,52 @@ def test_each_run_of_a_child_opens_on_its_own_rows_and_a_partial_one_says_so(
         assert f'href="/ui/delegates/{first}"' in listed
         assert f'href="/ui/delegates/{second}"' in listed
         assert client.get(f"/ui/delegates/{partial}x").status_code == 404
+
+
+def test_a_foreground_childs_approval_is_decided_on_the_parents_delegate_card(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    child = script(
+        tmp_path,
+        _execute("echo inner > from-parent-card.txt", "Write the file from the parent's card."),
+        {"text": "The child wrote it."},
+    )
+    task = {"task": "Write one file.", "model": child}
+    parent = script(
+        tmp_path,
+        {"tool_calls": [{"name": "delegate", "args": task}]},
+        {"text": "The parent goes on after its child."},
+    )
+    page = session.page
+    page.goto(server.link())
+    expect(page).to_have_url(re.compile(r"/ui$"))
+    turn = server.run(
+        server.platform.runtime.start_chat("delegate", model=parent, profile="balanced")
+    )
+    page.goto(f"{server.base_url}/ui/c/{turn.conversation_id}")
+    expect(page.locator("body[data-live=open]")).to_have_count(1)
+    delegate = page.locator("article.tool-delegate")
+    # Balanced asks for the delegate call itself first.
+    delegate.locator("footer.approval button.approve").click()
+
+    # The child parks: the parent's delegate card becomes the child's card, live.
+    inner = delegate.locator("article.tool-execute")
+    expect(inner.locator(".reason")).to_have_text("Write the file from the parent's card.")
+    expect(delegate.locator("p.delegate-waits")).to_contain_text("waiting for you")
+    expect(inner.locator("footer.approval select[name=remember]")).to_have_count(1)
+    # The header's list links the child's approval to the parent's conversation.
+    waiting = page.locator(f"#waiting-for-you li:has(a[href='/ui/c/{turn.conversation_id}'])")
+    expect(waiting).to_contain_text("approval of a subagent · execute: echo inner")
+    page.reload()  # and stays so after a reload
+    expect(page.locator("body[data-live=open]")).to_have_count(1)
+    expect(inner.locator("footer.approval")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "delegate-card-parked.png"), full_page=True)
+
+    inner.locator("footer.approval button.approve").click()
+    expect(page.locator("#timeline .answer").last).to_have_text(
+        "The parent goes on after its child."
+    )
+    expect(delegate).to_have_attribute("data-state", "done")
+    expect(delegate.locator("pre.output")).to_contain_text("The child wrote it.")
+    expect(delegate.locator("footer.approval")).to_have_count(0)
+    assert (server.data_dir / "drive" / "from-parent-card.txt").read_text() == "inner\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from corral.channels.vendors.base import (
     BadSignature,
     Choice,
+    EditsMessages,
     FieldSpec,
     Inbound,
     Outbound,
@@ -21,6 +22,7 @@ from corral.channels.vendors.webhook import GenericWebhook
 __all__ = [
     "BadSignature",
     "Choice",
+    "EditsMessages",
     "FieldSpec",
     "GenericWebhook",
     "Inbound",

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from corral.errors import CorralError
 
 __all__ = [
     "BadSignature",
     "Choice",
+    "EditsMessages",
     "FieldSpec",
     "Inbound",
     "Outbound",
@@ -145,6 +146,24 @@ class Vendor(Protocol):
         fields: Mapping[str, str],
         secrets: Mapping[str, str],
         message: Outbound,
+    ) -> str | None:
+        """Deliver one message (already within :attr:`max_chars`); :class:`SendFailed`.
+        The vendor's id of the message when it has one (a vendor that edits needs it)."""
+        ...
+
+
+@runtime_checkable
+class EditsMessages(Protocol):
+    """A vendor that can change a message it sent: the text replaced, the buttons gone."""
+
+    async def edit(
+        self,
+        poster: Poster,
+        secrets: Mapping[str, str],
+        chat_id: str,
+        message_ref: str,
+        text: str,
     ) -> None:
-        """Deliver one message (already within :attr:`max_chars`); :class:`SendFailed`."""
+        """Replace the text of message ``message_ref`` (what :meth:`Vendor.send` returned)
+        and drop its buttons; :class:`SendFailed`."""
         ...

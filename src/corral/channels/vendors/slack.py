@@ -160,7 +160,7 @@ class Slack:
         fields: Mapping[str, str],
         secrets: Mapping[str, str],
         message: Outbound,
-    ) -> None:
+    ) -> str | None:
         payload: dict[str, Any] = {"channel": message.chat_id, "text": message.text}
         if message.thread:
             payload["thread_ts"] = message.thread
@@ -186,9 +186,31 @@ class Slack:
             headers={"Authorization": f"Bearer {secrets['bot_token']}"},
         )
         if isinstance(answer, Mapping) and answer.get("ok") is True:
-            return
-        error = answer.get("error") if isinstance(answer, Mapping) else None
-        raise SendFailed(
-            f"Slack chat.postMessage answered {status}: {error or 'no error named'}",
-            retry=status == 429 or status >= 500 or error == "ratelimited",
+            ts = answer.get("ts")
+            return str(ts) if ts else None
+        raise _failed("chat.postMessage", status, answer)
+
+    async def edit(
+        self,
+        poster: Poster,
+        secrets: Mapping[str, str],
+        chat_id: str,
+        message_ref: str,
+        text: str,
+    ) -> None:
+        """``chat.update`` with no blocks: the text replaced, the buttons gone."""
+        status, answer = await poster.post(
+            f"{self.base_url}/chat.update",
+            {"channel": chat_id, "ts": message_ref, "text": text, "blocks": []},
+            headers={"Authorization": f"Bearer {secrets['bot_token']}"},
         )
+        if not (isinstance(answer, Mapping) and answer.get("ok") is True):
+            raise _failed("chat.update", status, answer)
+
+
+def _failed(method: str, status: int, answer: Any) -> SendFailed:
+    error = answer.get("error") if isinstance(answer, Mapping) else None
+    return SendFailed(
+        f"Slack {method} answered {status}: {error or 'no error named'}",
+        retry=status == 429 or status >= 500 or error == "ratelimited",
+    )

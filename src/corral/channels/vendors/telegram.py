@@ -152,7 +152,7 @@ class Telegram:
         fields: Mapping[str, str],
         secrets: Mapping[str, str],
         message: Outbound,
-    ) -> None:
+    ) -> str | None:
         payload: dict[str, Any] = {
             "chat_id": message.chat_id,
             "text": message.text,
@@ -164,4 +164,23 @@ class Telegram:
                     [{"text": c.label, "callback_data": c.value}] for c in message.choices
                 ]
             }
-        await self.call(poster, secrets, "sendMessage", payload)
+        sent = await self.call(poster, secrets, "sendMessage", payload)
+        found = sent.get("message_id") if isinstance(sent, Mapping) else None
+        return str(found) if found is not None else None
+
+    async def edit(
+        self,
+        poster: Poster,
+        secrets: Mapping[str, str],
+        chat_id: str,
+        message_ref: str,
+        text: str,
+    ) -> None:
+        """``editMessageText`` without a ``reply_markup``: the inline keyboard goes."""
+        payload: dict[str, Any] = {
+            "chat_id": chat_id,
+            "message_id": int(message_ref) if message_ref.isdigit() else message_ref,
+            "text": text,
+            "parse_mode": "MarkdownV2",
+        }
+        await self.call(poster, secrets, "editMessageText", payload)

@@ -94,7 +94,7 @@ class GenericWebhook:
         fields: Mapping[str, str],
         secrets: Mapping[str, str],
         message: Outbound,
-    ) -> None:
+    ) -> str | None:
         payload: dict[str, Any] = {
             "chat_id": message.chat_id,
             "thread": message.thread,
@@ -115,3 +115,4 @@ class GenericWebhook:
                 f"the webhook at {fields['outbound_url']!r} answered {status}",
                 retry=status == 429 or status >= 500,
             )
+        return None  # the receiver's messages are its own: nothing to edit later

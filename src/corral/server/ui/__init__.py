@@ -21,6 +21,7 @@ from corral.server.ui import (
     pages_panels,
     pages_rules,
     pages_tabs,
+    pages_waiting,
 )
 from corral.server.ui.access import UiState
 from corral.server.ui.claims import install_claims
@@ -49,6 +50,7 @@ def install_ui(app: FastAPI, platform: Platform) -> None:
         pages_panels,
         pages_channels,
         pages_rules,
+        pages_waiting,
     ):
         app.include_router(module.router)
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")

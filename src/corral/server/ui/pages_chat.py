@@ -15,9 +15,11 @@ from sse_starlette import EventSourceResponse
 
 from corral.server.ui.access import PageCaller, SignedIn, UiRoute, require_csrf, ui_state
 from corral.server.ui.conversation_states import conversation_states
+from corral.server.ui.delegate_waits import open_child_cards
 from corral.server.ui.render import templates
 from corral.server.ui.stream import chat_stream, run_bar_html
 from corral.server.ui.timeline import TimelineView
+from corral.server.ui.waiting_list import waiting_counts, waiting_for
 from corral.store import tables as t
 
 __all__ = ["router"]
@@ -41,10 +43,12 @@ async def conversations_page(who: PageCaller, q: str = "") -> Response:
     shown = [c for c in found if needle in (c.title or c.id).lower()] if needle else found
     shown.sort(key=lambda c: c.updated_at, reverse=True)
     states = await conversation_states(who.platform.kernel.sessions, [c.id for c in shown])
+    waiting = waiting_counts(await waiting_for(who))
     html = templates.get_template("conversations.html").render(
         who=who,
         conversations=shown,
         states=states,
+        waiting=waiting,
         q=q,
         agents=await agent_names(who),
         default_model=who.platform.settings.default_model,
@@ -75,6 +79,7 @@ async def chat_page(conversation_id: str, who: PageCaller) -> Response:
     rt = who.platform.runtime
     conversation = await rt.conversation(conversation_id, user=who.user)
     view = TimelineView.of(await rt.rows(conversation_id, user=who.user))
+    await open_child_cards(who, view)
     status = run_id = None
     if conversation.active_run_id is not None:
         run = await rt.run(conversation.active_run_id, user=who.user)

@@ -25,6 +25,7 @@ from corral.runtime.delegation import Delegation
 from corral.runtime.events import Subscription
 from corral.runtime.runs import ACTIVE
 from corral.server.ui.access import PageCaller, SignedIn, UiRoute
+from corral.server.ui.delegate_waits import open_child_cards
 from corral.server.ui.render import templates
 from corral.server.ui.stream import timeline_stream
 from corral.server.ui.timeline import TimelineView
@@ -123,6 +124,7 @@ async def delegate_page(run_id: str, who: PageCaller) -> Response:
     conversation = await rt.conversation(run["parent_conversation_id"], user=who.user)
     rows = await rt.rows(child_id, user=who.user)
     view = TimelineView.of(r for r in rows if r.run_id == run_id)
+    await open_child_cards(who, view)
     return _page(
         "delegate.html",
         who,

@@ -14,17 +14,21 @@ see :mod:`corral.server.ui.claims`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 from datetime import datetime
 from typing import Any
 
 from markupsafe import escape
 
+from corral.runtime.events import Event, Subscription
 from corral.runtime.timeline import TimelineRow
 from corral.server.ui.access import SignedIn
+from corral.server.ui.delegate_waits import show_child_waits
 from corral.server.ui.render import templates
-from corral.server.ui.timeline import Change, TimelineView
+from corral.server.ui.timeline import CallCard, Change, TimelineView
 
 __all__ = [
     "StatusHtml",
@@ -105,31 +109,67 @@ async def timeline_stream(
     run_id: str | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """SSE messages for a page showing ``conversation_id`` (only ``run_id``'s part of it,
-    when given) from sequence ``after`` on."""
+    when given) from sequence ``after`` on.
+
+    A delegate card that waits on its child shows the child's pending cards
+    (:mod:`corral.server.ui.delegate_waits`); the stream follows the child conversations
+    it read and redraws the card when one of them moves."""
     rt = who.platform.runtime
     await rt.conversation(conversation_id, user=who.user)
 
     def shown(row: TimelineRow) -> bool:
         return run_id is None or row.run_id == run_id
 
-    async with rt.events.subscribe(conversation_id) as live:
+    async with AsyncExitStack() as stack:
+        events: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
+        pumps: dict[str, asyncio.Task[None]] = {}
+        stack.callback(lambda: [task.cancel() for task in pumps.values()])
+        watchers: dict[str, set[str]] = {}
+        """A followed child conversation → the call ids of the cards that show it."""
+
+        async def follow(followed: str) -> None:
+            if followed not in pumps:
+                live = await stack.enter_async_context(rt.events.subscribe(followed))
+                pumps[followed] = asyncio.create_task(_pump(followed, live, events))
+
+        async def watch(card: CallCard) -> None:
+            await show_child_waits(who, card)
+            for followed in card.followed:
+                watchers.setdefault(followed, set()).add(card.call_id)
+                await follow(followed)
+
+        async def rendered(change: Change | None) -> str:
+            if change is None:
+                return ""
+            if isinstance(change.entry, CallCard):
+                await watch(change.entry)
+            return entry_html(who, change, conversation_id)
+
+        await follow(conversation_id)
         rows = await rt.rows(conversation_id, user=who.user)
         view = TimelineView.of(r for r in rows if r.seq <= after and shown(r))
+        for card in list(view.calls.values()):
+            if card.wait_kind == "delegate":
+                await watch(card)
         for row in rows:
             if row.seq > after and shown(row):
-                change = view.add(row)
-                html = entry_html(who, change, conversation_id) if change else ""
-                yield _row_message(html, row.seq)
-        async for event in live:
+                yield _row_message(await rendered(view.add(row)), row.seq)
+        while True:
+            source, event = await events.get()
             kind = event["type"]
+            if source != conversation_id:
+                if kind in ("row", "run"):
+                    for call_id in sorted(watchers.get(source, ())):
+                        redrawn = await rendered(Change(view.calls[call_id], new=False))
+                        yield {"event": "output", "data": redrawn}
+                continue
             if run_id is not None and event.get("run_id", run_id) != run_id:
                 continue
             if kind == "row":
                 row = TimelineRow.stored(**_row_fields(event["row"]))
                 if row.seq <= view.last_seq or not shown(row):
                     continue
-                change = view.add(row)
-                html = entry_html(who, change, conversation_id) if change else ""
+                html = await rendered(view.add(row))
                 if row.kind == "model_turn":
                     html += '<div id="live" hx-swap-oob="innerHTML"></div>'
                 yield _row_message(html, row.seq)
@@ -146,6 +186,11 @@ async def timeline_stream(
                 yield {"event": "status", "data": await status_html(event)}
             elif kind == "claim" and run_id is None and event["user_id"] == who.user:
                 yield {"event": "claim", "data": claim_html(conversation_id, event["offer"])}
+
+
+async def _pump(source: str, live: Subscription, into: asyncio.Queue[tuple[str, Event]]) -> None:
+    async for event in live:
+        into.put_nowait((source, event))
 
 
 def _row_fields(raw: dict[str, Any]) -> dict[str, Any]:

@@ -63,6 +63,12 @@ class CallCard:
     result: dict[str, Any] | None = None
     waiting: dict[str, Any] | None = None
     decision: dict[str, Any] | None = None
+    inner: list[CallCard] = field(default_factory=list)
+    """A waiting delegate's child cards that wait for a person (see ``delegate_waits``)."""
+    child_run: dict[str, str] | None = None
+    """A waiting delegate's child run: its id and status."""
+    followed: list[str] = field(default_factory=list)
+    """The child conversations read to fill :attr:`inner` (the stream follows them)."""
 
     kind = "call"
 

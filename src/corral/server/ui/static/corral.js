@@ -2,7 +2,8 @@
 // live output scrolls to its newest line; a reconnecting stream resumes after the last row
 // it showed; the chat follows new rows while the reader is at the bottom and shows a "new
 // messages" marker when not; an action's error appears next to where the person acted (a
-// failed send keeps its text); an approval note survives a reload.
+// failed send keeps its text); an approval note survives a reload; the header's "waiting
+// for you" list follows the page's live rows and keeps itself open.
 (function () {
   "use strict";
   var lastSeq = {};
@@ -64,6 +65,10 @@
     if (source && source.url && evt.detail.lastEventId) {
       lastSeq[streamKey(source.url.replace(location.origin, ""))] = evt.detail.lastEventId;
     }
+    if (evt.detail && (evt.detail.type === "row" || evt.detail.type === "status")) {
+      // What waits for the person may have changed: the header's list reads it again.
+      htmx.trigger(document.body, "corral:waiting");
+    }
     if (evt.detail && evt.detail.type === "row") {
       var chat = document.getElementById("chat");
       if (chat && evt.detail.lastEventId) { chat.dataset.seq = evt.detail.lastEventId; }
@@ -71,6 +76,22 @@
     document.querySelectorAll("pre.output.live, pre.output.tail").forEach(function (pre) {
       pre.scrollTop = pre.scrollHeight;
     });
+  });
+
+  // The header's waiting list, read again every few seconds, stays open if it was.
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var target = evt.detail.target;
+    if (target && target.id === "waiting-for-you") {
+      var shown = target.querySelector("details");
+      target.dataset.open = shown && shown.open ? "1" : "";
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    var target = evt.detail.target;
+    if (target && target.id === "waiting-for-you" && target.dataset.open) {
+      var shown = target.querySelector("details");
+      if (shown) { shown.open = true; }
+    }
   });
 
   document.addEventListener("htmx:sseOpen", function () {
