@@ -13,8 +13,15 @@ import httpx
 import httpx2
 import pytest
 from mcp import ClientSession
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import ImageContent, TextContent
+from mcp.types import (
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitResult,
+    ImageContent,
+    TextContent,
+)
 
 from corral.platform import Platform
 from corral.policy.identity import Caller
@@ -337,3 +344,57 @@ async def test_an_mcp_call_resolves_its_caller_once(
         resolved.clear()
         second = await session.call_tool("echo", {"text": "two"})
         assert not second.is_error and len(resolved) == 1
+
+
+class Elicited:
+    """An MCP client's user who answers each elicitation with the next of ``answers``."""
+
+    def __init__(self, *answers: ElicitResult) -> None:
+        self.answers = list(answers)
+        self.asked: list[ElicitRequestFormParams] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        assert isinstance(params, ElicitRequestFormParams)
+        self.asked.append(params)
+        return self.answers.pop(0)
+
+
+async def test_a_client_that_elicits_decides_the_approval_and_gets_the_result_in_the_same_call(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    user = Elicited(
+        ElicitResult(action="accept", content={"decision": "approve"}),
+        ElicitResult(action="decline"),
+    )
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=user) as session,
+    ):
+        await session.initialize()
+        wrote = await session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        assert not wrote.is_error, text_of(wrote.content)
+        assert "wrote data://n.md" in text_of(wrote.content)
+        assert wrote.structured_content == {"status": "ok"}
+        asked = user.asked[0]
+        assert "'write_note'" in asked.message and '"path": "data://n.md"' in asked.message
+        decision = asked.requested_schema["properties"]["decision"]
+        assert [o["const"] for o in decision["oneOf"]] == ["approve", "deny"]
+        assert "remember" not in asked.requested_schema["properties"]
+
+        command = "git -C repo log --oneline -5 | head"
+        refused = await session.call_tool("execute", {"command": command, "reason": "a test"})
+        assert refused.is_error and refused.structured_content is not None
+        assert refused.structured_content["status"] == "denied"
+        assert "declined in the MCP client" in text_of(refused.content)
+        remember = user.asked[1].requested_schema["properties"]["remember"]
+        assert [o["const"] for o in remember["oneOf"]] == ["once", "family", "exact"]
+    decided = await platform.approvals.list(status=None)
+    assert {(a.tool, a.status, a.decided_by) for a in decided} == {
+        ("write_note", "approved", "u_owner"),
+        ("execute", "denied", "u_owner"),
+    }
+    assert await platform.pending_approvals() == []

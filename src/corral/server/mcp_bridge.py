@@ -3,11 +3,13 @@ dispatch pipeline as that caller, in a conversation of the caller's own.
 
 Each MCP session is a conversation of its user, created on the session's first tool call, so
 ``todos`` keeps the session's goal and list, a background shell reports into it, and a call
-that needs approval is parked under it as in a chat. A call that needs approval is not held
-open: it returns at once with the approval's id (``structuredContent.status = "pending"``)
-and the conversation's (``conversationId``), and for a command what remembering the
-answer would allow (``remember``: ``{"family": [...], "exact": [...]}``); a person decides
-it with ``corral approvals decide`` (``--remember family``) or the HTTP API. Every refusal
+that needs approval is parked under it as in a chat. When the client can elicit, its user is
+asked there and the call finishes in the same ``tools/call``
+(:mod:`corral.server.mcp_approval`). Otherwise a call that needs approval is not held open: it
+returns at once with the approval's id (``structuredContent.status = "pending"``) and the
+conversation's (``conversationId``), and for a command what remembering the answer would
+allow (``remember``: ``{"family": [...], "exact": [...]}``); a person decides it with
+``corral approvals decide`` (``--remember family``) or the HTTP API. Every refusal
 (``invalid_arguments``, ``not_visible``…) comes back as an error result whose text starts
 with its code.
 
@@ -73,6 +75,7 @@ from mcp.types import (
 from corral.platform import Platform
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile
+from corral.server.mcp_approval import ask_for_approval
 from corral.server.mcp_live import LiveRelay, log_levels
 from corral.server.mcp_offers import Contents, OfferError, Offers, load_offers
 from corral.tools.narrowing import Narrowing
@@ -224,6 +227,11 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
                 narrowing=_OVER_MCP,
                 output=relay.sink,
             )
+        if result.waiting is not None and result.waiting.kind == "approval":
+            decided = await ask_for_approval(
+                platform, ctx.session, getattr(ctx, "request_id", None), caller, result.waiting.id
+            )
+            result = decided if decided is not None else result
         # The packages' offers are looked up only for a result that has a resource to embed.
         has_resource = any(isinstance(b, ResourceBlock) for b in result.content or ())
         offered = await offers_for(ctx, caller) if has_resource else []
