@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from corral.connect.mcp_client import McpConnection
 from corral.connect.mcp_roots import roots_for
 from corral.errors import ToolError
+from corral.packages.core.mcp_asker import RunAsker
 from corral.packages.core.mcp_resources import resource_reader
 from corral.tools.context import CallContext
 from corral.tools.contract import LoadError, parse_tool, undescribed_properties
@@ -133,7 +134,10 @@ def _handler(connection: McpConnection, remote: str) -> Handler:
             ctx.output("progress", progress_line(progress, total, message))
 
         roots = roots_for(ctx.caller, ctx.sources)
-        running = asyncio.ensure_future(connection.call(remote, args, roots=roots, progress=heard))
+        asker = RunAsker(ctx, wait_seconds=connection.call_timeout)
+        running = asyncio.ensure_future(
+            connection.call(remote, args, roots=roots, progress=heard, asker=asker)
+        )
         # Stop cancels the request at once (the SDK tells the server), not after the grace
         # the pipeline gives handlers that wind down by themselves.
         unregister = ctx.cancellation.on_cancel(running.cancel)

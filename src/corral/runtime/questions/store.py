@@ -92,6 +92,17 @@ class QuestionStore:
             )
         return int(getattr(outcome, "rowcount", 0)) == 1
 
+    async def close(self, question_id: str, note: str) -> bool:
+        """Close an open question no answer is awaited for any more; False when it was not
+        open (an answer came first)."""
+        async with self._sessions.begin() as session:
+            outcome = await session.execute(
+                update(ct.Question)
+                .where(ct.Question.id == question_id, ct.Question.status == "open")
+                .values(status="closed", note=note, answered_at=utcnow())
+            )
+        return int(getattr(outcome, "rowcount", 0)) == 1
+
     async def close_for_run(self, run_id: str, note: str) -> int:
         """Close every question a run that ended left open; returns how many."""
         async with self._sessions.begin() as session:

@@ -1,0 +1,149 @@
+"""A connected MCP server's elicitation and sampling during a run, against the real stdio
+server of tests/fixtures/mcp_features_server.py: its questions go to the person who started
+the run (answered through the CLI in a real process), its sampling to the run's model when an
+admin allowed it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from corral.platform import Platform
+from corral.runtime.questions import Questions
+from tests.conftest import DEMO
+
+
+def script(tmp_path: Path, *turns: object) -> str:
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps({"turns": list(turns)}))
+    return f"script:{path}"
+
+
+async def connect(platform: Platform, command: list[str], **fields: str) -> None:
+    item = {"kind": "mcp", "name": "feat", "command": command, "fields": fields}
+    added = await platform.call_tool("connect", {"add": [item]})
+    assert not added.is_error, added.text
+
+
+async def cli(data_dir: Path, *args: str) -> tuple[int, str]:
+    env = {
+        **os.environ,
+        "CORRAL_DATA_DIR": str(data_dir),
+        "CORRAL_PACKAGE_PATH": str(DEMO),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *["-m", "corral", *args],
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await process.communicate()
+    return process.returncode or 0, out.decode(errors="replace")
+
+
+async def asked_question(platform: Platform, conversation_id: str, turn: asyncio.Task[Any]) -> str:
+    """The id of the question the call's live output names (the turn must not end first)."""
+    async with platform.runtime.events.subscribe(conversation_id) as events:
+        async for event in events:
+            assert not turn.done(), turn.result()
+            said = str(event.get("text", ""))
+            if event["type"] == "output" and "corral questions answer" in said:
+                return said.split("(")[1].split(")")[0]
+    raise AssertionError("unreachable")
+
+
+async def tool_results(platform: Platform, conversation_id: str) -> list[str]:
+    rows = await platform.rows(conversation_id)
+    return [json.dumps(r.data) for r in rows if r.kind == "tool_result"]
+
+
+async def test_a_servers_question_is_answered_by_the_person_through_the_cli(
+    platform: Platform, features_command: list[str], data_dir: Path, tmp_path: Path
+) -> None:
+    await connect(platform, features_command)
+    model = script(
+        tmp_path,
+        {"tool_calls": [{"name": "feat_ask", "args": {}}]},
+        {"text": "Thanks."},
+    )
+    conversation = await platform.runtime.start_conversation(model=model, profile="auto")
+    turn = asyncio.create_task(
+        platform.chat("who am I?", conversation_id=conversation.id, model=model)
+    )
+    async with asyncio.timeout(120):
+        question = await asked_question(platform, conversation.id, turn)
+        asked = await platform.services.require(Questions).get(question)
+        texts = [q.question for q in asked.questions]
+        assert "'feat' asks: Your name?" in texts[0] and asked.questions[0].options[:1] == (
+            "accept",
+        )
+        assert texts[1].startswith("Name (A name.)")
+        assert "optional" in texts[2]
+        # An answer that breaks the requested schema is refused, saying what is wrong.
+        code, said = await cli(data_dir, "questions", "answer", question, "accept", "ana", "old")
+        assert code != 0 and "'old' is not a whole number" in said, said
+        code, said = await cli(data_dir, "questions", "answer", question, "1", "ana", "41")
+        assert code == 0, said
+        await turn
+    (result,) = await tool_results(platform, conversation.id)
+    assert "accept name=ana age=41" in result, result
+    answered = await platform.services.require(Questions).get(question)
+    assert answered.status == "answered" and answered.answered_by == "u_owner"
+
+
+async def test_a_decline_reaches_the_server_and_a_link_is_shown_only_to_the_person(
+    platform: Platform, features_command: list[str], tmp_path: Path
+) -> None:
+    await connect(platform, features_command)
+    questions = platform.services.require(Questions)
+    model = script(
+        tmp_path,
+        {"tool_calls": [{"name": "feat_ask", "args": {}}]},
+        {"tool_calls": [{"name": "feat_visit", "args": {}}]},
+        {"text": "Done."},
+    )
+    conversation = await platform.runtime.start_conversation(model=model, profile="auto")
+    turn = asyncio.create_task(platform.chat("go", conversation_id=conversation.id, model=model))
+    async with asyncio.timeout(120):
+        first = await asked_question(platform, conversation.id, turn)
+        await questions.answer(first, ["decline"])  # a lone decline needs no other answers
+        second = await asked_question(platform, conversation.id, turn)
+        link = await questions.get(second)
+        assert "https://example.test/sign-in" in link.questions[0].question
+        await questions.answer(second, [1])
+        await turn
+    declined, visited = await tool_results(platform, conversation.id)
+    assert '"decline"' in declined, declined
+    assert "visit accept" in visited, visited
+    rows = await platform.rows(conversation.id)
+    assert not any("example.test" in json.dumps(r.data) for r in rows)
+
+
+async def test_sampling_is_refused_unless_allowed_and_then_uses_the_runs_model(
+    platform: Platform, features_command: list[str], tmp_path: Path
+) -> None:
+    model = script(
+        tmp_path,
+        [
+            {"when_message_contains": "Say one word for the features server", "text": "pear"},
+            {"tool_calls": [{"name": "feat_sample", "args": {}}]},
+        ],
+        {"text": "Done."},
+    )
+    await connect(platform, features_command)
+    refused = await platform.chat("sample", model=model, profile="auto")
+    (said,) = await tool_results(platform, refused.conversation_id)
+    assert "refused:" in said and "an admin allows it" in said, said
+    removed = await platform.call_tool("connect", {"remove": [{"kind": "mcp", "name": "feat"}]})
+    assert not removed.is_error, removed.text
+
+    await connect(platform, features_command, sampling="true")
+    allowed = await platform.chat("sample", model=model, profile="auto")
+    (said,) = await tool_results(platform, allowed.conversation_id)
+    assert "sampled by" in said and ": pear" in said, said
