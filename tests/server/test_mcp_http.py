@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (
@@ -398,3 +398,31 @@ async def test_a_client_that_elicits_decides_the_approval_and_gets_the_result_in
         ("execute", "denied", "u_owner"),
     }
     assert await platform.pending_approvals() == []
+
+
+async def test_a_2026_client_gets_the_approval_question_as_input_required_and_retries(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    user = Elicited(
+        ElicitResult(action="accept", content={"decision": "approve"}),
+        ElicitResult(action="accept", content={"decision": "deny"}),
+    )
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(
+            streamable_http_client(mcp_url, http_client=http),
+            mode="2026-07-28",
+            elicitation_callback=user,
+        ) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        wrote = await client.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        assert not wrote.is_error and "wrote data://n.md" in text_of(wrote.content)
+        denied = await client.call_tool("write_note", {"path": "data://m.md", "text": "y"})
+        assert denied.is_error and "denied in the MCP client" in text_of(denied.content)
+    assert [q.message.split(":")[0] for q in user.asked] == [
+        "Corral asks before running 'write_note'"
+    ] * 2
+    decided = await platform.approvals.list(status=None)
+    assert sorted(a.status for a in decided) == ["approved", "denied"]

@@ -9,6 +9,12 @@ then read the way any surface reads it, from the approval's stored result once t
 run (never from the decision's own return: the decision may only queue the call), so the
 same ``tools/call`` answers with the call's real result.
 
+On a 2026-07-28 connection (no server-to-client requests) the same question travels as the
+revision's input-required flow: the call answers ``input_required`` with the elicitation and
+the approval's id as its ``requestState`` (sealed by the SDK's request-state boundary, under
+a key of this process), and the client's retry carries the answer; the retry never runs the
+pipeline again, it decides the approval and answers with the call's result.
+
 A client without elicitation, one whose request cannot carry it, or an answer that is not a
 decision (an accept without one) leaves the approval pending as before: a person decides it
 with ``corral approvals decide`` or the HTTP API.
@@ -21,13 +27,26 @@ import json
 import logging
 from typing import Any, Literal
 
+from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
+
 from corral.errors import ApprovalDenied, CorralError
 from corral.kernel import ApprovalRecord
 from corral.platform import Platform
 from corral.policy.identity import Caller
 from corral.tools.results import ToolResult
 
-__all__ = ["approval_form", "ask_for_approval", "client_elicits"]
+__all__ = [
+    "APPROVAL_INPUT",
+    "answer_from_retry",
+    "approval_form",
+    "approval_input_request",
+    "ask_for_approval",
+    "client_elicits",
+    "wants_input_required",
+]
+
+APPROVAL_INPUT = "approval"
+"""The key of the approval question among an input-required result's requests."""
 
 _log = logging.getLogger(__name__)
 _ARGUMENTS_SHOWN = 600
@@ -41,15 +60,26 @@ Answer = tuple[Literal["approve", "deny"], Literal["exact", "family"] | None, st
 """The decision, what to remember of it, and the note it is stored with."""
 
 
-def client_elicits(session: Any) -> bool:
-    """True when the client declared form elicitation and this request can carry it."""
+def _declares_form(session: Any) -> bool:
     capabilities = getattr(session, "client_capabilities", None)
     declared = getattr(capabilities, "elicitation", None)
     if declared is None:
         return False
     # An empty elicitation capability means form mode (2025-06-18 clients declare it so).
-    form = declared.form is not None or declared.url is None
-    return form and bool(getattr(session, "can_send_request", True))
+    return declared.form is not None or declared.url is None
+
+
+def wants_input_required(session: Any) -> bool:
+    """True on a 2026-07-28 connection whose client declared form elicitation."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    modern = getattr(session, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+    return modern and _declares_form(session)
+
+
+def client_elicits(session: Any) -> bool:
+    """True when the client declared form elicitation and this request can carry it."""
+    return _declares_form(session) and bool(getattr(session, "can_send_request", True))
 
 
 def approval_form(
@@ -121,7 +151,40 @@ async def ask_for_approval(
     except Exception as exc:  # the client's failure leaves the approval as it was: pending
         _log.warning("MCP client could not be asked to approve %s: %s", approval_id, exc)
         return None
-    answer = read_answer(answered.action, answered.content)
+    return await _decided(platform, caller, approval_id, answered.action, answered.content)
+
+
+async def approval_input_request(platform: Platform, approval_id: str) -> InputRequiredResult:
+    """The input-required result asking the client's user to decide ``approval_id``."""
+    record = await platform.approvals.get(approval_id)
+    message, schema = approval_form(record, await platform.rules.proposal(record))
+    question = ElicitRequest(
+        params=ElicitRequestFormParams(message=message, requested_schema=schema)
+    )
+    return InputRequiredResult(input_requests={APPROVAL_INPUT: question}, request_state=approval_id)
+
+
+async def answer_from_retry(
+    platform: Platform, caller: Caller, approval_id: str, responses: Any
+) -> ToolResult | None:
+    """The call's result once the retry's answer decided ``approval_id``; None when the
+    answer is missing or no decision (the approval stays pending)."""
+    answered = (responses or {}).get(APPROVAL_INPUT)
+    if isinstance(answered, dict):
+        answered = ElicitResult.model_validate(answered)
+    if not isinstance(answered, ElicitResult):
+        return None
+    return await _decided(platform, caller, approval_id, answered.action, answered.content)
+
+
+async def _decided(
+    platform: Platform,
+    caller: Caller,
+    approval_id: str,
+    action: str,
+    content: dict[str, Any] | None,
+) -> ToolResult | None:
+    answer = read_answer(action, content)
     if answer is None:
         return None
     decision, remember, note = answer
