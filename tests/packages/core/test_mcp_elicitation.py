@@ -12,9 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from corral.packages.core.mcp_servers import McpServers
 from corral.platform import Platform
 from corral.runtime.questions import Questions
+from corral.server.app import create_app
 from tests.conftest import DEMO
+from tests.server.loopback import serving
 
 
 def script(tmp_path: Path, *turns: object) -> str:
@@ -97,10 +102,11 @@ async def test_a_servers_question_is_answered_by_the_person_through_the_cli(
     assert answered.status == "answered" and answered.answered_by == "u_owner"
 
 
-async def test_a_decline_reaches_the_server_and_a_link_is_shown_only_to_the_person(
+async def test_a_decline_over_http_reaches_the_server_and_a_link_is_shown_only_to_the_person(
     platform: Platform, features_command: list[str], tmp_path: Path
 ) -> None:
     await connect(platform, features_command)
+    token = (await platform.identity.create_token("owner")).token
     questions = platform.services.require(Questions)
     model = script(
         tmp_path,
@@ -110,9 +116,17 @@ async def test_a_decline_reaches_the_server_and_a_link_is_shown_only_to_the_pers
     )
     conversation = await platform.runtime.start_conversation(model=model, profile="auto")
     turn = asyncio.create_task(platform.chat("go", conversation_id=conversation.id, model=model))
-    async with asyncio.timeout(120):
+    async with (
+        asyncio.timeout(120),
+        serving(create_app(platform)) as base,
+        httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api,
+    ):
         first = await asked_question(platform, conversation.id, turn)
-        await questions.answer(first, ["decline"])  # a lone decline needs no other answers
+        broken = await api.post(f"/questions/{first}/answer", json={"answers": ["1", "-", "-"]})
+        assert broken.status_code == 400 and "is required when you accept" in broken.text
+        # A lone decline needs no other answers.
+        declined = await api.post(f"/questions/{first}/answer", json={"answers": ["decline"]})
+        assert declined.status_code == 200, declined.text
         second = await asked_question(platform, conversation.id, turn)
         link = await questions.get(second)
         assert "https://example.test/sign-in" in link.questions[0].question
@@ -123,6 +137,22 @@ async def test_a_decline_reaches_the_server_and_a_link_is_shown_only_to_the_pers
     assert "visit accept" in visited, visited
     rows = await platform.rows(conversation.id)
     assert not any("example.test" in json.dumps(r.data) for r in rows)
+
+
+async def test_an_unanswered_question_expires_as_a_decline(
+    platform: Platform, features_command: list[str], tmp_path: Path
+) -> None:
+    await connect(platform, features_command)
+    feat = platform.services.require(McpServers).connection("feat")
+    assert feat is not None
+    feat._call_timeout = 4.0  # the person has 3.6 s of it
+    model = script(tmp_path, {"tool_calls": [{"name": "feat_ask", "args": {}}]}, {"text": "Ok."})
+    async with asyncio.timeout(60):
+        ended = await platform.chat("ask me", model=model, profile="auto")
+    (said,) = await tool_results(platform, ended.conversation_id)
+    assert '"decline"' in said, said
+    (expired,) = await platform.services.require(Questions).list_questions(status=None)
+    assert (expired.status, expired.note) == ("closed", "expired: no answer in time")
 
 
 async def test_sampling_is_refused_unless_allowed_and_then_uses_the_runs_model(

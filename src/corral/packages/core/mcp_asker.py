@@ -4,7 +4,8 @@ Elicitation becomes a question to the person who started the run (see
 :mod:`corral.runtime.questions.elicitation`), answerable with ``corral questions answer``
 or over HTTP; the call's live output says which question waits. The answer (accept with
 content checked against the requested schema, decline, cancel) goes back to the server. A
-question not answered within the call's time is closed and the server told ``decline``; a
+question not answered within nine tenths of the call's time is closed (expired) and the
+server told ``decline``; a
 run that ends first closes it, and the server is told ``cancel``. A URL elicitation's link
 is shown to the person only: the model never sees it.
 

@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the SDK loads only once a server is in use (see connect.mcp
 __all__ = ["build_package", "package_name", "tool_name", "warnings"]
 
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
+_QUESTION_SHARE = 0.9
+"""The share of a call's time a person has to answer the server's question."""
 
 
 def package_name(server: str) -> str:
@@ -134,7 +136,8 @@ def _handler(connection: McpConnection, remote: str) -> Handler:
             ctx.output("progress", progress_line(progress, total, message))
 
         roots = roots_for(ctx.caller, ctx.sources)
-        asker = RunAsker(ctx, wait_seconds=connection.call_timeout)
+        # A question unanswered by then is declined while the server still has time to finish.
+        asker = RunAsker(ctx, wait_seconds=connection.call_timeout * _QUESTION_SHARE)
         running = asyncio.ensure_future(
             connection.call(remote, args, roots=roots, progress=heard, asker=asker)
         )
