@@ -103,7 +103,7 @@ async def test_a_servers_question_is_answered_by_the_person_through_the_cli(
 
 
 async def test_a_decline_over_http_reaches_the_server_and_a_link_is_shown_only_to_the_person(
-    platform: Platform, features_command: list[str], tmp_path: Path
+    platform: Platform, features_command: list[str], data_dir: Path, tmp_path: Path
 ) -> None:
     await connect(platform, features_command)
     token = (await platform.identity.create_token("owner")).token
@@ -128,10 +128,15 @@ async def test_a_decline_over_http_reaches_the_server_and_a_link_is_shown_only_t
         declined = await api.post(f"/questions/{first}/answer", json={"answers": ["decline"]})
         assert declined.status_code == 200, declined.text
         second = await asked_question(platform, conversation.id, turn)
-        link = await questions.get(second)
-        assert "https://example.test/sign-in" in link.questions[0].question
-        await questions.answer(second, [1])
+        # The person sees the link in their questions and says they opened it, from the CLI.
+        code, listed = await cli(data_dir, "questions", "list", "--json")
+        assert code == 0, listed
+        (link,) = [q for q in json.loads(listed) if q["id"] == second]
+        assert "https://example.test/sign-in" in link["questions"][0]["question"]
+        code, said = await cli(data_dir, "questions", "answer", second, "1")
+        assert code == 0, said
         await turn
+    assert (await questions.get(second)).answered_by == "u_owner"
     declined, visited = await tool_results(platform, conversation.id)
     assert '"decline"' in declined, declined
     assert "visit accept" in visited, visited
@@ -177,3 +182,8 @@ async def test_sampling_is_refused_unless_allowed_and_then_uses_the_runs_model(
     allowed = await platform.chat("sample", model=model, profile="auto")
     (said,) = await tool_results(platform, allowed.conversation_id)
     assert "sampled by" in said and ": pear" in said, said
+    # The run's model use counts towards the run's limits like its own turns.
+    (spent,) = [
+        u for u in await platform.logs.records(kind="usage") if u.data["source"] == "mcp.sampling"
+    ]
+    assert spent.run_id is not None and spent.data["conversation_id"] == allowed.conversation_id
