@@ -160,6 +160,24 @@ async def test_an_unanswered_question_expires_as_a_decline(
     assert (expired.status, expired.note) == ("closed", "expired: no answer in time")
 
 
+async def test_stopping_the_run_closes_the_servers_open_question(
+    platform: Platform, features_command: list[str], tmp_path: Path
+) -> None:
+    await connect(platform, features_command)
+    questions = platform.services.require(Questions)
+    model = script(tmp_path, {"tool_calls": [{"name": "feat_ask", "args": {}}]}, {"text": "Ok."})
+    conversation = await platform.runtime.start_conversation(model=model, profile="auto")
+    turn = asyncio.create_task(platform.chat("go", conversation_id=conversation.id, model=model))
+    async with asyncio.timeout(120):
+        asked = await questions.get(await asked_question(platform, conversation.id, turn))
+        stopped = await platform.runtime.stop(asked.run_id)
+        await turn
+    assert stopped.status == "stopped"
+    assert await questions.list_questions(status="open") == []
+    (said,) = await tool_results(platform, conversation.id)
+    assert "was cancelled before it finished" in said, said
+
+
 async def test_sampling_is_refused_unless_allowed_and_then_uses_the_runs_model(
     platform: Platform, features_command: list[str], tmp_path: Path
 ) -> None:

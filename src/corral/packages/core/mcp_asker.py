@@ -5,9 +5,9 @@ Elicitation becomes a question to the person who started the run (see
 or over HTTP; the call's live output says which question waits. The answer (accept with
 content checked against the requested schema, decline, cancel) goes back to the server. A
 question not answered within nine tenths of the call's time is closed (expired) and the
-server told ``decline``; a
-run that ends first closes it, and the server is told ``cancel``. A URL elicitation's link
-is shown to the person only: the model never sees it.
+server told ``decline``; a stopped call or a run that ends first closes it, and the server
+is told ``cancel``. A URL elicitation's link is shown to the person only: the model never
+sees it.
 
 Sampling, when an admin allowed it for the server, is answered by the run's own model and
 counted as the run's model use (``mcp.sampling``).
@@ -101,12 +101,15 @@ class RunAsker:
             if current.status != "open":
                 return ElicitResult(action="cancel")
             now = asyncio.get_running_loop().time()
-            if now >= deadline or ctx.cancellation.cancelled:
-                why = "expired: no answer in time" if now >= deadline else "the call was stopped"
-                if await questions.store.close(record.id, why):
-                    ctx.output("stdout", f"{server}'s question {why}; it was declined\n")
-                    return ElicitResult(action="decline")
+            if ctx.cancellation.cancelled:
+                if await questions.store.close(record.id, "the call was stopped"):
+                    return ElicitResult(action="cancel")
                 continue  # answered just now: read it
+            if now >= deadline:
+                if await questions.store.close(record.id, "expired: no answer in time"):
+                    ctx.output("stdout", f"{server}'s question expired; it was declined\n")
+                    return ElicitResult(action="decline")
+                continue
             await asyncio.sleep(min(pause, max(deadline - now, 0.0)))
             pause = min(pause * 2, _LONGEST_LOOK)
 
