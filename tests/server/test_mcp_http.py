@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -426,3 +427,45 @@ async def test_a_2026_client_gets_the_approval_question_as_input_required_and_re
     ] * 2
     decided = await platform.approvals.list(status=None)
     assert sorted(a.status for a in decided) == ["approved", "denied"]
+
+
+async def test_an_approval_decided_over_http_while_the_client_asks_ends_the_question(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    headers = {"Authorization": f"Bearer {token}"}
+    asked = asyncio.Event()
+    dropped = asyncio.Event()
+
+    async def never_answers(
+        context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        asked.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            dropped.set()
+            raise
+        raise AssertionError("unreachable")
+
+    async with (
+        asyncio.timeout(60),
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=never_answers) as session,
+        httpx.AsyncClient(base_url=mcp_url.removesuffix("/mcp"), headers=headers) as api,
+    ):
+        await session.initialize()
+        calling = asyncio.create_task(
+            session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        )
+        await asked.wait()
+        (pending,) = await platform.pending_approvals()
+        decided = await api.post(f"/approvals/{pending.id}/decision", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        wrote = await calling
+        assert not wrote.is_error and "wrote data://n.md" in text_of(wrote.content)
+        # The client was told to drop its question.
+        await dropped.wait()
+    (approval,) = await platform.approvals.list(status=None)
+    assert (approval.status, approval.note) == ("approved", None)

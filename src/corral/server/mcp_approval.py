@@ -15,6 +15,10 @@ the approval's id as its ``requestState`` (sealed by the SDK's request-state bou
 a key of this process), and the client's retry carries the answer; the retry never runs the
 pipeline again, it decides the approval and answers with the call's result.
 
+An approval decided on another surface (the web UI, the CLI) while the client's user is
+being asked ends the question: the request is cancelled, so the client drops it, and the
+call answers with the outcome decided there.
+
 A client without elicitation, one whose request cannot carry it, or an answer that is not a
 decision (an accept without one) leaves the approval pending as before: a person decides it
 with ``corral approvals decide`` or the HTTP API.
@@ -54,7 +58,7 @@ _ARGUMENTS_SHOWN = 600
 _FIRST_LOOK = 0.02
 _LONGEST_LOOK = 1.0
 """Seconds between looks at the approval for the call's result: doubling up to this."""
-_DECIDED_ELSEWHERE = ("denied", "expired", "cancelled")
+_DECIDED_ELSEWHERE = ("denied", "expired", "cancelled", "closed")
 
 Answer = tuple[Literal["approve", "deny"], Literal["exact", "family"] | None, str]
 """The decision, what to remember of it, and the note it is stored with."""
@@ -146,12 +150,33 @@ async def ask_for_approval(
         return None
     record = await platform.approvals.get(approval_id)
     message, schema = approval_form(record, await platform.rules.proposal(record))
+    asking = asyncio.ensure_future(
+        session.elicit_form(message, schema, related_request_id=request_id)
+    )
+    elsewhere = asyncio.ensure_future(_no_longer_pending(platform, approval_id))
     try:
-        answered = await session.elicit_form(message, schema, related_request_id=request_id)
+        await asyncio.wait({asking, elsewhere}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        elsewhere.cancel()
+        if not asking.done():
+            # Decided on another surface: cancelling the request tells the client to drop it.
+            asking.cancel()
+            await asyncio.gather(asking, return_exceptions=True)
+    if asking.cancelled():
+        return await call_result(platform, approval_id)
+    try:
+        answered = asking.result()
     except Exception as exc:  # the client's failure leaves the approval as it was: pending
         _log.warning("MCP client could not be asked to approve %s: %s", approval_id, exc)
         return None
     return await _decided(platform, caller, approval_id, answered.action, answered.content)
+
+
+async def _no_longer_pending(platform: Platform, approval_id: str) -> None:
+    pause = _FIRST_LOOK
+    while (await platform.approvals.get(approval_id)).status == "pending":
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, _LONGEST_LOOK)
 
 
 async def approval_input_request(platform: Platform, approval_id: str) -> InputRequiredResult:
