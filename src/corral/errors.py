@@ -8,7 +8,8 @@ and what to do next, with identifiers quoted by ``!r``.
     CorralError
     ├── UsageError            misuse of Corral itself: bad configuration, bad API arguments
     │   ├── ConfigError       a settings file, package folder or manifest that cannot be used
-    │   └── NotFound          a named thing (user, agent, approval, source…) does not exist
+    │   ├── NotFound          a named thing (user, agent, approval, source…) does not exist
+    │   └── AlreadyDecided    a decision a person was asked for was answered (or ended) before
     ├── ToolError             a tool call that ended without a result; carries a stable ``code``
     │   └── Refusal           the pipeline or a policy refused the call before or instead of running
     │       ├── NotVisible          code ``not_visible``
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AlreadyDecided",
     "ApprovalDenied",
     "ConfigError",
     "CorralError",
@@ -57,6 +59,11 @@ class ConfigError(UsageError):
 
 class NotFound(UsageError):
     """A named object does not exist."""
+
+
+class AlreadyDecided(UsageError):
+    """A pending decision (approval, question…) was already answered, from any surface, or
+    ended (expired, its run over): the first answer wins (HTTP 409)."""
 
 
 class ToolError(CorralError):

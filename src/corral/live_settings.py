@@ -36,6 +36,14 @@ def _defs(*items: LiveSettingDef) -> dict[str, LiveSettingDef]:
 
 LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
     LiveSettingDef(
+        key="decisions_expire_days",
+        type=float,
+        default=7.0,
+        minimum=0.001,
+        description="Days a pending decision (approval, question…) waits for an answer; "
+        "then the sweep ends it as a denial (a question as declined) and its run goes on.",
+    ),
+    LiveSettingDef(
         key="perf_slow_tool_ms",
         type=int,
         default=30_000,

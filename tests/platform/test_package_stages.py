@@ -53,8 +53,9 @@ async def test_an_observing_stage_sees_every_call_that_runs(data_dir: Path) -> N
         parked = await platform.call_tool("staged_echo", {"text": "later"}, profile="safe")
         assert parked.error_code == "approval_pending" and parked.waiting is not None
         assert len(logged(data_dir)) == 2
-        approved = await platform.decide_approval(parked.waiting.id, "approve")
-        assert approved.text == "later"
+        await platform.decide_approval(parked.waiting.id, "approve")
+        approved = await platform.approval_result(parked.waiting.id)
+        assert approved is not None and approved.text == "later"
         assert logged(data_dir)[-1] == "staged_echo ok {'text': 'later'}"
 
 

@@ -193,7 +193,8 @@ async def test_an_inner_approval_parks_child_and_parent_across_a_restart(
         turn = await platform.chat("go", model=parent, profile="balanced")
         assert turn.status == "parked"  # the delegate call itself asks first
         await platform.decide_approval(turn.approvals[0], "approve")
-        parent_run = await platform.runtime.runs.get(turn.run_id)
+        # The parent's own job runs the approved delegate call; its child parks in turn.
+        parent_run = await platform.runtime.wait_run(turn.run_id)
         assert parent_run.status == "parked"
         (wait,) = parent_run.waiting
         assert wait.kind == "delegate"
@@ -359,7 +360,7 @@ async def test_stopping_a_parked_child_answers_the_waiting_parent(
     await rt.conversations.update(conversation.id, profile="balanced")
     turn = await rt_platform.chat("go", conversation_id=conversation.id)
     await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
-    (wait,) = (await rt.runs.get(turn.run_id)).waiting
+    (wait,) = (await rt.wait_run(turn.run_id)).waiting
     child_run = await rt.runs.get(wait.id)
     (inner,) = child_run.waiting
     stopped = await rt_platform.services.require(Delegation).stop(child_run.id)
@@ -430,7 +431,7 @@ async def test_denying_an_inner_approval_lets_the_child_continue_with_the_refusa
     )
     turn = await rt_platform.chat("go", model=parent, profile="balanced")
     await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
-    (wait,) = (await rt.runs.get(turn.run_id)).waiting
+    (wait,) = (await rt.wait_run(turn.run_id)).waiting
     (inner,) = (await rt.runs.get(wait.id)).waiting
     await rt_platform.decide_approval(inner.id, "deny", note="not now")
     assert (await rt.wait_run(wait.id)).status == "finished"  # the child goes on first

@@ -120,7 +120,8 @@ async def test_several_children_park_and_resume_independently(
         assert turn.status == "parked" and len(turn.approvals) == 2  # both delegate calls
         for approval in turn.approvals:
             await platform.decide_approval(approval, "approve")
-        waits = (await rt.runs.get(turn.run_id)).waiting
+        # The parent's job runs both approved delegate calls; both children park.
+        waits = (await rt.wait_run(turn.run_id)).waiting
         assert sorted(w.kind for w in waits) == ["delegate", "delegate"]
         children = {w.id: await rt.runs.get(w.id) for w in waits}
         by_task = {}

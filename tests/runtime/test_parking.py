@@ -45,10 +45,13 @@ async def test_parked_run_survives_a_restart_and_finishes_when_approved(
         rt = platform.runtime
         run = await rt.runs.get(turn.run_id)
         assert run.status == "parked"  # start-up recovery leaves a parked run answerable
-        result = await platform.decide_approval(turn.approvals[0], "approve")
-        assert result.text == "wrote data://note.md"
+        decided = await platform.decide_approval(turn.approvals[0], "approve")
+        # Deciding only records the answer: the run's own job runs the call.
+        assert decided.status == "pending" and turn.run_id in decided.text
         final = await rt.wait_run(turn.run_id)
         assert (final.status, final.steps) == ("finished", 2)
+        result = await platform.approval_result(turn.approvals[0])
+        assert result is not None and result.text == "wrote data://note.md"
         done = await rt.result(turn.run_id)
         assert done.text == "The note is written."
     assert (data_dir / "drive" / "note.md").read_text() == "note:hello"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import corral
-from corral.errors import NotFound, UsageError
+from corral.errors import AlreadyDecided, NotFound, UsageError
 from corral.platform import Platform
 from corral.runtime.questions import Questions
 from corral.runtime.runtime import Runtime
@@ -69,7 +69,7 @@ async def test_a_question_parks_the_run_and_the_answer_resumes_it(
     assert "Which extras?\n   → auth, search" in text and "keep it lean" in text
     assert kinds(done.rows)[-4:] == ["card", "tool_result", "model_turn", "card"]
     assert await service.list_questions() == []
-    with pytest.raises(UsageError, match="already answered"):
+    with pytest.raises(AlreadyDecided, match="already decided by owner from the terminal at "):
         await service.answer(open_.id, ["SQLite", ["auth"]])
 
 

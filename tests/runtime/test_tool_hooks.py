@@ -74,8 +74,10 @@ async def test_ask_parks_the_call_and_the_approved_call_is_not_hooked_again(
     assert parked.status == "pending" and "a person decides" in parked.text, parked.text
     assert parked.data is not None
     approval_id = parked.data["approval_id"]
-    decided = await rt_platform.decide_approval(approval_id, "approve")
-    assert not decided.is_error and "asked once\n" in decided.text, decided.text
+    await rt_platform.decide_approval(approval_id, "approve")
+    decided = await rt_platform.approval_result(approval_id)
+    assert decided is not None and not decided.is_error, decided
+    assert "asked once\n" in decided.text, decided.text
 
 
 async def test_a_hook_that_times_out_crashes_or_prints_garbage_blocks_by_default(

@@ -73,9 +73,11 @@ async def test_an_approval_decided_over_http_resumes_the_run(
     assert turn["status"] == "parked"
     approval = turn["waiting"][0]["id"]
     decided = await http.post(f"/approvals/{approval}/decision", json={"decision": "approve"})
-    assert decided.json()["result"]["content"][0]["text"] == "wrote data://api.md"
+    assert decided.json()["result"]["status"] == "pending"  # the run's job runs the call
     final = await api_platform.runtime.wait_run(turn["run_id"])
     assert final.status == "finished"
+    shown = (await http.get(f"/approvals/{approval}")).json()
+    assert shown["result"]["content"][0]["text"] == "wrote data://api.md"
     assert (data_dir / "drive" / "api.md").read_text() == "note:x"
 
 

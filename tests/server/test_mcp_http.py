@@ -24,6 +24,7 @@ from mcp.types import (
     TextContent,
 )
 
+from corral.errors import AlreadyDecided
 from corral.platform import Platform
 from corral.policy.identity import Caller
 from corral.server.app import create_app
@@ -103,14 +104,16 @@ async def test_a_whole_sdk_session_keeps_todos_and_waits_for_an_approval_over_ht
         # A person answers through the HTTP API while the MCP session stays open.
         decided = await api.post(f"/approvals/{approval}/decision", json={"decision": "approve"})
         assert decided.status_code == 200, decided.text
-        result = decided.json()["result"]
+        assert decided.json()["result"]["status"] == "pending"  # it runs after the answer
+        result = (await api.get(f"/approvals/{approval}", params={"wait": 30})).json()["result"]
         assert result["status"] == "ok", result
         assert result["content"] == [{"type": "text", "text": "wrote data://n.md"}]
         started = await api.post(
             f"/approvals/{shell_approval}/decision", json={"decision": "approve"}
         )
         assert started.status_code == 200, started.text
-        started_text = started.json()["result"]["content"][0]["text"]
+        shown = await api.get(f"/approvals/{shell_approval}", params={"wait": 30})
+        started_text = shown.json()["result"]["content"][0]["text"]
         [shell_id] = re.findall(r"Started background shell (\S+) ", started_text)
         again = await session.call_tool("echo", {"text": "still here"})
         assert text_of(again.content) == "still here"
@@ -399,6 +402,10 @@ async def test_a_client_that_elicits_decides_the_approval_and_gets_the_result_in
         ("execute", "denied", "u_owner"),
     }
     assert await platform.pending_approvals() == []
+    # The MCP client's answer was the first; any other surface is told so.
+    (note,) = [a for a in decided if a.tool == "write_note"]
+    with pytest.raises(AlreadyDecided, match=r"already decided by .* from an MCP client"):
+        await platform.decide_approval(note.id, "deny", surface="web")
 
 
 async def test_a_2026_client_gets_the_approval_question_as_input_required_and_retries(
@@ -469,3 +476,4 @@ async def test_an_approval_decided_over_http_while_the_client_asks_ends_the_ques
         await dropped.wait()
     (approval,) = await platform.approvals.list(status=None)
     assert (approval.status, approval.note) == ("approved", None)
+    assert (await platform.decisions.get(approval.id)).surface == "http"

@@ -100,12 +100,16 @@ def test_health_tools_calls_and_auth(server: str, data_dir: Path) -> None:
         decided = http.post(
             f"/approvals/{approval_id}/decision", headers=owner, json={"decision": "approve"}
         ).json()
-        assert decided["result"]["is_error"] is False
+        assert decided["result"]["status"] == "pending"  # the call runs after the answer
+        shown = http.get(f"/approvals/{approval_id}?wait=30", headers=owner).json()
+        assert shown["status"] == "approved" and shown["result"]["is_error"] is False
         assert (data_dir / "drive" / "h.md").read_text() == "note:x"
+        assert http.get(f"/approvals/{approval_id}", headers=member).status_code == 404
         twice = http.post(
             f"/approvals/{approval_id}/decision", headers=owner, json={"decision": "deny"}
         )
-        assert twice.status_code == 400 and "already approved" in twice.json()["detail"]
+        assert twice.status_code == 409
+        assert "already decided by owner from the API" in twice.json()["detail"]
 
         assert (
             http.put(

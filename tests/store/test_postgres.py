@@ -19,8 +19,9 @@ async def test_platform_runs_on_postgresql(data_dir: Path, database_url: str) ->
         await first.admin.set_live("perf_slow_tool_ms", 4321)
     async with corral.open(data_dir, database_url=database_url, package_paths=[DEMO]) as second:
         assert (await second.live_settings())["perf_slow_tool_ms"] == 4321
-        approved = await second.decide_approval(approval_id, "approve")
-        assert not approved.is_error
+        await second.decide_approval(approval_id, "approve")
+        approved = await second.approval_result(approval_id)
+        assert approved is not None and not approved.is_error
     assert (data_dir / "drive" / "pg.md").read_text() == "note:x"
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from corral.channels.relay import Chat, Relay
 from corral.channels.store import ChannelStore, ConnectionRecord, SenderRecord
 from corral.channels.vendors import Inbound
-from corral.errors import CorralError, NotFound
+from corral.errors import AlreadyDecided, CorralError, NotFound
 from corral.kernel import Decision, rule_proposals
+from corral.kernel.decisions import check_surface
 from corral.runtime.agents import load_agent
 from corral.runtime.caller_scope import CallerScope
 from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
@@ -186,15 +187,24 @@ class Router:
         ):
             self._not_yours(here)
             return
-        if record.status != "pending":
-            self._relay.say(here.chat, f"That approval was already {record.status}.")
-            return
         decider = await kernel.caller(here.sender.user_id)
         note = f"from {here.connection.provider} channel {here.connection.name!r}"
+        surface = check_surface(here.connection.provider)
         planned = None
-        if remember:  # refused (before the claim) for a call that is not a command
-            planned = await rule_proposals.plan(kernel.command_rules, record, "family")
-        claimed = await kernel.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
+        try:
+            if remember:  # refused (before the claim) for a call that is not a command
+                planned = await rule_proposals.plan(kernel.command_rules, record, "family")
+            claimed = await kernel.approvals.claim(
+                approval_id,
+                decision,
+                by=decider.user_id,
+                by_name=decider.name,
+                note=note,
+                surface=surface,
+            )
+        except AlreadyDecided as exc:  # the first answer, from any surface, won
+            self._relay.say(here.chat, str(exc))
+            return
         if planned:
             await rule_proposals.remember(
                 kernel.command_rules,
@@ -205,7 +215,7 @@ class Router:
                 decided_by=decider.name,
                 note=note,
             )
-        await self._rt.decide_approval(claimed, decision, decider, note)
+        await self._rt.decide_approval(claimed, decision, decider, note, surface=surface)
 
     async def _answer(self, here: _Context, question_id: str, answers: list[AnswerInput]) -> None:
         if self._questions is None:
@@ -221,4 +231,9 @@ class Router:
         ):
             self._not_yours(here)
             return
-        await self._questions.answer(question_id, answers, user=here.sender.user_id)
+        await self._questions.answer(
+            question_id,
+            answers,
+            surface=check_surface(here.connection.provider),
+            user=here.sender.user_id,
+        )

@@ -69,7 +69,8 @@ def decide(
     ] = "agent",
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole result.")] = False,
 ) -> None:
-    """Approve (the call runs now) or deny a pending approval; a parked run continues."""
+    """Approve or deny a pending approval; a parked run continues (and runs the approved
+    call in its own job), a call outside any run runs now."""
 
     async def work(platform: Platform) -> tuple[ToolResult, dict[str, Any] | None]:
         if decision not in ("approve", "deny"):
@@ -83,17 +84,20 @@ def decide(
         run = await _run_of(platform, record.run_id)
         if run is None:
             decided = await platform.decide_approval(
-                approval_id, chosen, note=note, remember=kept, scope=area
+                approval_id, chosen, surface="cli", note=note, remember=kept, scope=area
             )
-            return decided, None
+            # Outside any run the call runs as a task of this process: wait for its result.
+            return await platform.approval_result(approval_id) or decided, None
 
         async def decide_it() -> ToolResult:
             return await platform.decide_approval(
-                approval_id, chosen, note=note, remember=kept, scope=area
+                approval_id, chosen, surface="cli", note=note, remember=kept, scope=area
             )
 
         printer = None if as_json else TurnPrinter(console)
         result = await follow(platform, run.conversation_id, printer, decide_it)
+        # The run's job ran the approved call meanwhile (here, or a worker): its result.
+        result = await platform.approval_result(approval_id) or result
         return result, (await runtime(platform).runs.get(run.id)).to_json()
 
     result, run = run_with_platform(ctx, work)

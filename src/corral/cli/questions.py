@@ -80,7 +80,7 @@ def answer(
         given += answers[len(record.questions) :]  # a count mismatch is reported by answer()
 
         async def answer_it() -> dict[str, Any]:
-            return (await service.answer(question_id, given, note=note)).to_json()
+            return (await service.answer(question_id, given, surface="cli", note=note)).to_json()
 
         printer = None if as_json else TurnPrinter(console)
         answered = await follow(platform, record.conversation_id, printer, answer_it)

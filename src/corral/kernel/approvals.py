@@ -1,7 +1,9 @@
 """Durable approvals: a parked call waits as a row, holding nothing open.
 
-A decision claims the row atomically (only a pending row can be decided, and only once),
-so two people or two processes can never run the same call twice.
+A decision claims the row atomically: a compare-and-set on its pending decision
+(:mod:`corral.kernel.decisions`) in the transaction that marks the approval, so the first
+answer wins from any surface and a later one is told who decided. Deciding never runs the
+call: the run's own job does (:meth:`ApprovalStore.start`), once.
 
 A tool's secret arguments (see :mod:`corral.tools.secret_arguments`) are not in the row's
 ``arguments``: they are sealed with the credential key, and :meth:`ApprovalStore.arguments`
@@ -10,6 +12,7 @@ puts them back only for the call that runs once approved.
 
 from __future__ import annotations
 
+import builtins
 import json
 import secrets
 from dataclasses import dataclass, field
@@ -21,7 +24,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.connect.keyfile import CredentialKey
-from corral.errors import NotFound, ToolError, UsageError
+from corral.errors import NotFound, ToolError
+from corral.kernel.decisions import DecisionStore, Surface, open_decision
 from corral.store import tables as t
 from corral.tools.dispatch import CallRequest
 from corral.tools.secret_arguments import join_secrets
@@ -49,6 +53,8 @@ class ApprovalRecord:
     decided_by: str | None
     note: str | None
     result: dict[str, Any] | None
+    dispatched_at: datetime | None = None
+    """When the run's job started the approved call."""
     conversation_id: str | None = None
     """The call's conversation (a run's, or an MCP session's, which has no run)."""
     sealed: str | None = field(default=None, repr=False)
@@ -73,6 +79,7 @@ class ApprovalRecord:
             decided_by=row.decided_by,
             note=row.note,
             result=row.result,
+            dispatched_at=row.dispatched_at,
             conversation_id=row.conversation_id,
             sealed=row.sealed,
         )
@@ -99,9 +106,15 @@ class ApprovalRecord:
 
 
 class ApprovalStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], key: CredentialKey) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        key: CredentialKey,
+        decisions: DecisionStore | None = None,
+    ) -> None:
         self._sessions = sessions
         self._key = key
+        self.decisions = decisions or DecisionStore(sessions)
 
     async def park(
         self,
@@ -134,6 +147,16 @@ class ApprovalStore:
                     reason=reason,
                     sealed=sealed,
                 )
+            )
+            open_decision(
+                session,
+                id=approval_id,
+                kind="approval",
+                user_id=request.caller.user_id,
+                conversation_id=request.conversation_id,
+                run_id=request.run_id,
+                call_id=request.call_id,
+                summary=_summary(request.tool, arguments),
             )
         return approval_id
 
@@ -170,25 +193,80 @@ class ApprovalStore:
             return [ApprovalRecord.of(r) for r in await session.scalars(query)]
 
     async def claim(
-        self, approval_id: str, decision: Decision, *, by: str, note: str | None
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        by: str,
+        note: str | None,
+        surface: Surface,
+        by_name: str | None = None,
     ) -> ApprovalRecord:
-        """Move a pending approval to approved/denied exactly once."""
+        """Move a pending approval to approved/denied exactly once, from ``surface``;
+        :class:`~corral.errors.AlreadyDecided` names the answer that came first."""
         record = await self.get(approval_id)
         if record.user_id != by:
             # Answered as an unknown id: another person's approval is not theirs to learn of.
             raise NotFound(f"no approval {approval_id!r}; `corral approvals list` shows them")
         status = "approved" if decision == "approve" else "denied"
         async with self._sessions.begin() as session:
-            outcome = await session.execute(
+            await self.decisions.decide(
+                session,
+                approval_id,
+                {"decision": decision},
+                by=by,
+                by_name=by_name or by,
+                surface=surface,
+                note=note,
+            )
+            await session.execute(
                 update(t.Approval)
-                .where(t.Approval.id == approval_id, t.Approval.status == "pending")
+                .where(t.Approval.id == approval_id)
                 .values(status=status, decided_at=t.utcnow(), decided_by=by, note=note)
             )
-        if getattr(outcome, "rowcount", 0) != 1:
-            raise UsageError(
-                f"approval {approval_id!r} is already {record.status}; it cannot be decided again"
-            )
         return await self.get(approval_id)
+
+    async def start(self, approval_id: str) -> bool:
+        """Mark the approved call started by the run's job: True once, for the one job
+        that runs it (a job taking the run over later finds it started)."""
+        async with self._sessions.begin() as session:
+            outcome = await session.execute(
+                update(t.Approval)
+                .where(
+                    t.Approval.id == approval_id,
+                    t.Approval.status == "approved",
+                    t.Approval.dispatched_at.is_(None),
+                )
+                .values(dispatched_at=t.utcnow())
+            )
+        return int(getattr(outcome, "rowcount", 0)) == 1
+
+    async def approved_unrun(self, run_id: str) -> builtins.list[ApprovalRecord]:
+        """The run's approved calls without a stored result, oldest first."""
+        query = (
+            select(t.Approval)
+            .where(
+                t.Approval.run_id == run_id,
+                t.Approval.status == "approved",
+                t.Approval.result.is_(None),
+            )
+            .order_by(t.Approval.created_at)
+        )
+        async with self._sessions() as session:
+            return [ApprovalRecord.of(r) for r in await session.scalars(query)]
+
+    async def expire(self, approval_id: str, note: str) -> bool:
+        """End a pending approval unanswered past its expiry as a denial; False when an
+        answer (from any surface) came first."""
+        async with self._sessions.begin() as session:
+            if not await self.decisions.end(session, approval_id, "expired", note):
+                return False
+            await session.execute(
+                update(t.Approval)
+                .where(t.Approval.id == approval_id, t.Approval.status == "pending")
+                .values(status="denied", decided_at=t.utcnow(), note=note)
+            )
+        return True
 
     async def store_result(self, approval_id: str, result: dict[str, Any]) -> None:
         async with self._sessions.begin() as session:
@@ -204,7 +282,16 @@ class ApprovalStore:
                 .where(t.Approval.run_id == run_id, t.Approval.status == "pending")
                 .values(status="closed", decided_at=t.utcnow(), note=note)
             )
+            # Every kind's decision of the run (questions, elicitations…), not only approvals.
+            await self.decisions.close_for_run(session, run_id, note)
         return int(getattr(outcome, "rowcount", 0))
+
+
+def _summary(tool: str, arguments: dict[str, Any]) -> str:
+    """One line for the inbox: the tool and its (stored, secret-free) arguments."""
+    command = arguments.get("command")
+    shown = command if isinstance(command, str) else json.dumps(arguments, ensure_ascii=False)
+    return f"{tool}: {shown}"[:300]
 
 
 def _token() -> str:

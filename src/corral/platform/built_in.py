@@ -26,6 +26,7 @@ from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
+from corral.runtime.decision_sweep import DecisionSweep
 from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
@@ -83,6 +84,13 @@ async def install_built_in(setup: PackageSetup) -> Installed:
 
     runtime.on_host.append(start_scheduler)
     runtime.on_tick.append(scheduler.tick)  # on a cluster: the workers' periodic task
+    decision_sweep = DecisionSweep(runtime)
+
+    async def start_decision_sweep() -> None:
+        decision_sweep.start()
+
+    runtime.on_host.append(start_decision_sweep)
+    runtime.on_tick.append(decision_sweep.tick)
 
     mcp_servers = McpServers(kernel, credentials=credentials)
     skills = _skills(setup, credentials)
@@ -126,7 +134,13 @@ async def install_built_in(setup: PackageSetup) -> Installed:
             },
         ),
         start=[start],
-        close=[shells.close, scheduler.close, mcp_servers.close, channels.close],
+        close=[
+            shells.close,
+            scheduler.close,
+            decision_sweep.close,
+            mcp_servers.close,
+            channels.close,
+        ],
     )
 
 

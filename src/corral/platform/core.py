@@ -11,15 +11,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from corral.connect import CredentialStore
-from corral.errors import ApprovalDenied, UsageError
+from corral.errors import UsageError
 from corral.kernel import DEFAULT_AGENT, ApprovalRecord, Decision, Kernel
+from corral.kernel.decisions import Surface, check_surface
 from corral.kernel.remembered_rules import Scope
+from corral.platform.direct_calls import DirectCalls
 from corral.platform.meta import conversation_meta
 from corral.platform.rules import PlatformRules, Remember
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
 from corral.runtime.conversations import ConversationInfo
 from corral.runtime.hooks import Hooks
+from corral.runtime.parking import denial
 from corral.runtime.results import ChatTurn
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import TimelineRow
@@ -55,6 +58,10 @@ class Platform:
         self.rules = PlatformRules(kernel)
         """Permission rules: check a command with them, list, remove, remember."""
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self.direct_calls = DirectCalls(kernel)
+        """Approved calls made outside any run, running as tasks of this process."""
+        self.decisions = kernel.approvals.decisions
+        """Every pending decision (approvals, questions…): ``corral inbox``."""
 
     @property
     def services(self) -> Services:
@@ -87,6 +94,7 @@ class Platform:
         services, the runtime and the kernel."""
         try:
             await self.runtime.end_runs()
+            await self.direct_calls.close()
             while self._closers:
                 await self._closers.pop()()
             await self.runtime.close()
@@ -177,22 +185,38 @@ class Platform:
         approval_id: str,
         decision: Decision,
         *,
+        surface: Surface = "cli",
         note: str | None = None,
         user: str | None = None,
         remember: Remember | None = None,
         scope: Scope = "agent",
     ) -> ToolResult:
-        """Approve (run the parked call now) or deny it; the result is stored with the record.
-        ``remember`` (``exact`` or ``family``) also keeps the answer as permission rules for
-        ``scope`` (``agent``, ``user``; ``project`` for an admin)."""
+        """Approve or deny a parked call, from ``surface`` (``web``, ``cli``, ``http``…;
+        the Python API acts as the local owner, as the CLI does, hence ``cli``).
+
+        Never runs the call: the first answer is stored (a later one raises
+        :class:`~corral.errors.AlreadyDecided` naming it) and returns at once. A run's call
+        then runs in the run's own job; a call outside any run as a task of this process
+        (:class:`DirectCalls`). Approve returns a ``pending`` result saying where the call
+        runs; deny the refusal the model reads. ``remember`` (``exact`` or ``family``) also
+        keeps the answer as permission rules for ``scope`` (``agent``, ``user``;
+        ``project`` for an admin)."""
         if decision not in ("approve", "deny"):
             raise UsageError(f"decision must be 'approve' or 'deny', not {decision!r}")
+        check_surface(surface)
         decider = await self.caller(user)
         self.rules.check_choice(remember, scope, decider)
         planned = None
         if remember is not None:  # refused before the claim when it cannot be remembered
             planned = await self.rules.plan(await self.approvals.get(approval_id), remember)
-        record = await self.approvals.claim(approval_id, decision, by=decider.user_id, note=note)
+        record = await self.approvals.claim(
+            approval_id,
+            decision,
+            by=decider.user_id,
+            by_name=decider.name,
+            note=note,
+            surface=surface,
+        )
         if planned is not None:
             await self.rules.remember(
                 record,
@@ -203,35 +227,33 @@ class Platform:
                 note=note,
             )
         if record.run_id is not None:
-            resumed = await self.runtime.decide_approval(record, decision, decider, note)
-            if resumed is not None:
-                return resumed
+            decided = await self.runtime.decide_approval(
+                record, decision, decider, note, surface=surface
+            )
+            if decided is not None:
+                return decided
         if decision == "deny":
-            reason = f": {note}" if note else ""
-            result = ToolResult.from_error(
-                ApprovalDenied(
-                    f"{decider.name} denied the call to {record.tool!r}{reason}. Do not repeat "
-                    "it; continue without it or ask what to do instead."
-                ),
-                status="denied",
-            )
-        else:
-            # Rights are re-resolved now: a caller who lost a grant meanwhile is refused.
-            request = CallRequest(
-                tool=record.tool,
-                arguments=self.approvals.arguments(record),
-                caller=await self.caller(record.user_id),
-                agent=record.agent,
-                profile=parse_profile(record.profile),
-                run_id=record.run_id,
-                conversation_id=record.conversation_id,
-                call_id=record.call_id,
-                narrowing=Narrowing.from_json(record.narrowing),
-                services=self.services,
-            )
-            result = await self.dispatcher.dispatch(request, approved=True)
-        await self.approvals.store_result(approval_id, result.to_json())
-        return result
+            result = denial(record.tool, decider, note)
+            await self.approvals.store_result(approval_id, result.to_json())
+            return result
+        self.direct_calls.start(record)
+        return ToolResult.wait_for(
+            "approval",
+            approval_id,
+            f"{decider.name} approved the call to {record.tool!r}; it runs now, and its "
+            f"result is stored on approval {approval_id} (`corral approvals show "
+            f"{approval_id}`)",
+            data={"approval_id": approval_id, "run_id": None, "decision": "approve"},
+        )
+
+    async def approval_result(self, approval_id: str) -> ToolResult | None:
+        """The result of an approved call outside any run, once this process ran it (None
+        when it runs nowhere here and the record has none yet)."""
+        result = await self.direct_calls.wait(approval_id)
+        if result is not None:
+            return result
+        record = await self.approvals.get(approval_id)
+        return ToolResult.from_json(record.result) if record.result is not None else None
 
     # -- agents -----------------------------------------------------------------------------
 

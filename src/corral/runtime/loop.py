@@ -34,6 +34,7 @@ from corral.errors import CorralError
 from corral.policy.profiles import parse_profile, stricter
 from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.appends import Fenced
+from corral.runtime.approved_calls import run_approved_calls
 from corral.runtime.calls import StepScope, run_calls
 from corral.runtime.endings import Outcome, end_run, park_run
 from corral.runtime.hooks import permission_mode
@@ -266,6 +267,9 @@ class _Loop:
             cut = await self._settle_cut_turn(context)
             if cut is not None:
                 return cut
+        parked = await self._run_approved(context)
+        if parked is not None:
+            return parked
         while True:
             if self.cancellation.cancelled or await self._stop_requested():
                 return self._cancelled()
@@ -315,6 +319,30 @@ class _Loop:
                     return Outcome(status="parked", waits=still)
                 # Answered while the turn ran, possibly by another process: re-read the rows.
                 self.rt.prompt.invalidate(run.conversation_id)
+                parked = await self._run_approved(context)
+                if parked is not None:
+                    return parked
+
+    async def _run_approved(self, context: _Context) -> Outcome | None:
+        """Run the calls approved while the run was parked (or its turn ran): here, in the
+        run's job, never in the request that approved them; parked again when one of them
+        waits in turn."""
+        waits = await run_approved_calls(self.rt, self._scope(context))
+        if self.cancellation.cancelled:
+            return self._cancelled()
+        if waits:
+            still = await open_waits(self.rt, self.run_record.id, waits)
+            if still:
+                return Outcome(status="parked", waits=still)
+        return None
+
+    def _scope(self, context: _Context) -> StepScope:
+        return StepScope(
+            run=self.run_record,
+            caller=context.caller,
+            cancellation=self.cancellation,
+            services=self.rt.services_for(context.model),
+        )
 
     async def _stop_hooks_continue(self, answer: str) -> bool:
         """Run the Stop (a delegate: SubagentStop) hooks before the run ends; a block keeps

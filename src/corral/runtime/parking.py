@@ -6,9 +6,11 @@ now, an answer to ``ask_question`` in issue 7). Nothing is held open: the run is
 the ``tool_result`` row the turn was missing (:func:`resolve_wait`); once every wait of the
 turn has its result, the run is queued again and continues exactly where it stood.
 
-Approvals plug in through :func:`decide_approval`, the platform's approval hook: approve
-runs the parked call now (rights re-resolved, inside the run's cancellation), deny stores
-the refusal; either way the model reads the outcome when the run continues.
+Approvals plug in through :func:`decide_approval`, the platform's approval hook. Deciding
+never runs the call: deny stores the refusal as the call's result; approve only records
+the answer (an approved call counts as answered, :func:`settled`), the run is queued, and
+its own job runs the call with ``approved=True`` (rights re-resolved, live output and Stop
+as for any call) before it continues the turn.
 """
 
 from __future__ import annotations
@@ -21,20 +23,26 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from corral.errors import ApprovalDenied, UsageError
 from corral.kernel.approvals import ApprovalRecord, Decision
 from corral.policy.identity import Caller
-from corral.policy.profiles import parse_profile
 from corral.runtime.appends import append_rows, write
 from corral.runtime.calls import result_row
 from corral.runtime.runs import RunRecord, Wait, move_run
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.store import runtime_tables as rt_tables
-from corral.tools.context import Cancellation, Narrowing
-from corral.tools.dispatch import CallRequest
+from corral.store import tables as t
 from corral.tools.results import ToolResult
 
 if TYPE_CHECKING:
     from corral.runtime.host import RunHost
 
-__all__ = ["decide_approval", "denial", "open_waits", "resolve_wait", "resume_if_answered"]
+__all__ = [
+    "answered_calls",
+    "decide_approval",
+    "denial",
+    "open_waits",
+    "resolve_wait",
+    "resume_if_answered",
+    "settled",
+]
 
 
 def denial(tool: str, decider: Caller, note: str | None) -> ToolResult:
@@ -49,103 +57,95 @@ def denial(tool: str, decider: Caller, note: str | None) -> ToolResult:
 
 
 async def decide_approval(
-    rt: RunHost, record: ApprovalRecord, decision: Decision, decider: Caller, note: str | None
+    rt: RunHost,
+    record: ApprovalRecord,
+    decision: Decision,
+    decider: Caller,
+    note: str | None,
+    surface: str,
 ) -> ToolResult | None:
-    """Answer an approval that belongs to a run; None when no run of ours owns it."""
+    """Answer an approval that belongs to a run; None when no run of ours owns it.
+
+    Never runs the call: deny stores the refusal as its result; approve stores a
+    ``decided`` card and queues the run once nothing else holds it, and the run's own job
+    runs the call (:mod:`corral.runtime.approved_calls`). Returns at once either way."""
     if record.run_id is None or record.call_id is None:
         return None
     run = await rt.runs.find(record.run_id)
     if run is None:
         return None
-    if decision == "deny":
-        result = denial(record.tool, decider, note)
-    else:
-        result = await _run_approved(rt, run, record)
-    await rt.kernel.approvals.store_result(record.id, result.to_json())
     card: dict[str, object] = {
         "card": "decided",
         "wait": {"kind": "approval", "id": record.id},
         "decision": decision,
         "by": decider.name,
+        "surface": surface,
         "note": note,
     }
-    if result.waiting is not None and await _wait_again(rt, run, record, result, card):
+    if decision == "deny":
+        result = denial(record.tool, decider, note)
+        await rt.kernel.approvals.store_result(record.id, result.to_json())
+        try:
+            await resolve_wait(rt, run.id, record.call_id, result, card=card)
+        except UsageError:
+            pass  # the run ended meanwhile (stopped): the result stays on the approval record
         return result
-    try:
-        await resolve_wait(rt, run.id, record.call_id, result, card=card)
-    except UsageError:
-        pass  # the run ended meanwhile (stopped): the result stays on the approval record
-    return result
+    await _approved(rt, run.id, record.call_id, card)
+    return ToolResult.wait_for(
+        "approval",
+        record.id,
+        f"{decider.name} approved the call to {record.tool!r}; it runs in run {run.id} "
+        "(its result comes in the conversation)",
+        data={"approval_id": record.id, "run_id": run.id, "decision": "approve"},
+    )
 
 
-async def _wait_again(
-    rt: RunHost,
-    run: RunRecord,
-    record: ApprovalRecord,
-    result: ToolResult,
-    decided: dict[str, object],
-) -> bool:
-    """The approved call must wait in turn (a delegate whose child parked): the parked run
-    now waits for that instead of the approval. False when the run is not parked on it."""
-    assert result.waiting is not None and record.call_id is not None
-    call_id = record.call_id
-    wait = Wait(kind=result.waiting.kind, id=result.waiting.id, call_id=call_id, tool=record.tool)
+async def _approved(rt: RunHost, run_id: str, call_id: str, card: dict[str, object]) -> None:
+    """Store the ``decided`` card of an approved call and queue its parked run when no
+    other wait holds it; a run still in its turn finds the approval when it parks."""
 
-    async def work(session: AsyncSession) -> list[TimelineRow] | None:
-        row = await session.get(rt_tables.Run, run.id)
-        if row is None or row.status != "parked":
-            return None
-        waits = [w for w in row.waiting or () if w["call_id"] != call_id]
-        row.waiting = [*waits, wait.to_json()]
-        waiting = {"card": "waiting", "wait": wait.to_json(), "text": result.text}
-        return await append_rows(
+    async def work(session: AsyncSession) -> tuple[RunRecord, list[TimelineRow], bool] | None:
+        row = await session.get(rt_tables.Run, run_id)
+        if row is None or row.status not in ("parked", "running"):
+            return None  # ended meanwhile: the approval record keeps the answer
+        run = RunRecord.of(row)
+        stored = await append_rows(
             session,
             run.conversation_id,
-            [
-                NewRow(kind="card", run_id=run.id, user_id=run.user_id, call_id=call_id, data=c)
-                for c in (decided, waiting)
-            ],
+            [NewRow(kind="card", run_id=run.id, user_id=run.user_id, call_id=call_id, data=card)],
         )
+        resumed = False
+        if run.status == "parked":
+            waits = [w.call_id for w in run.waiting]
+            if not set(waits) - await settled(session, run.id, waits):
+                resumed = await move_run(
+                    session, run.id, from_statuses=["parked"], to="queued", waiting=[]
+                )
+        return run, stored, resumed
 
-    stored = await write(rt.kernel.sessions, work)
-    if stored is None:
-        return False
+    done = await write(rt.kernel.sessions, work)
+    if done is None:
+        return
+    run, stored, resumed = done
     rt.publish_rows(run.conversation_id, stored)
-    return True
+    if resumed:
+        await _queued(rt, run)
 
 
-async def _run_approved(rt: RunHost, run: RunRecord, record: ApprovalRecord) -> ToolResult:
-    cancellation = rt.live.get(run.id)
-    own = cancellation is None
-    if cancellation is None:
-        cancellation = rt.live[run.id] = Cancellation()
-    try:
-        return await rt.kernel.dispatcher.dispatch(
-            CallRequest(
-                tool=record.tool,
-                arguments=rt.kernel.approvals.arguments(record),
-                caller=await rt.kernel.caller(record.user_id),
-                agent=record.agent,
-                profile=parse_profile(record.profile),
-                run_id=run.id,
-                conversation_id=run.conversation_id,
-                call_id=record.call_id,
-                narrowing=Narrowing.from_json(record.narrowing),
-                cancellation=cancellation,
-                output=rt.output_sink(run, record.call_id or ""),
-                services=rt.services_for(
-                    await rt.models.resolve_for(
-                        run.model,
-                        user_id=run.user_id,
-                        credentials=rt.kernel.services.credentials,
-                    )
-                ),
-            ),
-            approved=True,
+async def settled(session: AsyncSession, run_id: str, call_ids: list[str]) -> set[str]:
+    """The calls among ``call_ids`` that no longer wait for a person: answered with a
+    result, or approved and not started yet (the run's job runs them when it continues;
+    once started, a call that waits in turn, a delegate's, waits for that)."""
+    a = t.Approval
+    approved = await session.scalars(
+        select(a.call_id).where(
+            a.run_id == run_id,
+            a.status == "approved",
+            a.dispatched_at.is_(None),
+            a.call_id.in_(call_ids),
         )
-    finally:
-        if own:
-            rt.live.pop(run.id, None)
+    )
+    return await _answered(session, run_id, call_ids) | {c for c in approved if c is not None}
 
 
 async def _answered(session: AsyncSession, run_id: str, call_ids: list[str]) -> set[str]:
@@ -158,10 +158,16 @@ async def _answered(session: AsyncSession, run_id: str, call_ids: list[str]) -> 
     return {c for c in found if c is not None}
 
 
+async def answered_calls(rt: RunHost, run_id: str, call_ids: list[str]) -> set[str]:
+    """The calls among ``call_ids`` of ``run_id`` that have their ``tool_result`` row."""
+    async with rt.kernel.sessions() as session:
+        return await _answered(session, run_id, call_ids)
+
+
 async def open_waits(rt: RunHost, run_id: str, waits: tuple[Wait, ...]) -> tuple[Wait, ...]:
     """The waits still without a result (an answer may come before the turn ends)."""
     async with rt.kernel.sessions() as session:
-        answered = await _answered(session, run_id, [w.call_id for w in waits])
+        answered = await settled(session, run_id, [w.call_id for w in waits])
     return tuple(w for w in waits if w.call_id not in answered)
 
 
@@ -172,7 +178,7 @@ async def resume_if_answered(rt: RunHost, run: RunRecord) -> bool:
         if row is None or row.status != "parked":
             return False
         waits = [w["call_id"] for w in row.waiting or ()]
-        if set(waits) - await _answered(session, run.id, waits):
+        if set(waits) - await settled(session, run.id, waits):
             return False
         resumed = await move_run(session, run.id, from_statuses=["parked"], to="queued", waiting=[])
     if resumed:
@@ -223,7 +229,7 @@ async def resolve_wait(
         stored = await append_rows(session, run.conversation_id, rows)
         resumed = False
         if run.status == "parked":
-            open_ = set(waits) - await _answered(session, run.id, list(waits))
+            open_ = set(waits) - await settled(session, run.id, list(waits))
             if not open_:
                 resumed = await move_run(
                     session, run.id, from_statuses=["parked"], to="queued", waiting=[]

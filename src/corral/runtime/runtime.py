@@ -267,10 +267,17 @@ class Runtime(RunHost):
         return await parking.resolve_wait(self, run_id, call_id, result, card=card)
 
     async def decide_approval(
-        self, record: ApprovalRecord, decision: Decision, decider: Caller, note: str | None
+        self,
+        record: ApprovalRecord,
+        decision: Decision,
+        decider: Caller,
+        note: str | None,
+        *,
+        surface: str,
     ) -> ToolResult | None:
-        """The platform's approval hook: a run's approval resumes that run."""
-        return await parking.decide_approval(self, record, decision, decider, note)
+        """The platform's approval hook: a run's approval resumes that run (its job runs
+        an approved call); None when no run owns it."""
+        return await parking.decide_approval(self, record, decision, decider, note, surface)
 
     # -- inbox ------------------------------------------------------------------------------
 

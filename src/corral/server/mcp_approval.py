@@ -216,7 +216,12 @@ async def _decided(
     try:
         # The decision may only queue the call: its result is read below, where it is stored.
         await platform.decide_approval(
-            approval_id, decision, note=note, user=caller.user_id, remember=remember
+            approval_id,
+            decision,
+            surface="mcp",
+            note=note,
+            user=caller.user_id,
+            remember=remember,
         )
     except CorralError as exc:
         # Decided elsewhere first (or the rule could not be kept): the call's fate stands.

@@ -23,6 +23,7 @@ __all__ = [
     "ApiToken",
     "Approval",
     "Base",
+    "Decision",
     "LiveSetting",
     "LogRecord",
     "Meta",
@@ -181,6 +182,39 @@ class Approval(Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     sealed: Mapped[str | None] = mapped_column(Text, nullable=True)
     """The call's secret arguments, encrypted with the credential key (or NULL)."""
+    dispatched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """When the run's job started the approved call (a job taking the run over after that
+    does not run it a second time)."""
+
+
+class Decision(Base):
+    """Something a run (or a call) waits on a person for: an approval, a question, an
+    elicitation… The compare-and-set point of every answer, from any surface.
+
+    ``id`` is the id of the record it decides (``ap_…``, ``q_…``); ``status`` moves once
+    from ``pending`` to ``decided``, ``expired`` or ``closed`` (its run ended first).
+    """
+
+    __tablename__ = "decisions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))  # approval/question/elicitation/egress/oauth
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    user_id: Mapped[str] = mapped_column(String(64), index=True)
+    """The only person who may answer."""
+    conversation_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    call_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    offered_on: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """NULL: ``created_at`` plus the live setting ``decisions_expire_days``."""
+    answer: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    decided_by_name: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    surface: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class LogRecord(Base):

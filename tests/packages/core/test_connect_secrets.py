@@ -44,13 +44,14 @@ async def test_a_parked_connect_keeps_the_secret_sealed_and_the_approved_call_st
         assert SECRET not in card and REDACTED in card
         assert pending.sealed and SECRET not in pending.sealed
 
-        result = await platform.decide_approval(pending.id, "approve")
-        assert not result.is_error, result.text
+        await platform.decide_approval(pending.id, "approve")
+        final = await platform.runtime.wait_run(turn.run_id)
+        assert final.status == "finished"
+        result = await platform.approval_result(pending.id)
+        assert result is not None and not result.is_error, result
         assert SECRET not in result.text and SECRET not in json.dumps(result.data)
         owner = await platform.caller()
         assert await platform.credentials.lookup("tavily", user_id=owner.user_id) == SECRET
-        final = await platform.runtime.wait_run(turn.run_id)
-        assert final.status == "finished"
         done = await platform.runtime.result(turn.run_id)
         assert SECRET not in json.dumps([r.data for r in done.rows], default=str)
     # Nothing on disk holds it in the clear: rows, approvals and credentials alike.

@@ -37,8 +37,9 @@ async def test_an_approved_call_is_judged_again_once(platform: Platform) -> None
     parked = await platform.call_tool("execute", {"command": "echo approved-run"}, profile="safe")
     assert parked.waiting is not None, parked.text
     assert judged(platform) - before == 1
-    result = await platform.decide_approval(parked.waiting.id, "approve")
-    assert not result.is_error, result.text
+    await platform.decide_approval(parked.waiting.id, "approve")
+    result = await platform.approval_result(parked.waiting.id)
+    assert result is not None and not result.is_error, result
     assert "approved-run" in result.text
     assert judged(platform) - before == 2
 

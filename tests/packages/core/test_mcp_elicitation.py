@@ -9,11 +9,14 @@ import asyncio
 import json
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from corral.errors import AlreadyDecided
 from corral.packages.core.mcp_servers import McpServers
 from corral.platform import Platform
 from corral.runtime.questions import Questions
@@ -96,6 +99,9 @@ async def test_a_servers_question_is_answered_by_the_person_through_the_cli(
         code, said = await cli(data_dir, "questions", "answer", question, "1", "ana", "41")
         assert code == 0, said
         await turn
+        # A second answer, from another surface, is told which came first.
+        with pytest.raises(AlreadyDecided, match=r"already decided by .* from the terminal"):
+            await platform.services.require(Questions).answer(question, ["decline"], surface="web")
     (result,) = await tool_results(platform, conversation.id)
     assert "accept name=ana age=41" in result, result
     answered = await platform.services.require(Questions).get(question)
@@ -158,6 +164,11 @@ async def test_an_unanswered_question_expires_as_a_decline(
     assert '"decline"' in said, said
     (expired,) = await platform.services.require(Questions).list_questions(status=None)
     assert (expired.status, expired.note) == ("closed", "expired: no answer in time")
+    decision = await platform.decisions.get(expired.id)
+    assert (decision.status, decision.note) == ("expired", "expired: no answer in time")
+    # Should the process die while it waits, the sweep ends it at the same time.
+    assert decision.expires_at is not None
+    assert decision.expires_at - decision.created_at < timedelta(seconds=4)
 
 
 async def test_stopping_the_run_closes_the_servers_open_question(
@@ -174,6 +185,7 @@ async def test_stopping_the_run_closes_the_servers_open_question(
         await turn
     assert stopped.status == "stopped"
     assert await questions.list_questions(status="open") == []
+    assert await platform.decisions.list(status="pending") == []
     (said,) = await tool_results(platform, conversation.id)
     assert "was cancelled before it finished" in said, said
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from corral.runtime.questions import AskedQuestion, Questions
@@ -27,6 +28,7 @@ from corral.runtime.questions.elicitation import (
     url_questions,
 )
 from corral.service_protocols import UsageRecord
+from corral.store.tables import utcnow
 from corral.tools.context import CallContext
 
 if TYPE_CHECKING:
@@ -83,6 +85,8 @@ class RunAsker:
             call_id=f"{ctx.call_id}{ELICITATION_MARK}{secrets.token_hex(4)}",
             user_id=ctx.caller.user_id,
             questions=[AskedQuestion.from_json(q) for q in asked],
+            # Past this the sweep ends it, should this process die while it waits.
+            expires_at=utcnow() + timedelta(seconds=self._wait),
         )
         ctx.output(
             "stdout",
@@ -106,7 +110,7 @@ class RunAsker:
                     return ElicitResult(action="cancel")
                 continue  # answered just now: read it
             if now >= deadline:
-                if await questions.store.close(record.id, "expired: no answer in time"):
+                if await questions.store.expire(record.id, "expired: no answer in time"):
                     ctx.output("stdout", f"{server}'s question expired; it was declined\n")
                     return ElicitResult(action="decline")
                 continue

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
+from corral.kernel.decisions import Surface, already_decided, check_surface
 from corral.runtime.parking import resolve_wait
 from corral.runtime.questions.elicitation import is_elicitation
 from corral.runtime.questions.model import (
@@ -38,7 +39,7 @@ __all__ = ["Questions"]
 class Questions:
     def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
-        self.store = QuestionStore(runtime.kernel.sessions)
+        self.store = QuestionStore(runtime.kernel.sessions, runtime.kernel.approvals.decisions)
 
     # -- the tool's side ------------------------------------------------------------------
 
@@ -107,6 +108,7 @@ class Questions:
         question_id: str,
         answers: Sequence[AnswerInput],
         *,
+        surface: Surface = "cli",
         note: str | None = None,
         user: str | None = None,
     ) -> QuestionRecord:
@@ -117,12 +119,17 @@ class Questions:
         """
         record = await self.get(question_id, user=user)
         if record.status != "open":
-            raise UsageError(
-                f"question {question_id!r} is already {record.status}; it takes no answer now"
-            )
+            raise already_decided(await self._rt.kernel.approvals.decisions.get(question_id))
         checked = check_answers(record.questions, answers)
         answerer = await self._rt.kernel.caller(user)
-        if not await self.store.mark_answered(question_id, checked, by=answerer.user_id, note=note):
+        if not await self.store.mark_answered(
+            question_id,
+            checked,
+            by=answerer.user_id,
+            by_name=answerer.name,
+            surface=check_surface(surface),
+            note=note,
+        ):
             current = await self.store.get(question_id)
             raise UsageError(
                 f"question {question_id!r} is already {current.status}; it takes no answer now"
@@ -141,6 +148,7 @@ class Questions:
             "card": "answered",
             "wait": {"kind": "question", "id": question_id},
             "by": answerer.name,
+            "surface": surface,
             "answers": pairs,
             "note": note,
         }

@@ -62,7 +62,7 @@ async def answer_question(
 ) -> dict[str, Any]:
     """Answer a question; the waiting run continues with the answers as its result."""
     record = await platform.services.require(Questions).answer(
-        question_id, body.answers, note=body.note, user=caller.user_id
+        question_id, body.answers, surface="http", note=body.note, user=caller.user_id
     )
     return record.to_json()
 

@@ -38,6 +38,7 @@ async def decide_approval(
     await who.platform.decide_approval(
         approval_id,
         decision,
+        surface="web",
         note=note.strip() or None,
         user=who.user,
         remember=remember or None,
@@ -62,7 +63,7 @@ async def answer_questions(question_id: str, request: Request, who: Acting) -> R
             answers.append(picked)
     note = str(form.get("note", "")).strip() or None
     await who.platform.services.require(Questions).answer(
-        question_id, answers, note=note, user=who.user
+        question_id, answers, surface="web", note=note, user=who.user
     )
     return Response(status_code=204)
 
