@@ -182,3 +182,31 @@ async def test_the_event_stream_follows_a_live_turn(api_platform: Platform, tmp_
     assert any(e["type"] == "output" or e["type"] == "row" for e in seen)
     seqs = [e["row"]["seq"] for e in seen if e["type"] == "row"]
     assert seqs == list(range(1, seqs[-1] + 1))  # backlog, then live, nothing twice
+
+
+async def test_the_decisions_route_lists_what_waits_and_who_answered(
+    http: httpx.AsyncClient, api_platform: Platform, tmp_path: Path
+) -> None:
+    model = script(
+        tmp_path,
+        {"tool_calls": [call("write_note", path="data://d.md", text="x")]},
+        {"text": "Written."},
+    )
+    turn = (await http.post("/chat", json={"message": "write", "model": model})).json()
+    approval = turn["waiting"][0]["id"]
+    [pending] = (await http.get("/decisions")).json()["decisions"]
+    assert (pending["id"], pending["kind"], pending["status"]) == (approval, "approval", "pending")
+    assert pending["summary"].startswith("write_note") and pending["expires_at"]
+    assert pending["run_id"] == turn["run_id"]
+    decided = await http.post(f"/approvals/{approval}/decision", json={"decision": "approve"})
+    assert decided.status_code == 200
+    again = await http.post(f"/approvals/{approval}/decision", json={"decision": "deny"})
+    assert again.status_code == 409 and again.json()["code"] == "already_decided"
+    assert "already decided by owner from the API at" in again.json()["detail"]
+    assert (await http.get("/decisions")).json()["decisions"] == []
+    [done] = (await http.get("/decisions", params={"status": "decided"})).json()["decisions"]
+    assert (done["decided_by"], done["surface"]) == ("owner", "http")
+    assert (await http.get(f"/decisions/{approval}")).json()["answer"] == {"decision": "approve"}
+    missing = await http.get("/decisions/ap_nope")
+    assert missing.status_code == 404
+    await api_platform.runtime.wait_run(turn["run_id"])

@@ -28,6 +28,7 @@ from corral.cli import (
     goals,
     hooks,
     host_broker,
+    inbox,
     mcp,
     packages,
     questions,
@@ -108,3 +109,4 @@ app.add_typer(skills.app, name="skills")
 app.add_typer(mcp.app, name="mcp")
 app.add_typer(channels.app, name="channels")
 app.command("summarize")(summarize.summarize)
+app.command("inbox")(inbox.inbox)

@@ -176,6 +176,17 @@ class Platform:
 
     # -- approvals --------------------------------------------------------------------------
 
+    async def inbox(
+        self, *, user: str | None = None, status: str | None = "pending"
+    ) -> list[dict[str, Any]]:
+        """The decisions put to ``user`` (default: the local owner), oldest first, as
+        JSON with their expiry: approvals, questions… whatever a run waits on them for
+        (``status`` None: every one, answered or not)."""
+        caller = await self.caller(user)
+        records = await self.decisions.list(user_id=caller.user_id, status=status)
+        days = float((await self.live_settings())["decisions_expire_days"])
+        return [r.to_json(default_days=days) for r in records]
+
     async def pending_approvals(self, *, user: str | None = None) -> list[ApprovalRecord]:
         caller = await self.caller(user)
         return await self.approvals.list(status="pending", user_id=caller.user_id)

@@ -28,6 +28,7 @@ from corral.server.routes import (
     connect_oauth,
     context,
     conversations,
+    decisions,
     delegates,
     hooks,
     rules,
@@ -120,6 +121,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
 
     app.include_router(tools.router)
     app.include_router(approvals.router)
+    app.include_router(decisions.router)
     app.include_router(settings.router)
     app.include_router(shells.router)
     app.include_router(conversations.router)
