@@ -93,6 +93,12 @@ async def test_a_servers_question_is_answered_by_the_person_through_the_cli(
         )
         assert texts[1].startswith("Name (A name.)")
         assert "optional" in texts[2]
+        # The person's inbox lists it with the rest of what waits for them.
+        code, listed = await cli(data_dir, "inbox", "--json")
+        assert code == 0, listed
+        (waiting,) = json.loads(listed)
+        assert (waiting["id"], waiting["kind"]) == (question, "question")
+        assert "'feat' asks: Your name?" in waiting["summary"]
         # An answer that breaks the requested schema is refused, saying what is wrong.
         code, said = await cli(data_dir, "questions", "answer", question, "accept", "ana", "old")
         assert code != 0 and "'old' is not a whole number" in said, said
