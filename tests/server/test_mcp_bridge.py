@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 
 from mcp import ClientSession
+from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import TextContent
+from mcp.types import ElicitRequestParams, ElicitResult, TextContent
 
 import corral
 from corral.server.mcp_bridge import NOT_OVER_MCP
@@ -115,3 +116,38 @@ def test_the_end_of_a_stdio_session_runs_the_session_end_hooks(data_dir: Path) -
         assert ended["session_id"].startswith("mcp-")
     finally:
         shutil.rmtree(heard)
+
+
+async def test_over_stdio_a_client_that_elicits_approves_and_the_call_finishes_in_place(
+    data_dir: Path,
+) -> None:
+    async with corral.open(data_dir, package_paths=[DEMO]):
+        pass  # migrate and seed before the server process starts
+    env = {
+        "CORRAL_DATA_DIR": str(data_dir),
+        "CORRAL_PACKAGE_PATH": str(DEMO),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "corral", "mcp", "serve", "--profile", "balanced"],
+        env=env,
+    )
+    asked: list[str] = []
+
+    async def approve(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"decision": "approve"})
+
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, elicitation_callback=approve) as session,
+    ):
+        await session.initialize()
+        wrote = await session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        assert not wrote.is_error and "wrote data://n.md" in text_of(wrote.content)
+        assert len(asked) == 1 and "'write_note'" in asked[0]
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        (approval,) = await platform.approvals.list(status=None)
+        assert (approval.status, approval.decided_by) == ("approved", "u_owner")
+        assert approval.note == "approved in the MCP client"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -12,10 +13,18 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import ImageContent, TextContent
+from mcp.types import (
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitResult,
+    ImageContent,
+    TextContent,
+)
 
+from corral.errors import AlreadyDecided
 from corral.platform import Platform
 from corral.policy.identity import Caller
 from corral.server.app import create_app
@@ -339,3 +348,132 @@ async def test_an_mcp_call_resolves_its_caller_once(
         resolved.clear()
         second = await session.call_tool("echo", {"text": "two"})
         assert not second.is_error and len(resolved) == 1
+
+
+class Elicited:
+    """An MCP client's user who answers each elicitation with the next of ``answers``."""
+
+    def __init__(self, *answers: ElicitResult) -> None:
+        self.answers = list(answers)
+        self.asked: list[ElicitRequestFormParams] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        assert isinstance(params, ElicitRequestFormParams)
+        self.asked.append(params)
+        return self.answers.pop(0)
+
+
+async def test_a_client_that_elicits_decides_the_approval_and_gets_the_result_in_the_same_call(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    user = Elicited(
+        ElicitResult(action="accept", content={"decision": "approve"}),
+        ElicitResult(action="decline"),
+    )
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=user) as session,
+    ):
+        await session.initialize()
+        wrote = await session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        assert not wrote.is_error, text_of(wrote.content)
+        assert "wrote data://n.md" in text_of(wrote.content)
+        assert wrote.structured_content == {"status": "ok"}
+        asked = user.asked[0]
+        assert "'write_note'" in asked.message and '"path": "data://n.md"' in asked.message
+        decision = asked.requested_schema["properties"]["decision"]
+        assert [o["const"] for o in decision["oneOf"]] == ["approve", "deny"]
+        assert "remember" not in asked.requested_schema["properties"]
+
+        command = "git -C repo log --oneline -5 | head"
+        refused = await session.call_tool("execute", {"command": command, "reason": "a test"})
+        assert refused.is_error and refused.structured_content is not None
+        assert refused.structured_content["status"] == "denied"
+        assert "declined in the MCP client" in text_of(refused.content)
+        remember = user.asked[1].requested_schema["properties"]["remember"]
+        assert [o["const"] for o in remember["oneOf"]] == ["once", "family", "exact"]
+    decided = await platform.approvals.list(status=None)
+    assert {(a.tool, a.status, a.decided_by) for a in decided} == {
+        ("write_note", "approved", "u_owner"),
+        ("execute", "denied", "u_owner"),
+    }
+    assert await platform.pending_approvals() == []
+    # The MCP client's answer was the first; any other surface is told so.
+    (note,) = [a for a in decided if a.tool == "write_note"]
+    with pytest.raises(AlreadyDecided, match=r"already decided by .* from an MCP client"):
+        await platform.decide_approval(note.id, "deny", surface="web")
+
+
+async def test_a_2026_client_gets_the_approval_question_as_input_required_and_retries(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    user = Elicited(
+        ElicitResult(action="accept", content={"decision": "approve"}),
+        ElicitResult(action="accept", content={"decision": "deny"}),
+    )
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(
+            streamable_http_client(mcp_url, http_client=http),
+            mode="2026-07-28",
+            elicitation_callback=user,
+        ) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        wrote = await client.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        assert not wrote.is_error and "wrote data://n.md" in text_of(wrote.content)
+        denied = await client.call_tool("write_note", {"path": "data://m.md", "text": "y"})
+        assert denied.is_error and "denied in the MCP client" in text_of(denied.content)
+    assert [q.message.split(":")[0] for q in user.asked] == [
+        "Corral asks before running 'write_note'"
+    ] * 2
+    decided = await platform.approvals.list(status=None)
+    assert sorted(a.status for a in decided) == ["approved", "denied"]
+
+
+async def test_an_approval_decided_over_http_while_the_client_asks_ends_the_question(
+    platform: Platform, mcp_url: str
+) -> None:
+    token = (await platform.identity.create_token("owner")).token
+    headers = {"Authorization": f"Bearer {token}"}
+    asked = asyncio.Event()
+    dropped = asyncio.Event()
+
+    async def never_answers(
+        context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        asked.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            dropped.set()
+            raise
+        raise AssertionError("unreachable")
+
+    async with (
+        asyncio.timeout(60),
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=never_answers) as session,
+        httpx.AsyncClient(base_url=mcp_url.removesuffix("/mcp"), headers=headers) as api,
+    ):
+        await session.initialize()
+        calling = asyncio.create_task(
+            session.call_tool("write_note", {"path": "data://n.md", "text": "x"})
+        )
+        await asked.wait()
+        (pending,) = await platform.pending_approvals()
+        decided = await api.post(f"/approvals/{pending.id}/decision", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        wrote = await calling
+        assert not wrote.is_error and "wrote data://n.md" in text_of(wrote.content)
+        # The client was told to drop its question.
+        await dropped.wait()
+    (approval,) = await platform.approvals.list(status=None)
+    assert (approval.status, approval.note) == ("approved", None)
+    assert (await platform.decisions.get(approval.id)).surface == "http"

@@ -11,8 +11,11 @@ A server over HTTP that needs OAuth is ``authorizing`` while a person has the au
 URL: :meth:`McpConnection.authorizing` lifts the connect deadline until the code comes back.
 
 What a server asks of the client: ``roots/list`` is answered with the roots of the users
-being served (:mod:`corral.connect.mcp_roots`); sampling and elicitation are refused at once
-with an error that says why (never left waiting). What it tells: ``tools/list_changed`` (and
+being served (:mod:`corral.connect.mcp_roots`). Elicitation and sampling are put to the
+:class:`CallAsker` of the call in flight (the person behind it; its run's model): a request
+outside a call, or while calls of several people run at once, is refused with an error that
+says why (never left waiting), and sampling is refused unless the connection allows it
+(``allow_sampling``, an admin's choice per server). What it tells: ``tools/list_changed`` (and
 the prompt and resource lists') is listed again at once, log messages go to ``on_log``, a
 call's progress to the caller's ``progress``. A call cancelled by its caller is cancelled
 at the server too (the SDK sends ``notifications/cancelled``).
@@ -42,7 +45,9 @@ if TYPE_CHECKING:  # the SDK is imported where a server is used: it costs ~0.7 s
     from mcp.types import (
         CallToolResult,
         CreateMessageRequestParams,
+        CreateMessageResult,
         ElicitRequestParams,
+        ElicitResult,
         ErrorData,
         ListRootsResult,
         LoggingMessageNotificationParams,
@@ -53,7 +58,7 @@ if TYPE_CHECKING:  # the SDK is imported where a server is used: it costs ~0.7 s
         Tool,
     )
 
-__all__ = ["Backoff", "McpConnection", "McpState", "Opener", "stdio_opener"]
+__all__ = ["Backoff", "CallAsker", "McpConnection", "McpState", "Opener", "stdio_opener"]
 
 log = logging.getLogger("corral.connect.mcp")
 
@@ -69,18 +74,45 @@ class Progress(Protocol):
         """``progress`` of ``total`` (if known), with the server's ``message``."""
 
 
+class CallAsker(Protocol):
+    """Whom a server's requests during a call go to: the person behind the call (``person``,
+    a user id) for elicitation, their run's model for sampling."""
+
+    @property
+    def person(self) -> str:
+        """The user id of the person asked."""
+        ...
+
+    async def elicit(self, server: str, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        """The person's answer to the server's elicitation, or why there is none."""
+        ...
+
+    async def sample(
+        self, server: str, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
+        """The run's model's answer to the server's sampling request, or why there is none."""
+        ...
+
+
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
 _ROOTS_ASKED_WITHIN = 5.0
 """Seconds a server that asks for roots is given to ask again after being told they changed."""
 _ROOTS_SETTLE = 0.2
 """Seconds a server that asked for its new roots is given to take them in."""
-_REFUSED_REQUESTS = {
-    "sampling": "Corral does not let an MCP server ask its model for completions (sampling) "
-    "yet; do the work without it or return what you need as the tool's result",
-    "elicitation": "Corral does not pass an MCP server's questions to the user (elicitation) "
-    "yet; take what you need as tool arguments instead",
-}
+_NO_SAMPLING = (
+    "sampling is not allowed for this MCP server: Corral's model answers a server only when "
+    "an admin allows it for the server (connection field sampling: 'true'); do the work "
+    "without it or return what you need as the tool's result"
+)
+_NO_CALL = (
+    "{what} is only answered during a tool call Corral made (someone to ask); ask while "
+    "handling a call, or take what you need as tool arguments"
+)
+_SEVERAL_PEOPLE = (
+    "{what} cannot be answered now: calls of several people are running on this server at "
+    "once and Corral cannot tell whose call asks; try again when the others have finished"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,8 +163,14 @@ class McpConnection:
         call_timeout: float = 300.0,
         connect_timeout: float = 30.0,
         backoff: Backoff | None = None,
+        allow_sampling: bool = False,
     ) -> None:
         self.name = name
+        self.allow_sampling = allow_sampling
+        """Whether the server may ask the calling run's model for completions (sampling)."""
+        self._askers: dict[int, CallAsker] = {}
+        """The askers of the calls in flight, in the order they started."""
+        self._calls_started = 0
         self._opener = opener
         self._on_tools = on_tools
         self._on_log = on_log
@@ -162,6 +200,11 @@ class McpConnection:
         self._deadline: asyncio.Timeout | None = None
         self._authorization_lost = ""
         """Why the stored OAuth authorization stopped working, until a person renews it."""
+
+    @property
+    def call_timeout(self) -> float:
+        """Seconds a call may take, a person's answer to the server's question included."""
+        return self._call_timeout
 
     async def start(self) -> None:
         """Start the server and wait for its first connection; a server that cannot start
@@ -200,12 +243,20 @@ class McpConnection:
         *,
         roots: Roots | None = None,
         progress: Progress | None = None,
+        asker: CallAsker | None = None,
     ) -> CallToolResult:
-        """Call ``tool`` with the server told ``roots`` (None: leave them); a dead, slow or
-        failing server, or an answer that breaks the tool's output schema, is a
-        :class:`ToolError` with a code."""
-        async with self._roots.using(roots):
-            return await self._call(tool, arguments, progress)
+        """Call ``tool`` with the server told ``roots`` (None: leave them), its elicitation
+        and sampling put to ``asker``; a dead, slow or failing server, or an answer that
+        breaks the tool's output schema, is a :class:`ToolError` with a code."""
+        self._calls_started += 1
+        key = self._calls_started
+        if asker is not None:
+            self._askers[key] = asker
+        try:
+            async with self._roots.using(roots):
+                return await self._call(tool, arguments, progress)
+        finally:
+            self._askers.pop(key, None)
 
     async def read_resource(self, uri: str, *, roots: Roots | None = None) -> ReadResourceResult:
         """Read the resource at ``uri`` (listed, or made from one of the server's templates)."""
@@ -365,8 +416,8 @@ class McpConnection:
                 list_roots_callback=self._list_roots,
                 logging_callback=self._log,
                 message_handler=self._notified,
-                sampling_callback=self._refuse_sampling,
-                elicitation_callback=self._refuse_elicitation,
+                sampling_callback=self._sample,
+                elicitation_callback=self._elicit,
             )
             async with opened as session:
                 await self._serve(session)
@@ -490,21 +541,44 @@ class McpConnection:
             self._on_log(f"corral: listing again after a change failed: {exc.error.message}")
         self._changed.set()
 
-    async def _refuse_sampling(
+    async def _sample(
         self, context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> ErrorData:
-        return self._refused("sampling")
+    ) -> CreateMessageResult | ErrorData:
+        if not self.allow_sampling:
+            return self._refused("sampling", _NO_SAMPLING)
+        from mcp.types import ErrorData
 
-    async def _refuse_elicitation(
+        asker = self._asker("sampling")
+        if isinstance(asker, ErrorData):
+            return asker
+        self._on_log("corral: the server asked for sampling; the calling run's model answers")
+        return await asker.sample(self.name, params)
+
+    async def _elicit(
         self, context: ClientRequestContext, params: ElicitRequestParams
-    ) -> ErrorData:
-        return self._refused("elicitation")
+    ) -> ElicitResult | ErrorData:
+        from mcp.types import ErrorData
 
-    def _refused(self, what: str) -> ErrorData:
+        asker = self._asker("elicitation")
+        if isinstance(asker, ErrorData):
+            return asker
+        self._on_log("corral: the server asked the user a question (elicitation)")
+        return await asker.elicit(self.name, params)
+
+    def _asker(self, what: str) -> CallAsker | ErrorData:
+        """The asker of the call in flight, or the refusal saying why there is none."""
+        askers = list(self._askers.values())
+        if not askers:
+            return self._refused(what, _NO_CALL.format(what=what))
+        if len({asker.person for asker in askers}) > 1:
+            return self._refused(what, _SEVERAL_PEOPLE.format(what=what))
+        return askers[-1]
+
+    def _refused(self, what: str, why: str) -> ErrorData:
         from mcp.types import INVALID_REQUEST, ErrorData
 
         self._on_log(f"corral: refused the server's {what} request")
-        return ErrorData(code=INVALID_REQUEST, message=_REFUSED_REQUESTS[what])
+        return ErrorData(code=INVALID_REQUEST, message=why)
 
 
 async def _all_tools(session: ClientSession) -> list[Tool]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from corral.errors import ApprovalDenied, ToolError, UsageError
 from corral.kernel.decisions import DecisionRecord
 from corral.runtime.parking import resolve_wait, resume_if_answered
+from corral.runtime.questions.elicitation import is_elicitation
 from corral.runtime.questions.store import QuestionStore
 from corral.store.tables import utcnow
 from corral.tools.results import ToolResult
@@ -97,7 +98,9 @@ class DecisionSweep:
             card = {"card": "answered", "by": None, "answers": []}
         else:  # a kind this version does not know how to end: left to its own code
             return False
-        if record.run_id is not None and record.call_id is not None:
+        # An MCP server's question has no wait in the run: its call (if alive) was told.
+        waits = record.call_id is not None and not is_elicitation(record.call_id)
+        if record.run_id is not None and record.call_id is not None and waits:
             data: dict[str, object] = {
                 **card,
                 "surface": None,

@@ -3,11 +3,13 @@ dispatch pipeline as that caller, in a conversation of the caller's own.
 
 Each MCP session is a conversation of its user, created on the session's first tool call, so
 ``todos`` keeps the session's goal and list, a background shell reports into it, and a call
-that needs approval is parked under it as in a chat. A call that needs approval is not held
-open: it returns at once with the approval's id (``structuredContent.status = "pending"``)
-and the conversation's (``conversationId``), and for a command what remembering the
-answer would allow (``remember``: ``{"family": [...], "exact": [...]}``); a person decides
-it with ``corral approvals decide`` (``--remember family``) or the HTTP API. Every refusal
+that needs approval is parked under it as in a chat. When the client can elicit, its user is
+asked there and the call finishes in the same ``tools/call``
+(:mod:`corral.server.mcp_approval`). Otherwise a call that needs approval is not held open: it
+returns at once with the approval's id (``structuredContent.status = "pending"``) and the
+conversation's (``conversationId``), and for a command what remembering the answer would
+allow (``remember``: ``{"family": [...], "exact": [...]}``); a person decides it with
+``corral approvals decide`` (``--remember family``) or the HTTP API. Every refusal
 (``invalid_arguments``, ``not_visible``…) comes back as an error result whose text starts
 with its code.
 
@@ -39,6 +41,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import (
@@ -55,6 +58,7 @@ from mcp.types import (
     GetPromptRequestParams,
     GetPromptResult,
     ImageContent,
+    InputRequiredResult,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -71,9 +75,16 @@ from mcp.types import (
     UnsubscribeRequestParams,
 )
 
+from corral.errors import NotFound
 from corral.platform import Platform
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile
+from corral.server.mcp_approval import (
+    answer_from_retry,
+    approval_input_request,
+    ask_for_approval,
+    wants_input_required,
+)
 from corral.server.mcp_live import LiveRelay, log_levels
 from corral.server.mcp_offers import Contents, OfferError, Offers, load_offers
 from corral.tools.narrowing import Narrowing
@@ -204,9 +215,13 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
         visible = await platform.visible_tools(caller=caller, narrowing=_OVER_MCP)
         return ListToolsResult(tools=[_tool(t) for t in sorted(visible, key=lambda t: t.name)])
 
-    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(
+        ctx: Any, params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
         caller, profile = await who(ctx)
         session = session_of(ctx)
+        if params.request_state:  # the retry carrying the answer to the approval question
+            return await answered_call(ctx, caller, params)
         conversation_id = await conversations.of(session, caller)
         relay = LiveRelay(
             ctx.session,
@@ -225,6 +240,39 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
                 narrowing=_OVER_MCP,
                 output=relay.sink,
             )
+        if result.waiting is not None and result.waiting.kind == "approval":
+            if wants_input_required(ctx.session):
+                return await approval_input_request(platform, result.waiting.id)
+            decided = await ask_for_approval(
+                platform, ctx.session, getattr(ctx, "request_id", None), caller, result.waiting.id
+            )
+            result = decided if decided is not None else result
+        return await answer(ctx, caller, result, conversation_id)
+
+    async def answered_call(
+        ctx: Any, caller: Caller, params: CallToolRequestParams
+    ) -> CallToolResult:
+        approval_id = str(params.request_state)
+        try:
+            record = await platform.approvals.get(approval_id)
+        except NotFound as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        if record.user_id != caller.user_id or record.tool != params.name:
+            raise MCPError(INVALID_PARAMS, f"no approval {approval_id!r} for this call")
+        result = await answer_from_retry(platform, caller, approval_id, params.input_responses)
+        if result is None:
+            result = ToolResult.wait_for(
+                "approval",
+                approval_id,
+                f"Waiting for approval {approval_id}: the MCP client's answer made no "
+                "decision; decide it with `corral approvals decide` or the HTTP API.",
+                error_code="approval_pending",
+            )
+        return await answer(ctx, caller, result, record.conversation_id or "")
+
+    async def answer(
+        ctx: Any, caller: Caller, result: ToolResult, conversation_id: str
+    ) -> CallToolResult:
         # The packages' offers are looked up only for a result that has a resource to embed.
         has_resource = any(isinstance(b, ResourceBlock) for b in result.content or ())
         offered = await offers_for(ctx, caller) if has_resource else []
@@ -310,7 +358,7 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
     with warnings.catch_warnings():
         # The SDK marks logging deprecated from 2026-07-28; clients of earlier revisions use it.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        return Server(
+        server: Server[Any] = Server(
             "corral",
             on_list_tools=list_tools,
             on_call_tool=call_tool,
@@ -324,6 +372,11 @@ def build_mcp_server(platform: Platform, who: Who, session_of: SessionKey) -> Se
             on_completion=complete,
             on_set_logging_level=set_level,
         )
+    # Seals the approval id an input-required answer hands the client (2026-07-28 flow).
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience="corral")
+    )
+    return server
 
 
 def _declared_offers(platform: Platform) -> dict[str, Offers]:

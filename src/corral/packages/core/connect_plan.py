@@ -73,13 +73,19 @@ SOURCE_DESCRIPTOR = {
     "needs": MOUNT,
 }
 _TRUSTED = "'true' to believe the server's read-only/destructive hints (admins)"
+_SAMPLING = "'true' to let the server ask the calling run's model for completions (admins)"
 MCP_DESCRIPTORS = (
-    {"transport": "stdio", "requires": ["command"], "fields": {"trusted": _TRUSTED}},
+    {
+        "transport": "stdio",
+        "requires": ["command"],
+        "fields": {"trusted": _TRUSTED, "sampling": _SAMPLING},
+    },
     {
         "transport": "http",
         "requires": ["url"],
         "fields": {
             "trusted": _TRUSTED,
+            "sampling": _SAMPLING,
             "privateHost": "'true' to reach a host on a private network (admins)",
         },
         "authorization": "a server that wants OAuth is then authorized by a person: authorize",
@@ -213,12 +219,23 @@ def _check_mcp(step: Step, plane: Plane) -> None:
         raise InvalidArguments("give either 'command' (stdio) or 'url' (streamable HTTP)")
     fields = dict(item.get("fields") or {})
     trusted = fields.pop("trusted", "false")
+    sampling = fields.pop("sampling", "false")
     private = fields.pop("privateHost", "false") if "url" in item else "false"
-    if fields or {trusted, private} - {"true", "false"}:
-        allowed = "'trusted' and 'privateHost'" if "url" in item else "only 'trusted'"
+    if fields or {trusted, sampling, private} - {"true", "false"}:
+        allowed = (
+            "'trusted', 'sampling' and 'privateHost'"
+            if "url" in item
+            else "only 'trusted' and 'sampling'"
+        )
         raise InvalidArguments(f"fields accepts {allowed}, each 'true' or 'false'")
-    if "true" in (trusted, private) and not plane.caller.grants.has(ADMIN):
-        what = "trusting a server's hints" if trusted == "true" else "reaching a private host"
+    if "true" in (trusted, sampling, private) and not plane.caller.grants.has(ADMIN):
+        what = (
+            "trusting a server's hints"
+            if trusted == "true"
+            else "letting a server sample the run's model"
+            if sampling == "true"
+            else "reaching a private host"
+        )
         raise FeatureMissing(f"{what} needs feature {ADMIN!r}", data={"features": [ADMIN]})
     if "url" in item:
         plane.mcp.check_url(str(item["url"]))
@@ -307,6 +324,7 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
                 url=str(step.item.get("url", "")),
                 trusted=fields.get("trusted") == "true",
                 private_host=fields.get("privateHost") == "true",
+                sampling=fields.get("sampling") == "true",
                 created_by=plane.caller.user_id,
             )
             roots = roots_for(plane.caller, plane.sources)

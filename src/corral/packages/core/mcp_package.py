@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from corral.connect.mcp_client import McpConnection
 from corral.connect.mcp_roots import roots_for
 from corral.errors import ToolError
+from corral.packages.core.mcp_asker import RunAsker
 from corral.packages.core.mcp_resources import resource_reader
 from corral.tools.context import CallContext
 from corral.tools.contract import LoadError, parse_tool, undescribed_properties
@@ -32,6 +33,8 @@ if TYPE_CHECKING:  # the SDK loads only once a server is in use (see connect.mcp
 __all__ = ["build_package", "package_name", "tool_name", "warnings"]
 
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
+_QUESTION_SHARE = 0.9
+"""The share of a call's time a person has to answer the server's question."""
 
 
 def package_name(server: str) -> str:
@@ -133,7 +136,11 @@ def _handler(connection: McpConnection, remote: str) -> Handler:
             ctx.output("progress", progress_line(progress, total, message))
 
         roots = roots_for(ctx.caller, ctx.sources)
-        running = asyncio.ensure_future(connection.call(remote, args, roots=roots, progress=heard))
+        # A question unanswered by then is declined while the server still has time to finish.
+        asker = RunAsker(ctx, wait_seconds=connection.call_timeout * _QUESTION_SHARE)
+        running = asyncio.ensure_future(
+            connection.call(remote, args, roots=roots, progress=heard, asker=asker)
+        )
         # Stop cancels the request at once (the SDK tells the server), not after the grace
         # the pipeline gives handlers that wind down by themselves.
         unregister = ctx.cancellation.on_cancel(running.cancel)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import delete, select
@@ -68,6 +68,8 @@ class McpServerSpec:
     trusted: bool = False
     private_host: bool = False
     """An administrator allowed the URL's host even though it resolves to a private address."""
+    sampling: bool = False
+    """An administrator lets the server ask the calling run's model for completions."""
     created_by: str = ""
 
     @property
@@ -216,7 +218,11 @@ class McpServers:
         else:
             self.check_command(list(spec.command))
         await self._connect(spec, roots=roots)
-        fields = {"url": spec.url, "privateHost": spec.private_host} if spec.url else {}
+        fields: dict[str, Any] = (
+            {"url": spec.url, "privateHost": spec.private_host} if spec.url else {}
+        )
+        if spec.sampling:
+            fields["sampling"] = True
         async with self._kernel.sessions.begin() as session:
             session.add(
                 ct.McpServer(
@@ -296,6 +302,7 @@ class McpServers:
                 url=str(fields.get("url", "")),
                 trusted=row.trusted,
                 private_host=bool(fields.get("privateHost", False)),
+                sampling=bool(fields.get("sampling", False)),
                 created_by=row.created_by,
             )
             self._specs[row.name] = spec
@@ -327,6 +334,7 @@ class McpServers:
             on_log=lambda line: self._log(name, line),
             roots=roots,
             backoff=self._backoff,
+            allow_sampling=spec.sampling,
         )
         self._specs[name] = spec
         errlog = self._errlog(name)

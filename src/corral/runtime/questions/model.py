@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from corral.errors import UsageError
+from corral.runtime.questions.elicitation import check_elicited, padded
 from corral.store import context_tables as ct
 
 __all__ = [
@@ -33,21 +34,29 @@ class AskedQuestion:
     question: str
     options: tuple[str, ...] = ()
     multi_select: bool = False
+    schema: Mapping[str, Any] | None = None
+    """What an answer must be, for a question an MCP server asked (see
+    :mod:`corral.runtime.questions.elicitation`); None for ``ask_question``'s."""
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> AskedQuestion:
+        schema = raw.get("schema")
         return cls(
             question=str(raw["question"]).strip(),
             options=tuple(str(o).strip() for o in raw.get("options") or ()),
             multi_select=bool(raw.get("multi_select", False)),
+            schema=dict(schema) if isinstance(schema, Mapping) else None,
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        shown: dict[str, Any] = {
             "question": self.question,
             "options": list(self.options),
             "multi_select": self.multi_select,
         }
+        if self.schema is not None:
+            shown["schema"] = dict(self.schema)
+        return shown
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,8 +135,13 @@ def check_answers(questions: Sequence[AskedQuestion], given: Sequence[AnswerInpu
     """One answer per question; option numbers become the option's text.
 
     A person may always answer in their own words; a multi-select question takes a list
-    (or one value), any other question exactly one value.
+    (or one value), any other question exactly one value. An MCP server's questions are
+    also checked against the schema it asked with.
     """
+    schemas = [q.schema for q in questions]
+    elicited = bool(questions) and questions[0].schema is not None
+    if elicited:
+        given = padded(schemas, given)
     if len(given) != len(questions):
         raise UsageError(
             f"{len(questions)} question(s) were asked but {len(given)} answer(s) given; "
@@ -147,6 +161,8 @@ def check_answers(questions: Sequence[AskedQuestion], given: Sequence[AnswerInpu
             raise UsageError(f"question {number} takes one answer, not {len(picked)}")
         else:
             answers.append(picked[0])
+    if elicited:
+        check_elicited(schemas, answers)
     return answers
 
 

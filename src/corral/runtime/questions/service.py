@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from corral.errors import InvalidArguments, NotFound, ToolError, UsageError
 from corral.kernel.decisions import Surface, already_decided, check_surface
 from corral.runtime.parking import resolve_wait
+from corral.runtime.questions.elicitation import is_elicitation
 from corral.runtime.questions.model import (
     AnswerInput,
     AskedQuestion,
@@ -151,6 +152,9 @@ class Questions:
             "answers": pairs,
             "note": note,
         }
+        if is_elicitation(record.call_id):
+            # No call of the run waits on it: the MCP connection reads the answer it holds.
+            return await self.store.get(question_id)
         try:
             await resolve_wait(self._rt, record.run_id, record.call_id, result, card=card)
         except UsageError:

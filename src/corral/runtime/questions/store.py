@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -37,6 +38,7 @@ class QuestionStore:
         call_id: str,
         user_id: str,
         questions: Sequence[AskedQuestion],
+        expires_at: datetime | None = None,
     ) -> QuestionRecord:
         row = ct.Question(
             id="q_" + secrets.token_hex(8),
@@ -59,6 +61,7 @@ class QuestionStore:
                 run_id=run_id,
                 call_id=call_id,
                 summary="\n".join(q.question for q in questions),
+                expires_at=expires_at,
             )
         return QuestionRecord.of(row)
 
@@ -127,8 +130,13 @@ class QuestionStore:
     async def expire(self, question_id: str, note: str) -> bool:
         """Close an open question unanswered past its expiry; False when an answer came
         first."""
+        return await self.close(question_id, note, status="expired")
+
+    async def close(self, question_id: str, note: str, *, status: str = "closed") -> bool:
+        """Close an open question no answer is awaited for any more, its decision ending as
+        ``status`` (``closed``, ``expired``); False when an answer came first."""
         async with self._sessions.begin() as session:
-            if not await self._decisions.end(session, question_id, "expired", note):
+            if not await self._decisions.end(session, question_id, status, note):
                 return False
             await session.execute(
                 update(ct.Question)
