@@ -1,0 +1,49 @@
+"""`corral worker` processes for the cluster benches (cluster.py, takeover.py): start one,
+optionally as if on another machine, and wait until they heartbeat."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import corral
+
+__all__ = ["start_worker", "workers_up"]
+
+
+def start_worker(
+    data_dir: Path, log: Path, *, concurrency: int | None = None, hostname: str | None = None
+) -> subprocess.Popen[bytes]:
+    """A `corral worker` on ``data_dir`` writing to ``log``. With ``hostname`` it runs in a
+    UTS namespace of its own under that name (needs root): a worker on another machine,
+    whose liveness this host cannot check by pid, so only its heartbeats tell."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    # unshare and sh exec in place: the worker keeps the pid Popen knows.
+    elsewhere = (
+        ["unshare", "--uts", "--", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh"]
+        if hostname is not None
+        else []
+    )
+    command = [
+        *elsewhere,
+        *([hostname] if hostname is not None else []),
+        *(sys.executable, "-m", "corral", "--data-dir", str(data_dir), "worker"),
+        *(["--concurrency", str(concurrency)] if concurrency is not None else []),
+    ]
+    with log.open("ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+async def workers_up(platform: corral.Platform, expected: int) -> None:
+    """Wait until ``expected`` workers heartbeat (they import and connect first)."""
+    from sqlalchemy import text
+
+    query = text("SELECT count(*) FROM procrastinate_workers")
+    while True:
+        async with platform.kernel.sessions() as session:
+            if int(await session.scalar(query) or 0) >= expected:
+                return
+        await asyncio.sleep(0.2)
