@@ -42,19 +42,24 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, Select, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 import corral
 from cluster_workers import start_worker, workers_up
 from corral.store import runtime_tables as rt
+from corral.store.outages import database_unavailable
 from outcome import Figure, finish, skip
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "tests" / "fixtures" / "packages" / "demo"
 STARTING = 10
+T = TypeVar("T")
 
 
 def script(folder: Path, steps: int) -> str:
@@ -65,6 +70,35 @@ def script(folder: Path, steps: int) -> str:
     path = folder / "script.json"
     path.write_text(json.dumps({"turns": turns}))
     return f"script:{path}"
+
+
+async def riding_out(work: Callable[[], Awaitable[T]]) -> T:
+    """``work``, tried again while the database refuses this process (the workers may hold
+    every connection slot under ``--concurrency`` pressure)."""
+    while True:
+        try:
+            return await work()
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def read(platform: corral.Platform, query: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """One read of the bench's own, riding out refused connections."""
+
+    async def once() -> T:
+        async with platform.kernel.sessions() as session:
+            return await query(session)
+
+    return await riding_out(once)
+
+
+async def rows_of(platform: corral.Platform, statement: Select[Any]) -> list[Row[Any]]:
+    async def query(session: AsyncSession) -> list[Row[Any]]:
+        return list((await session.execute(statement)).all())
+
+    return await read(platform, query)
 
 
 class Tally:
@@ -131,7 +165,7 @@ async def load(platform: corral.Platform, model: str, conversations: int) -> lis
 
     async def start() -> str:
         async with gate:
-            return (await platform.runtime.start_chat("go", model=model)).id
+            return (await riding_out(lambda: platform.runtime.start_chat("go", model=model))).id
 
     return list(await asyncio.gather(*(start() for _ in range(conversations))))
 
@@ -251,9 +285,8 @@ async def cluster(
             if chaos.terminate:
                 await stored_turns(platform, conversations * steps * 2 // 3)
                 print(f"terminated {await terminate_backends(database_url)} connections")
-            waits = [platform.runtime.wait_run(r) for r in run_ids]
             try:
-                await asyncio.wait_for(asyncio.gather(*waits), wait_seconds)
+                await asyncio.wait_for(settled(platform, run_ids), wait_seconds)
             except TimeoutError:
                 print(f"{name}: stopped waiting after {wait_seconds:.0f} s", file=sys.stderr)
             took = time.perf_counter() - started
@@ -264,7 +297,7 @@ async def cluster(
             disorder.outages = said.count("met a database outage")
             disorder.released = said.count("left running with no job")
             disorder.refused_connections = refusals(server) - refused_before
-            tally = await count(platform, run_ids, steps)
+            tally = await riding_out(lambda: count(platform, run_ids, steps))
             disorder.unsettled = conversations - tally.finished
             return conversations * steps / took, tally, disorder
         finally:
@@ -279,11 +312,24 @@ async def cluster(
                     worker.kill()
 
 
+async def settled(platform: corral.Platform, run_ids: list[str]) -> None:
+    """Return once every run ended. Read here rather than with ``wait_run``: this process
+    must ride out the connection refusals the workers' pressure causes, and report them."""
+    r = rt.Run
+    ended = ("finished", "partial", "failed", "stopped")
+    waiting = set(run_ids)
+    while waiting:
+        found = await rows_of(
+            platform, select(r.id).where(r.id.in_(list(waiting)), r.status.in_(ended))
+        )
+        waiting -= {run_id for (run_id,) in found}
+        await asyncio.sleep(0.25)
+
+
 async def runs_held_by(platform: corral.Platform, pid: int) -> dict[str, str]:
     """The running runs the worker process ``pid`` advances: run id -> its worker id."""
     r = rt.Run
-    async with platform.kernel.sessions() as session:
-        running = (await session.execute(select(r.id, r.worker).where(r.status == "running"))).all()
+    running = await rows_of(platform, select(r.id, r.worker).where(r.status == "running"))
     return {
         run_id: worker
         for run_id, worker in running
@@ -300,12 +346,9 @@ async def watch_takeovers(
     r = rt.Run
     waiting = dict(held)
     while waiting:
-        async with platform.kernel.sessions() as session:
-            now = (
-                await session.execute(
-                    select(r.id, r.worker, r.status).where(r.id.in_(list(waiting)))
-                )
-            ).all()
+        now = await rows_of(
+            platform, select(r.id, r.worker, r.status).where(r.id.in_(list(waiting)))
+        )
         for run_id, worker, status in now:
             if worker not in (waiting[run_id], None):
                 into.takeovers.setdefault(event, []).append(time.perf_counter() - since)
@@ -368,9 +411,8 @@ async def stored_turns(platform: corral.Platform, at_least: int) -> None:
     row = rt.ConversationRow
     query = select(func.count()).where(row.kind == "model_turn")
     while True:
-        async with platform.kernel.sessions() as session:
-            if int(await session.scalar(query) or 0) >= at_least:
-                return
+        if int(await read(platform, lambda s: s.scalar(query)) or 0) >= at_least:
+            return
         await asyncio.sleep(0.05)
 
 
