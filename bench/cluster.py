@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -51,6 +50,7 @@ from sqlalchemy import Row, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 import corral
+from checkout import child_env, this_checkout
 from cluster_workers import start_worker, workers_up
 from corral.store import runtime_tables as rt
 from corral.store.outages import database_unavailable
@@ -361,13 +361,12 @@ async def watch_takeovers(
 
 async def cli_command(data_dir: Path, into: Disorder) -> None:
     """``corral approvals list`` on the cluster's data folder, as an operator would."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     began = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "corral", "--data-dir", str(data_dir), "approvals", "list"),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env=env,
+        env=child_env(),
     )
     output, _ = await process.communicate()
     took = time.perf_counter() - began
@@ -569,4 +568,6 @@ if __name__ == "__main__":
     )
     # SIGTERM (a `timeout`) unwinds like Ctrl-C, so the workers and the server are stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    asyncio.run(main(parser.parse_args()))
+    options = parser.parse_args()
+    this_checkout()
+    asyncio.run(main(options))

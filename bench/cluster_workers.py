@@ -4,12 +4,12 @@ optionally as if on another machine, and wait until they heartbeat."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import corral
+from checkout import child_env
 
 __all__ = ["start_worker", "workers_up"]
 
@@ -20,7 +20,6 @@ def start_worker(
     """A `corral worker` on ``data_dir`` writing to ``log``. With ``hostname`` it runs in a
     UTS namespace of its own under that name (needs root): a worker on another machine,
     whose liveness this host cannot check by pid, so only its heartbeats tell."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     # unshare and sh exec in place: the worker keeps the pid Popen knows.
     elsewhere = (
         ["unshare", "--uts", "--", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh"]
@@ -34,7 +33,7 @@ def start_worker(
         *(["--concurrency", str(concurrency)] if concurrency is not None else []),
     ]
     with log.open("ab") as out:
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=child_env())
 
 
 async def workers_up(platform: corral.Platform, expected: int) -> None:

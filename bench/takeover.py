@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import corral
+from checkout import this_checkout
 from cluster_workers import start_worker, workers_up
 from outcome import Figure, finish, skip
 
@@ -147,6 +148,7 @@ if __name__ == "__main__":
         help="a timing setting instead of its default, e.g. worker_stalled_seconds=10",
     )
     options = parser.parse_args()
+    this_checkout()
     timing = {name: float(value) for name, _, value in (s.partition("=") for s in options.set)}
     if "cluster_sweep_seconds" in timing:
         timing["cluster_sweep_seconds"] = int(timing["cluster_sweep_seconds"])
