@@ -3,7 +3,7 @@ default, then the same while a worker is SIGKILLed mid-load.
 
     .venv/bin/python bench/cluster.py [--conversations 200] [--steps 5] [--workers 3]
         [--concurrency 32] [--terminate-backends] [--pause-worker SECONDS] [--cli-during]
-        [--chaos-only] [--wait SECONDS]
+        [--kill-serve] [--chaos-only] [--wait SECONDS]
 
 Each conversation is one turn of ``--steps`` model steps (a tool call to ``echo`` each,
 then a final answer). The baseline is the same load on the embedded default (SQLite,
@@ -20,8 +20,12 @@ stored for that many seconds, then SIGCONTs it. The paused worker runs under a h
 its own (a UTS namespace, as on another machine): a worker on this host whose process is
 alive is never taken for dead by pid, only by its heartbeats (see ``worker_gone``).
 ``--cli-during`` runs ``corral approvals list`` as a subprocess on the same data folder
-right after the kill and during the pause: it must recover nothing. ``--concurrency`` with
+right after the kill and during the pause: it must recover nothing. ``--kill-serve`` runs a
+``corral serve`` on the folder beside the workers, SIGKILLs it with the worker and starts it
+again at once: its start must recover nothing either. ``--concurrency`` with
 ``--workers`` sets the connection pressure (20 x 5 goes past the server's 100 connections).
+A worker is killed or paused once it holds a run (within 30 s); the figures say how many it
+held.
 The kill pass prints runs finished, steps doubled (a call with two results) and lost (a
 call with none), the time from each kill or pause until each run its worker held was
 claimed by another (min/median/max), the ``too many clients`` refusals in the server's log
@@ -51,7 +55,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 import corral
 from checkout import child_env, this_checkout
-from cluster_workers import start_worker, workers_up
+from cluster_workers import serve_up, start_serve, start_worker, workers_up
 from corral.store import runtime_tables as rt
 from corral.store.outages import database_unavailable
 from outcome import Figure, finish, skip
@@ -188,12 +192,15 @@ class Chaos:
     terminate: bool = False
     pause_seconds: float = 0.0
     cli_during: bool = False
+    serve: bool = False
 
 
 @dataclass(slots=True)
 class Disorder:
     """What the chaos did and what the cluster logged meanwhile."""
 
+    held: dict[str, int] = field(default_factory=dict)
+    """Running runs the killed or paused worker held at the kill or the pause (the key)."""
     takeovers: dict[str, list[float]] = field(default_factory=dict)
     """Seconds from a kill or pause (the key) until each run its worker held was claimed
     by another."""
@@ -202,6 +209,8 @@ class Disorder:
     cli: list[str] = field(default_factory=list)
     """How each ``corral approvals list`` during the chaos ended."""
     cli_failed: int = 0
+    serve: list[str] = field(default_factory=list)
+    """How each start of the `corral serve` beside the workers ended (up, or its exit)."""
     refused_connections: int = 0
     """``too many clients`` refusals in the server's log during the pass."""
     outages: int = 0
@@ -254,24 +263,36 @@ async def cluster(
             for i in range(worker_count)
         ]
         watches: list[asyncio.Task[None]] = []
+        serve_log = folder / f"{name}-serve.log"
+        serve = start_serve(data_dir, serve_log) if chaos.serve else None
         try:
             await asyncio.wait_for(workers_up(platform, worker_count), 120)
+            if serve is not None:
+                disorder.serve.append(await serve_up(serve, serve_log, 0))
             started = time.perf_counter()
             run_ids = await load(platform, model, conversations)
             if chaos.kill:
                 await stored_turns(platform, conversations * steps // 3)
-                held = await runs_held_by(platform, workers[0].pid)
+                held = await holding(platform, workers[0].pid)
+                disorder.held["kill"] = len(held)
                 workers[0].send_signal(signal.SIGKILL)
                 watches.append(
                     asyncio.create_task(watch_takeovers(platform, held, disorder, "kill"))
                 )
+                if serve is not None:  # and started again while the worker's runs are taken over
+                    serve.send_signal(signal.SIGKILL)
+                    await asyncio.to_thread(serve.wait)
+                    seen = serve_log.stat().st_size
+                    serve = start_serve(data_dir, serve_log)
+                    disorder.serve.append(await serve_up(serve, serve_log, seen))
                 await asyncio.to_thread(workers[0].wait)
                 if chaos.cli_during:
                     await cli_command(data_dir, disorder)
             if chaos.pause_seconds:
                 await stored_turns(platform, conversations * steps // 2)
                 paused = workers[-1]
-                held = await runs_held_by(platform, paused.pid)
+                held = await holding(platform, paused.pid)
+                disorder.held["pause"] = len(held)
                 paused.send_signal(signal.SIGSTOP)
                 watches.append(
                     asyncio.create_task(watch_takeovers(platform, held, disorder, "pause"))
@@ -301,7 +322,7 @@ async def cluster(
             disorder.unsettled = conversations - tally.finished
             return conversations * steps / took, tally, disorder
         finally:
-            for worker in workers:
+            for worker in [*workers, *([serve] if serve is not None else [])]:
                 if worker.poll() is None:
                     worker.send_signal(signal.SIGCONT)
                     worker.send_signal(signal.SIGTERM)
@@ -326,6 +347,18 @@ async def settled(platform: corral.Platform, run_ids: list[str]) -> None:
         await asyncio.sleep(0.25)
 
 
+async def holding(platform: corral.Platform, pid: int) -> dict[str, str]:
+    """The runs worker ``pid`` holds, once it holds any (under connection pressure a worker
+    may have handed every run back for a moment; a kill or pause then would test nothing);
+    after 30 s whatever it holds, maybe none."""
+    deadline = time.perf_counter() + 30
+    while True:
+        held = await runs_held_by(platform, pid)
+        if held or time.perf_counter() > deadline:
+            return held
+        await asyncio.sleep(0.1)
+
+
 async def runs_held_by(platform: corral.Platform, pid: int) -> dict[str, str]:
     """The running runs the worker process ``pid`` advances: run id -> its worker id."""
     r = rt.Run
@@ -342,7 +375,7 @@ async def watch_takeovers(
 ) -> None:
     """Time until each run in ``held`` is claimed by another worker (the run row is all
     another process shows); a run that ends first was not taken over."""
-    since = time.perf_counter()
+    since = time.perf_counter()  # the task starts at the caller's next await, the signal's
     r = rt.Run
     waiting = dict(held)
     while waiting:
@@ -450,8 +483,16 @@ def chaos_figures(conversations: int, tally: Tally, disorder: Disorder) -> list[
             met=tally.lost == 0,
         ),
         *(
-            Figure(name=f"kill: runs taken over after the {event}", value=len(t), unit="runs")
-            for event, t in disorder.takeovers.items()
+            figure
+            for event, n in disorder.held.items()
+            for figure in (
+                Figure(name=f"kill: runs held at the {event}", value=float(n), unit="runs"),
+                Figure(
+                    name=f"kill: runs taken over after the {event}",
+                    value=float(len(disorder.takeovers.get(event, []))),
+                    unit="runs",
+                ),
+            )
         ),
         Figure(name="kill: takeover min", value=min(took), unit="s"),
         Figure(name="kill: takeover median", value=statistics.median(took), unit="s"),
@@ -464,6 +505,13 @@ def chaos_figures(conversations: int, tally: Tally, disorder: Disorder) -> list[
         ),
         Figure(name="kill: runs handed back (outage)", value=float(disorder.outages), unit="runs"),
         Figure(name="kill: runs released by sweep", value=float(disorder.released), unit="runs"),
+        Figure(
+            name="kill: serve starts failed",
+            value=float(sum(not said.startswith("up") for said in disorder.serve)),
+            unit="count",
+            target="= 0",
+            met=all(said.startswith("up") for said in disorder.serve),
+        ),
         Figure(
             name="kill: CLI commands failed",
             value=float(disorder.cli_failed),
@@ -491,6 +539,7 @@ async def main(options: argparse.Namespace) -> None:
         terminate=options.terminate_backends,
         pause_seconds=options.pause_worker,
         cli_during=options.cli_during,
+        serve=options.kill_serve,
     )
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="corral-bench-cluster-") as tmp:
@@ -524,6 +573,8 @@ async def main(options: argparse.Namespace) -> None:
             skip("cluster", str(missing))
     for problem in tally.problems:
         print(f"kill: {problem}", file=sys.stderr)
+    if disorder.serve:
+        print("corral serve started: " + "; ".join(disorder.serve))
     if disorder.cli:
         print("corral approvals list during the chaos: " + "; ".join(disorder.cli))
     for event, times in disorder.takeovers.items():
@@ -559,6 +610,11 @@ if __name__ == "__main__":
         "--cli-during",
         action="store_true",
         help="run `corral approvals list` after the kill and during the pause",
+    )
+    parser.add_argument(
+        "--kill-serve",
+        action="store_true",
+        help="run `corral serve` beside the workers, SIGKILL it with the worker, start it again",
     )
     parser.add_argument(
         "--chaos-only", action="store_true", help="skip the embedded and the plain cluster pass"
