@@ -3,7 +3,7 @@ default, then the same while a worker is SIGKILLed mid-load.
 
     .venv/bin/python bench/cluster.py [--conversations 200] [--steps 5] [--workers 3]
         [--concurrency 32] [--terminate-backends] [--pause-worker SECONDS] [--cli-during]
-        [--kill-serve] [--chaos-only] [--wait SECONDS]
+        [--kill-serve] [--keep-logs FOLDER] [--chaos-only] [--wait SECONDS]
 
 Each conversation is one turn of ``--steps`` model steps (a tool call to ``echo`` each,
 then a final answer). The baseline is the same load on the embedded default (SQLite,
@@ -16,9 +16,9 @@ pass also terminates every connection to the database (``pg_terminate_backend``)
 the steps are stored: the runs cut off from it are retried, none ends ``failed``.
 
 More chaos in the kill pass: ``--pause-worker`` SIGSTOPs a worker once half the steps are
-stored for that many seconds, then SIGCONTs it. The paused worker runs under a hostname of
-its own (a UTS namespace, as on another machine): a worker on this host whose process is
-alive is never taken for dead by pid, only by its heartbeats (see ``worker_gone``).
+stored for that many seconds, then SIGCONTs it: of the workers but the killed one, the one
+holding the most runs then. Those run under hostnames of their own (UTS namespaces, as on
+other machines): only their heartbeats tell they stalled, never a pid.
 ``--cli-during`` runs ``corral approvals list`` as a subprocess on the same data folder
 right after the kill and during the pause: it must recover nothing. ``--kill-serve`` runs a
 ``corral serve`` on the folder beside the workers, SIGKILLs it with the worker and starts it
@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import signal
 import statistics
 import subprocess
@@ -257,8 +258,8 @@ async def cluster(
             start_worker(
                 data_dir,
                 folder / f"{name}-worker-{i}.log",
-                # The paused one (the last) as on another machine: see the module's text.
-                hostname="elsewhere" if chaos.pause_seconds and i == worker_count - 1 else None,
+                # The ones that may be paused as on other machines: see the module's text.
+                hostname=f"elsewhere-{i}" if chaos.pause_seconds and i > 0 else None,
             )
             for i in range(worker_count)
         ]
@@ -290,8 +291,7 @@ async def cluster(
                     await cli_command(data_dir, disorder)
             if chaos.pause_seconds:
                 await stored_turns(platform, conversations * steps // 2)
-                paused = workers[-1]
-                held = await holding(platform, paused.pid)
+                paused, held = await busiest(platform, workers[1:])
                 disorder.held["pause"] = len(held)
                 paused.send_signal(signal.SIGSTOP)
                 watches.append(
@@ -345,6 +345,20 @@ async def settled(platform: corral.Platform, run_ids: list[str]) -> None:
         )
         waiting -= {run_id for (run_id,) in found}
         await asyncio.sleep(0.25)
+
+
+async def busiest(
+    platform: corral.Platform, candidates: list[subprocess.Popen[bytes]]
+) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    """The worker of ``candidates`` that holds the most runs, once one holds any (within
+    30 s), and the runs it holds."""
+    deadline = time.perf_counter() + 30
+    while True:
+        held = [(await runs_held_by(platform, worker.pid), worker) for worker in candidates]
+        most, worker = max(held, key=lambda pair: len(pair[0]))
+        if most or time.perf_counter() > deadline:
+            return worker, most
+        await asyncio.sleep(0.1)
 
 
 async def holding(platform: corral.Platform, pid: int) -> dict[str, str]:
@@ -413,6 +427,12 @@ def refusals(server: str) -> int:
     """How many connections the PostgreSQL server refused for want of slots so far."""
     log = Path(server) / "log"
     return log.read_text(errors="replace").count("too many clients") if log.exists() else 0
+
+
+def keep_logs(folder: Path, into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    for log in folder.glob("*.log"):
+        shutil.copy(log, into / log.name)
 
 
 def worker_logs(folder: Path, name: str) -> str:
@@ -566,9 +586,13 @@ async def main(options: argparse.Namespace) -> None:
                         )
                     )
                     figures.append(exact("cluster", plain_tally))
-                killed, tally, disorder = await cluster(
-                    folder, server, model, *shape, chaos, options.wait
-                )
+                try:
+                    killed, tally, disorder = await cluster(
+                        folder, server, model, *shape, chaos, options.wait
+                    )
+                finally:
+                    if options.keep_logs is not None:
+                        await asyncio.to_thread(keep_logs, folder, options.keep_logs)
         except FileNotFoundError as missing:
             skip("cluster", str(missing))
     for problem in tally.problems:
@@ -615,6 +639,12 @@ if __name__ == "__main__":
         "--kill-serve",
         action="store_true",
         help="run `corral serve` beside the workers, SIGKILL it with the worker, start it again",
+    )
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        metavar="FOLDER",
+        help="copy the workers' and serve's logs of the kill pass there",
     )
     parser.add_argument(
         "--chaos-only", action="store_true", help="skip the embedded and the plain cluster pass"
