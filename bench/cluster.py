@@ -265,11 +265,12 @@ async def cluster(
         ]
         watches: list[asyncio.Task[None]] = []
         serve_log = folder / f"{name}-serve.log"
-        serve = start_serve(data_dir, serve_log) if chaos.serve else None
+        serves = [start_serve(data_dir, serve_log) if chaos.serve else None]
+        aftermath: asyncio.Task[None] | None = None
         try:
             await asyncio.wait_for(workers_up(platform, worker_count), 120)
-            if serve is not None:
-                disorder.serve.append(await serve_up(serve, serve_log, 0))
+            if serves[0] is not None:
+                disorder.serve.append(await serve_up(serves[0], serve_log, 0))
             started = time.perf_counter()
             run_ids = await load(platform, model, conversations)
             if chaos.kill:
@@ -280,15 +281,11 @@ async def cluster(
                 watches.append(
                     asyncio.create_task(watch_takeovers(platform, held, disorder, "kill"))
                 )
-                if serve is not None:  # and started again while the worker's runs are taken over
-                    serve.send_signal(signal.SIGKILL)
-                    await asyncio.to_thread(serve.wait)
-                    seen = serve_log.stat().st_size
-                    serve = start_serve(data_dir, serve_log)
-                    disorder.serve.append(await serve_up(serve, serve_log, seen))
+                if serves[0] is not None:
+                    serves[0].send_signal(signal.SIGKILL)
                 await asyncio.to_thread(workers[0].wait)
-                if chaos.cli_during:
-                    await cli_command(data_dir, disorder)
+                # Beside what follows: a slow start must not push the pause past the runs.
+                aftermath = asyncio.create_task(after_the_kill(chaos, serves, data_dir, disorder))
             if chaos.pause_seconds:
                 await stored_turns(platform, conversations * steps // 2)
                 paused, held = await busiest(platform, workers[1:])
@@ -306,6 +303,8 @@ async def cluster(
             if chaos.terminate:
                 await stored_turns(platform, conversations * steps * 2 // 3)
                 print(f"terminated {await terminate_backends(database_url)} connections")
+            if aftermath is not None:
+                await aftermath
             try:
                 await asyncio.wait_for(settled(platform, run_ids), wait_seconds)
             except TimeoutError:
@@ -322,7 +321,10 @@ async def cluster(
             disorder.unsettled = conversations - tally.finished
             return conversations * steps / took, tally, disorder
         finally:
-            for worker in [*workers, *([serve] if serve is not None else [])]:
+            if aftermath is not None:
+                aftermath.cancel()
+                await asyncio.gather(aftermath, return_exceptions=True)
+            for worker in [*workers, *(serve for serve in serves if serve is not None)]:
                 if worker.poll() is None:
                     worker.send_signal(signal.SIGCONT)
                     worker.send_signal(signal.SIGTERM)
@@ -345,6 +347,22 @@ async def settled(platform: corral.Platform, run_ids: list[str]) -> None:
         )
         waiting -= {run_id for (run_id,) in found}
         await asyncio.sleep(0.25)
+
+
+async def after_the_kill(
+    chaos: Chaos, serves: list[subprocess.Popen[bytes] | None], data_dir: Path, into: Disorder
+) -> None:
+    """Start the killed `corral serve` again (``serves[0]`` becomes the new one) and run the
+    CLI command, while the killed worker's runs are taken over."""
+    killed = serves[0]
+    if killed is not None:
+        await asyncio.to_thread(killed.wait)
+        log = data_dir.parent / f"{data_dir.name}-serve.log"
+        seen = log.stat().st_size
+        serves[0] = start_serve(data_dir, log)
+        into.serve.append(await serve_up(serves[0], log, seen))
+    if chaos.cli_during:
+        await cli_command(data_dir, into)
 
 
 async def busiest(
