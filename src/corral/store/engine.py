@@ -23,7 +23,6 @@ class DatabaseFull(ConfigError):
     every one it allows. It passes when one lets go (see ``database_full_wait_seconds``)."""
 
 
-
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
