@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
-HELPERS = frozenset({"run_all", "outcome", "noop_package", "long_conversation"})
+HELPERS = frozenset({"run_all", "outcome", "noop_package", "long_conversation", "cluster_workers"})
 """Modules in bench/ that are not benches."""
 
 

@@ -28,37 +28,17 @@ import time
 from pathlib import Path
 
 import corral
+from checkout import this_checkout
+from cluster_workers import start_worker, workers_up
 from outcome import Figure, finish, skip
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTERKIT = REPO / "tests" / "runtime" / "cluster" / "fixtures" / "clusterkit"
 
 
-def start_worker(data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "corral", "--data-dir", str(data_dir), "worker"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-
-
 def read_fifo(path: Path) -> None:
     with path.open() as pipe:
         pipe.read()
-
-
-async def workers_up(platform: corral.Platform, expected: int) -> None:
-    from sqlalchemy import text
-
-    query = text("SELECT count(*) FROM procrastinate_workers")
-    while True:
-        async with platform.kernel.sessions() as session:
-            if int(await session.scalar(query) or 0) >= expected:
-                return
-        await asyncio.sleep(0.2)
 
 
 async def claimed_elsewhere(platform: corral.Platform, run_id: str, holder: str) -> None:
@@ -168,6 +148,7 @@ if __name__ == "__main__":
         help="a timing setting instead of its default, e.g. worker_stalled_seconds=10",
     )
     options = parser.parse_args()
+    this_checkout()
     timing = {name: float(value) for name, _, value in (s.partition("=") for s in options.set)}
     if "cluster_sweep_seconds" in timing:
         timing["cluster_sweep_seconds"] = int(timing["cluster_sweep_seconds"])

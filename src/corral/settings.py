@@ -154,6 +154,20 @@ class Settings(BaseSettings):
         description="On SIGTERM a worker waits this long for its runs to settle, then hands "
         "the rest over: another worker continues them from their last persisted step.",
     )
+    cluster_outage_retries: int = Field(
+        default=20,
+        ge=0,
+        description="How many times a run whose job met a database outage is handed back "
+        "and retried from its last persisted step; the next outage ends it failed saying "
+        "why (an error that does not pass, such as a full disk, is not retried forever).",
+    )
+    database_full_wait_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="How long a command, `corral serve` or `corral worker` that starts while "
+        "the PostgreSQL server has no connection left (too many clients) waits for one to "
+        "free before it gives up saying so.",
+    )
     cluster_sweep_seconds: int = Field(
         default=1,
         ge=1,

@@ -78,13 +78,13 @@ def run_with_platform(ctx: typer.Context, work: Callable[[Platform], Awaitable[T
     """
     import asyncio
 
-    from corral.platform import open_platform
+    from corral.cli._open import open_waiting_for_a_slot
 
     data_dir = cli_state(ctx).data_dir
     warn_of_a_new_database_beside_a_cluster(data_dir)
 
     async def main() -> T:
-        platform = await open_platform(data_dir)
+        platform = await open_waiting_for_a_slot(data_dir)
         try:
             return await work(platform)
         finally:

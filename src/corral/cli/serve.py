@@ -31,7 +31,7 @@ def serve(
 
     import uvicorn
 
-    from corral.platform import open_platform
+    from corral.cli._open import open_waiting_for_a_slot
     from corral.server import create_app
     from corral.server.ui import sign_in_link
     from corral.settings import load_settings
@@ -53,7 +53,7 @@ def serve(
 
     async def main() -> None:
         # On PostgreSQL the server enqueues runs for `corral worker` processes.
-        platform = await open_platform(data_dir, run_jobs=configured.hosted_run_jobs)
+        platform = await open_waiting_for_a_slot(data_dir, run_jobs=configured.hosted_run_jobs)
         settings = platform.settings
         base = f"http://{bind_host}:{bind_port}"
         console.print(

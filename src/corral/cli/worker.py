@@ -26,8 +26,8 @@ def worker(
     import asyncio
     import logging
 
+    from corral.cli._open import open_waiting_for_a_slot
     from corral.errors import CorralError
-    from corral.platform import open_platform
     from corral.settings import load_settings
 
     data_dir = cli_state(ctx).data_dir
@@ -42,7 +42,7 @@ def worker(
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
 
     async def main() -> None:
-        platform = await open_platform(data_dir, run_jobs="cluster")
+        platform = await open_waiting_for_a_slot(data_dir, run_jobs="cluster")
         try:
             count = concurrency or platform.settings.worker_concurrency
             settle_heap()

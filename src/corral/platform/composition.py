@@ -30,6 +30,8 @@ from corral.runtime.hooks.stage import hook_stage
 from corral.runtime.package_setup import Installed, PackageSetup, run_install_hook
 from corral.runtime.runtime import Runtime
 from corral.settings import load_settings
+from corral.store.engine import unreachable
+from corral.store.outages import database_unavailable
 from corral.tools.contract import LoadError
 from corral.tools.registry import Package
 from corral.tools.services import Services
@@ -75,8 +77,9 @@ async def open_platform(
             installed.append(done)
         if services is not None:
             platform.provide(services)
-        await runtime.open_jobs()
-        await runtime.recover()
+        async with _database_refusals_explained(kernel):
+            await runtime.open_jobs()
+            await runtime.recover()
         for done in installed:
             for work in done.start:
                 await work()
@@ -84,6 +87,18 @@ async def open_platform(
         await platform.close()
         raise
     return platform
+
+
+@asynccontextmanager
+async def _database_refusals_explained(kernel: Kernel) -> AsyncIterator[None]:
+    """A database that refuses a connection while the platform opens (the server full, or
+    gone since the first connection) is a ConfigError saying so, never a traceback."""
+    try:
+        yield
+    except Exception as exc:
+        if not database_unavailable(exc):
+            raise
+        raise unreachable(kernel.engine, exc) from None
 
 
 InstallHook = Callable[[PackageSetup], Any]

@@ -178,8 +178,16 @@ async def _advance(
         rt.live.pop(run_id, None)
         rt.leases.pop(run_id, None)
     if cancellation.reason == OUTAGE:
-        await hand_back(rt, step.run_record, held)
-        return
+        if await hand_back(rt, step.run_record, held):
+            return
+        retries = rt.kernel.settings.cluster_outage_retries
+        outcome = Outcome(
+            status="failed",
+            reason="error",
+            detail=f"the database failed this run {retries + 1} times; it was retried from "
+            f"its last step {retries} times (cluster_outage_retries). The last failure: "
+            f"{outcome.detail}. Fix the database, then run it again.",
+        )
     if cancellation.reason == TAKEN_OVER:
         log.warning("run %s was taken over by another worker; this one lets go", run_id)
         return

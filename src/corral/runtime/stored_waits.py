@@ -6,19 +6,25 @@ every awaited run in one query, more often while runs are young, and wakes the w
 those that settled. A thousand waiting chats cost one query per pause, not a thousand. On
 PostgreSQL a worker's notification of a run's status (:mod:`corral.runtime.cluster.live_events`)
 has the reader look at once (:meth:`StoredWaits.nudge`); the pauses stay as the safety net.
+A read the database refuses for a while (a lost connection, "too many clients") is tried
+again after the longest pause: the runs go on elsewhere, so the waiters keep waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Set
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.store import runtime_tables as rt_tables
+from corral.store.outages import database_unavailable
 
 __all__ = ["MAX_PAUSE_SECONDS", "StoredWaits"]
+
+log = logging.getLogger("corral.runtime")
 
 MAX_PAUSE_SECONDS = 0.2
 """The longest pause between two reads of the awaited runs."""
@@ -62,11 +68,16 @@ class StoredWaits:
         pause = self.first_pause
         while self._waiting:
             run_ids = list(self._waiting)
-            r = rt_tables.Run
-            async with self._sessions() as session:
-                found = dict(
-                    (await session.execute(select(r.id, r.status).where(r.id.in_(run_ids)))).all()
+            try:
+                found = await self._statuses(run_ids)
+            except Exception as exc:
+                if not database_unavailable(exc):
+                    raise
+                log.warning(
+                    "waiting for runs: the database is out of reach (%s); reading again", exc
                 )
+                await self._pause(self.max_pause)
+                continue
             for run_id in run_ids:
                 status = found.get(run_id)
                 if status is None or status in self._settled:
@@ -75,6 +86,13 @@ class StoredWaits:
                         future.set_result(None)
             await self._pause(pause)
             pause = min(pause * 2, self.max_pause)
+
+    async def _statuses(self, run_ids: list[str]) -> dict[str, str]:
+        r = rt_tables.Run
+        async with self._sessions() as session:
+            return dict(
+                (await session.execute(select(r.id, r.status).where(r.id.in_(run_ids)))).all()
+            )
 
     async def _pause(self, seconds: float) -> None:
         try:

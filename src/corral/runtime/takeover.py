@@ -114,26 +114,37 @@ async def hand_over(rt: RunHost, run: RunRecord) -> bool:
     return True
 
 
-async def hand_back(rt: RunHost, run: RunRecord, held_lease: int | None) -> None:
+async def hand_back(rt: RunHost, run: RunRecord, held_lease: int | None) -> bool:
     """Let go of a running run whose job met a database outage, keeping its lease, and
     defer its job again after :data:`OUTAGE_RETRY_SECONDS`: the next job takes it over from
-    its last persisted step. Still unreachable, the run is left to the cluster's sweep."""
+    its last persisted step. Still unreachable, the run is left to the cluster's sweep.
+
+    False when the run was handed back ``cluster_outage_retries`` times already: it is
+    still this worker's, and the caller ends it failed."""
     r = rt_tables.Run
     ours = [r.id == run.id, r.status == "running", r.worker == rt.worker]
     if held_lease is not None:
         ours.append(r.lease == held_lease)
     try:
         async with rt.kernel.sessions.begin() as session:
+            retries = await session.scalar(select(r.outage_retries).where(*ours))
+            if retries is None:
+                return True  # not ours any more
+            if retries >= rt.kernel.settings.cluster_outage_retries:
+                return False
             released = await session.execute(
-                update(r).where(*ours).values(worker=None, updated_at=utcnow())
+                update(r)
+                .where(*ours)
+                .values(worker=None, outage_retries=retries + 1, updated_at=utcnow())
             )
     except Exception as exc:
         if not database_unavailable(exc):
             raise
         log.warning("run %s: the database is still out of reach; the sweep requeues it", run.id)
-        return
+        return True
     if int(getattr(released, "rowcount", 0)) == 1:
         rt.jobs.retry_later(run.id, OUTAGE_RETRY_SECONDS)
+    return True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

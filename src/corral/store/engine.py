@@ -12,9 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 
 from corral.errors import ConfigError
 from corral.store.connection_budget import ENGINE_POOL_OVERFLOW, ENGINE_POOL_SIZE
+from corral.store.outages import server_full
 from corral.store.sqlite_connection import connect_sqlite
 
-__all__ = ["check_reachable", "make_engine", "make_sessionmaker"]
+__all__ = ["DatabaseFull", "check_reachable", "make_engine", "make_sessionmaker", "unreachable"]
+
+
+class DatabaseFull(ConfigError):
+    """The database server refused a connection for want of a free slot: other clients hold
+    every one it allows. It passes when one lets go (see ``database_full_wait_seconds``)."""
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -54,10 +60,24 @@ async def check_reachable(engine: AsyncEngine) -> None:
         async with engine.connect():
             pass
     except (OSError, DBAPIError) as exc:
-        reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()
-        where = engine.url.render_as_string(hide_password=True)
-        raise ConfigError(
-            f"cannot reach the database {where}: {reason[0] if reason else type(exc).__name__}. "
-            "Check database_url (corral.toml or CORRAL_DATABASE_URL), that the server runs "
-            "and accepts this user, and that the database exists (createdb)"
-        ) from None
+        raise unreachable(engine, exc) from None
+
+
+def unreachable(engine: AsyncEngine, exc: BaseException) -> ConfigError:
+    """The error of a database ``engine`` could not reach or use, saying what to check."""
+    cause = exc.orig if isinstance(exc, DBAPIError) else exc
+    reason = str(cause).strip().splitlines()
+    said = reason[0] if reason else type(exc).__name__
+    where = engine.url.render_as_string(hide_password=True)
+    message = (
+        f"cannot reach the database {where}: {said}. Check database_url (corral.toml or "
+        "CORRAL_DATABASE_URL), that the server runs and accepts this user, and that the "
+        "database exists (createdb)."
+    )
+    if server_full(exc):
+        return DatabaseFull(
+            f"{message} The server has no connection left: the processes using it hold every "
+            "one it allows (`corral doctor` prints their budget beside max_connections); stop "
+            "some or raise max_connections."
+        )
+    return ConfigError(message)

@@ -12,7 +12,7 @@ import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type informat
 import psycopg
 from sqlalchemy import exc as sa_exc
 
-__all__ = ["database_unavailable"]
+__all__ = ["database_unavailable", "server_full"]
 
 _OUTAGE_SQLSTATES = ("08", "53", "57P")
 """SQLSTATE classes of an outage: connection exception, insufficient resources (too many
@@ -32,6 +32,30 @@ _OUTAGE_TYPES: tuple[type[BaseException], ...] = (
     psycopg.OperationalError,
     psycopg.InterfaceError,
 )
+
+
+_TOO_MANY_CONNECTIONS = "53300"
+"""The server's refusal of one more connection (max_connections, or a role's or a database's
+connection limit): a slot frees when another client lets go."""
+
+
+def server_full(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is the server refusing one more connection."""
+    return any(
+        getattr(cause, "sqlstate", None) == _TOO_MANY_CONNECTIONS for cause in _causes(error)
+    )
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        if isinstance(current, sa_exc.DBAPIError) and current.orig is not None:
+            current = current.orig
+        else:
+            current = current.__cause__ or current.__context__
+    return seen
 
 
 def database_unavailable(error: BaseException) -> bool:

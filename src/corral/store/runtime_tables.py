@@ -82,6 +82,8 @@ class Run(Base):
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
     lease: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """Bumped at every claim of the run by a worker: its writes check it (fencing)."""
+    outage_retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Times the run was handed back after a database outage (bounded by a setting)."""
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

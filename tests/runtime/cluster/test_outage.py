@@ -10,10 +10,12 @@ requeued by the sweep and finished by a worker."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
+import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -134,3 +136,91 @@ async def test_the_sweep_requeues_a_running_run_whose_job_failed(own_cluster: Cl
         settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
     assert settled.status == "finished", cluster.logs()
     assert settled.steps == 1
+
+
+async def test_waiting_for_a_run_rides_out_a_database_outage(
+    own_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A process waiting for runs other processes advance (corral serve, a CLI chat) reads
+    # their statuses from the store: an outage must not end every wait with an error.
+    cluster = own_cluster
+    admin, name = await _admin(cluster)
+    try:
+        async with corral.open(cluster.data_dir) as platform:
+            rt = platform.runtime
+            run = await rt.start_chat("wait", model=cluster.script({"text": "Never asked."}))
+            with caplog.at_level(logging.WARNING, logger="corral.runtime"):
+                waiting = asyncio.ensure_future(rt.wait_run(run.id))
+                await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+                await admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = $1 AND pid <> pg_backend_pid()",
+                    name,
+                )
+
+                async def read_refused() -> bool | None:
+                    said = "waiting for runs: the database is out of reach" in caplog.text
+                    return True if said or waiting.done() else None
+
+                await eventually(read_refused)
+                assert not waiting.done(), waiting.exception()
+                await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+                # What a worker does once the database is back: the run ends.
+                url = make_url(cluster.database_url)
+                db = await asyncpg.connect(
+                    host=str(url.query["host"]), user=url.username, database=name
+                )
+                try:
+                    await db.execute("UPDATE runs SET status = 'finished' WHERE id = $1", run.id)
+                finally:
+                    await db.close()
+                settled = await asyncio.wait_for(waiting, 60)
+    finally:
+        await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+        await admin.close()
+    assert settled.status == "finished"
+
+
+async def test_a_run_meeting_an_outage_that_never_passes_ends_failed_saying_why(
+    own_cluster: Cluster,
+) -> None:
+    # A full disk, say: every model turn the run stores is refused with an "insufficient
+    # resources" error (SQLSTATE 53100), an outage by its class, while the database
+    # answers everything else. The run is retried cluster_outage_retries times, then ends.
+    cluster = own_cluster
+    with (cluster.data_dir / "corral.toml").open("a") as settings:
+        settings.write("cluster_outage_retries = 2\n")
+    admin, name = await _admin(cluster)
+    await admin.close()
+    url = make_url(cluster.database_url)
+    db = await asyncpg.connect(host=str(url.query["host"]), user=url.username, database=name)
+    try:
+        await db.execute(
+            """
+            CREATE FUNCTION refuse_turns() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF NEW.kind = 'model_turn' THEN
+                RAISE EXCEPTION 'could not extend file: No space left on device'
+                  USING ERRCODE = '53100';
+              END IF;
+              RETURN NEW;
+            END $$;
+            CREATE TRIGGER refuse_turns BEFORE INSERT ON conversation_rows
+              FOR EACH ROW EXECUTE FUNCTION refuse_turns();
+            """
+        )
+        async with corral.open(cluster.data_dir) as platform:
+            rt = platform.runtime
+            cluster.start_worker()
+            run = await rt.start_chat("hello", model=cluster.script({"text": "Never stored."}))
+            settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
+        retries = await db.fetchval("SELECT outage_retries FROM runs WHERE id = $1", run.id)
+    finally:
+        await db.close()
+    logs = cluster.logs()
+    assert settled.status == "failed", logs
+    assert retries == 2
+    assert logs.count("met a database outage") == 3, logs
+    assert "the database failed this run 3 times" in settled.detail
+    assert "cluster_outage_retries" in settled.detail
+    assert "No space left on device" in settled.detail

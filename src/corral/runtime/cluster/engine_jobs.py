@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import socket
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -39,7 +38,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import ConfigError
 from corral.runtime.jobs import AfterJob, Job, LocalJobs
-from corral.runtime.workers import worker_alive
 from corral.store.outages import database_unavailable
 
 __all__ = ["ADVANCE_TASK", "ClusterTiming", "ProcrastinateJobs", "psycopg_conninfo"]
@@ -234,14 +232,13 @@ class ProcrastinateJobs:
         return self._local.lending()
 
     async def worker_gone(self, run_id: str, worker: str | None) -> bool:
-        if worker is None:
-            return True  # handed over by a worker that shut down
-        host = worker.partition(":")[0]
-        if host == socket.gethostname():
-            return not worker_alive(worker)  # this machine knows for sure
-        # Another machine's worker: its job came back to the queue because its heartbeats
-        # stopped. Should it still be alive, its watcher sees the worker field change and
-        # lets go (see corral.runtime.cluster.watch).
+        # A job finds its run running under another worker only once that worker's job
+        # stopped doing it: the job lock lets one job of a run do at a time, and a worker
+        # advances a run only inside its job. So the other worker died, let go, or stopped
+        # heartbeating long enough for its job to be handed back, which on this host too
+        # means a pause (SIGSTOP, a frozen VM) whose process still lives. All are taken
+        # over; a worker that was only paused finds its next write refused (the claim
+        # bumps the lease) and lets go: see corral.runtime.cluster.watch.
         return True
 
     async def close(self) -> None:
