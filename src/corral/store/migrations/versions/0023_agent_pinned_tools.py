@@ -1,7 +1,7 @@
 """agents.pinned_tools: tools an agent always gets in full, never deferred by tool_search
 
-Revision ID: 0021_agent_pinned_tools
-Revises: 0020_store_facts
+Revision ID: 0023_agent_pinned_tools
+Revises: 0022_run_budgets
 Create Date: 2026-12-05 07:10:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021_agent_pinned_tools"
-down_revision = "0020_store_facts"
+revision = "0023_agent_pinned_tools"
+down_revision = "0022_run_budgets"
 branch_labels = None
 depends_on = None
 

@@ -5,8 +5,8 @@ lost: pending/open ones stay pending, approved/denied/answered ones are decided 
 when kept; the surface was not recorded then), closed ones closed. Approvals gain
 ``dispatched_at``: when the run's job started the approved call.
 
-Revision ID: 0021_decisions
-Revises: 0020_store_facts
+Revision ID: 0024_decisions
+Revises: 0023_agent_pinned_tools
 Create Date: 2026-12-05 07:10:00.000000
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021_decisions"
-down_revision = "0020_store_facts"
+revision = "0024_decisions"
+down_revision = "0023_agent_pinned_tools"
 branch_labels = None
 depends_on = None
 

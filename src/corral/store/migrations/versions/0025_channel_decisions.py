@@ -1,8 +1,8 @@
 """channel decisions: chat messages that offered a decision (edited when it ends), and
 each person's choice to be told of new pending decisions in their paired chats
 
-Revision ID: 0021_channel_decisions
-Revises: 0020_store_facts
+Revision ID: 0025_channel_decisions
+Revises: 0024_decisions
 Create Date: 2026-12-05 07:15:00.000000
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021_channel_decisions"
-down_revision = "0020_store_facts"
+revision = "0025_channel_decisions"
+down_revision = "0024_decisions"
 branch_labels = None
 depends_on = None
 

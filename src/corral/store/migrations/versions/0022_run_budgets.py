@@ -1,7 +1,7 @@
 """run budgets: each run's effective limits and spend, and owners' conversation budgets
 
-Revision ID: 0021_run_budgets
-Revises: 0020_store_facts
+Revision ID: 0022_run_budgets
+Revises: 0021_run_outage_retries
 Create Date: 2026-12-05 07:20:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021_run_budgets"
-down_revision = "0020_store_facts"
+revision = "0022_run_budgets"
+down_revision = "0021_run_outage_retries"
 branch_labels = None
 depends_on = None
 
