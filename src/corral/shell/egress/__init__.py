@@ -1,0 +1,1 @@
+"""Egress for sandboxed commands: the proxy, its policy, TLS interception and its CA."""
