@@ -9,6 +9,7 @@ broker for the host plane, and :class:`corral.shell.background.BackgroundShells`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,11 @@ from corral.shell.background import BackgroundShells, ConversationAccess, ShellL
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
+from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
+from corral.shell.egress.log import CallScope, EgressLog, EgressStore
+from corral.shell.egress.policy import EgressPolicy, egress_policy_for
+from corral.shell.egress.proxy import EgressProxy, load_interceptor
+from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.environment import Environment, build_environment, call_env_problem
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
 from corral.shell.live import LivePacer, LiveSink
@@ -91,6 +97,8 @@ class ShellOutcome:
     env_dropped: list[str]
     notes: list[str]
     host: dict[str, Any] | None = None
+    egress: dict[str, Any] | None = None
+    """Network mode proxy: connection counts and the refused ones with their reasons."""
 
 
 DEFAULT_TIMEOUT = 120
@@ -134,6 +142,10 @@ class ShellService:
         self._spawner = spawner
         self._foreground: set[Execution] = set()
         self.store = ShellStore(sessions)
+        self.egress_store = EgressStore(sessions)
+        self.egress_upstream: UpstreamConnector | None = None
+        """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
+        self.egress_interceptor = load_interceptor()
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
         self.background = BackgroundShells(
@@ -144,6 +156,10 @@ class ShellService:
             live=self._live,
             spawner=spawner,
         )
+
+    def enable_egress(self, upstream: UpstreamConnector) -> None:
+        """Give network mode ``proxy`` its way out (the platform hands web_fetch's rules)."""
+        self.egress_upstream = upstream
 
     async def _live(self) -> Mapping[str, Any]:
         return (await self._state.dispatch_state()).live
@@ -212,7 +228,12 @@ class ShellService:
     # -- the app plane ----------------------------------------------------------------------
 
     def _prepare(
-        self, checked: CheckedCommand, request: ShellRequest, policy: SourcePolicy, network: bool
+        self,
+        checked: CheckedCommand,
+        request: ShellRequest,
+        policy: SourcePolicy,
+        network: bool,
+        bridge: EgressBridge | None = None,
     ) -> tuple[ProcessSpec, Environment, Callable[[], None]]:
         assert checked.cwd is not None
         bound = [
@@ -220,8 +241,9 @@ class ShellService:
             for s in policy.sources.values()
             if s.connector == "local" and (rights := s.rights_for(request.caller))
         ]
+        argv: list[str] = [*BASH, request.command]
         prepared = self.confiner.command(
-            (*BASH, request.command),
+            bridge.wrap(argv) if bridge is not None else argv,
             cwd=checked.cwd,
             sources=bound,
             network=network,
@@ -229,13 +251,65 @@ class ShellService:
             declared=request.declared,
             variables=request.variables,
         )
-        return prepared.spec, prepared.environment, prepared.cleanup
+        spec = prepared.spec
+        if bridge is not None:
+            spec.env.update(proxy_environment(bridge.port))
+            spec = dataclasses.replace(spec, pass_fds=(*spec.pass_fds, bridge.child_fd))
+        return spec, prepared.environment, prepared.cleanup
 
     def _network(self, live: Mapping[str, Any]) -> tuple[bool, str]:
         if self.confinement == "unconfined":
             return True, "unrestricted (unconfined)"
         on = bool(live["shell_network"])
         return on, "on (live setting shell_network)" if on else "off"
+
+    def _egress_policy(
+        self, live: Mapping[str, Any], request: ShellRequest
+    ) -> tuple[EgressPolicy | None, str]:
+        """Network mode proxy for this call: its policy, or None and why it is off."""
+        if live["shell_network_mode"] != "proxy":
+            return None, "off"
+        if self.confinement != "bubblewrap" or self.status.tier != "bubblewrap":
+            return None, "off (network mode proxy needs the bubblewrap tier)"
+        if self.egress_upstream is None or bridge_python() is None:
+            return None, "off (the egress proxy is not available here)"
+        policy = egress_policy_for(live["egress"], agent=request.agent)
+        if not policy.permits_anything:
+            return None, "off"  # the egress policy allows no domain
+        return policy, "proxy (egress policy)"
+
+    def _bridge(self, policy: EgressPolicy, request: ShellRequest) -> EgressBridge:
+        assert self.egress_upstream is not None
+        python = bridge_python()
+        assert python is not None
+        proxy = EgressProxy(
+            policy=policy,
+            upstream=self.egress_upstream,
+            log=EgressLog(
+                CallScope(
+                    conversation_id=request.conversation_id,
+                    run_id=request.run_id,
+                    agent=request.agent,
+                )
+            ),
+            interceptor=self.egress_interceptor,
+        )
+        return EgressBridge(proxy, python)
+
+    async def _finish_egress(self, bridge: EgressBridge, notes: list[str]) -> dict[str, Any]:
+        await bridge.close()
+        log = bridge.proxy.log
+        await self.egress_store.save(log)
+        refused = log.refused()
+        if refused:
+            shown = "; ".join(
+                f"{r['host']}:{r['port']}{' ' + r['request'] if 'request' in r else ''} "
+                f"({r['rule']}): {r['reason']}"
+                for r in refused[:10]
+            )
+            more = f" and {len(refused) - 10} more" if len(refused) > 10 else ""
+            notes.append(f"The egress proxy refused {len(refused)} connection(s): {shown}{more}.")
+        return {**log.counts(), "refused_connections": refused}
 
     async def run(
         self, request: ShellRequest, *, on_cancel: OnCancel, live_sink: LiveSink
@@ -256,7 +330,12 @@ class ShellService:
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
         network, network_label = self._network(live)
-        spec, environment, cleanup = self._prepare(checked, request, policy, network)
+        bridge = None
+        if not network:
+            egress_policy, network_label = self._egress_policy(live, request)
+            if egress_policy is not None:
+                bridge = self._bridge(egress_policy, request)
+        spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         redact = Redactor(environment.secrets) if environment.secrets else None
         try:
             execution = await Execution.start(
@@ -264,7 +343,11 @@ class ShellService:
             )
         except OSError as exc:
             cleanup()
+            if bridge is not None:
+                await bridge.close()
             raise _spawn_failed(exc) from None
+        if bridge is not None:
+            bridge.spawned()
         self._foreground.add(execution)
         unregister = on_cancel(lambda: execution.request_stop("stopped"))
         try:
@@ -276,8 +359,11 @@ class ShellService:
             pacer.close()
             self._foreground.discard(execution)
             cleanup()
+            if bridge is not None:
+                await asyncio.shield(bridge.close())
         text, trimmed = captured_text(outcome.capture, limit)
-        notes = []
+        notes: list[str] = []
+        egress = None if bridge is None else await self._finish_egress(bridge, notes)
         if outcome.undrained:
             notes.append(
                 "A detached process kept the output open after the command ended; output it "
@@ -297,6 +383,7 @@ class ShellService:
             chars=outcome.chars,
             env_dropped=[d.describe() for d in environment.call_drops()],
             notes=notes,
+            egress=egress,
         )
 
     # -- the host plane ---------------------------------------------------------------------

@@ -211,6 +211,8 @@ def _foreground_result(outcome: ShellOutcome, request: ShellRequest) -> ToolResu
     }
     if outcome.host is not None:
         data["host"] = outcome.host
+    if outcome.egress is not None:
+        data["egress"] = outcome.egress
     return ToolResult.text_result(
         "\n".join(parts),
         data=data,

@@ -1,0 +1,1 @@
+"""Egress for sandboxed commands: policy, proxy, bridge, connection log."""

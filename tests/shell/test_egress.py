@@ -1,0 +1,388 @@
+"""Network mode proxy (issue 35): sandboxed commands reach allowed domains only, through the
+platform's egress proxy, and nothing else.
+
+Real processes throughout: bubblewrap sandboxes, ``curl`` and ``git`` inside them, an HTTPS
+server with its own certificate on loopback behind the name ``api.test``, which only the
+tests' resolver mapping sends to loopback. Nothing but loopback is ever contacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import ssl
+import subprocess
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import IPv4Address, IPv6Address, ip_address
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+import corral
+from corral.errors import UsageError
+from corral.platform import Platform
+from corral.shell.egress.policy import check_egress_setting, egress_policy_for
+from corral.shell.egress.upstream import UpstreamConnector, resolve
+from corral.store.shell_tables import EgressConnection
+from corral.web.fetch.addresses import AddressRules
+from tests.shell.conftest import BWRAP, shells
+
+pytestmark = pytest.mark.skipif(not BWRAP, reason="bubblewrap cannot run here")
+
+UID = 65534
+
+
+class Site:
+    """An HTTPS (and a plain HTTP) server on loopback serving ``root``."""
+
+    def __init__(self, root: Path, cert: Path, key: str) -> None:
+        handler = partial(_Quiet, directory=str(root))
+        self.tls = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(cert), key)
+        self.tls.socket = context.wrap_socket(self.tls.socket, server_side=True)
+        self.plain = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.tls_port = self.tls.server_address[1]
+        self.plain_port = self.plain.server_address[1]
+        self._threads = [
+            threading.Thread(target=s.serve_forever, daemon=True) for s in (self.tls, self.plain)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def close(self) -> None:
+        for server in (self.tls, self.plain):
+            server.shutdown()
+            server.server_close()
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="corral-egress-", dir="/tmp"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def site(world: Path) -> Iterator[Site]:
+    """``api.test`` over TLS with a self-signed certificate; a bare git repository in it."""
+    served = world / "served"
+    served.mkdir()
+    (served / "hello.txt").write_text("hello from api.test\n")
+    keys = world / "keys"
+    keys.mkdir()
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=api.test", "-addext", "subjectAltName=DNS:api.test",
+         "-keyout", str(keys / "key.pem"), "-out", str(keys / "cert.pem")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    _bare_repository(world, served / "repo.git")
+    server = Site(served, keys / "cert.pem", str(keys / "key.pem"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _bare_repository(world: Path, bare: Path) -> None:
+    source = world / "src-repo"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(source)], check=True)
+    (source / "README").write_text("cloned through the proxy\n")
+    subprocess.run([*git, "-C", str(source), "add", "README"], check=True)
+    subprocess.run([*git, "-C", str(source), "commit", "-qm", "one"], check=True)
+    subprocess.run([*git, "clone", "-q", "--bare", str(source), str(bare)], check=True)
+    subprocess.run(["git", "-C", str(bare), "update-server-info"], check=True)
+
+
+class FakeNames:
+    """The tests' resolver for names outside the mapping: one private answer, else the
+    system's (``localhost`` from /etc/hosts: no DNS server is asked)."""
+
+    async def __call__(self, host: str, port: int) -> Sequence[IPv4Address | IPv6Address]:
+        if host == "intranet.test":
+            return [ip_address("10.1.2.3")]
+        if host == "localhost":
+            return await resolve(host, port)
+        raise OSError(f"no such name {host}")
+
+
+@pytest.fixture
+async def sandboxed(world: Path, site: Site) -> AsyncIterator[tuple[Platform, Path]]:
+    data = _folder(world, "data-", 0o755)
+    async with corral.open(data, sandbox="bubblewrap") as platform:
+        service = shells(platform)
+        assert service.status.tier == "bubblewrap", service.status.to_json()
+        service.enable_egress(
+            UpstreamConnector.unsafe_mapping(
+                {"api.test": "127.0.0.1"}, judge=AddressRules().refusal, resolver=FakeNames()
+            )
+        )
+        work = _work(world)
+        await platform.admin.add_source("work", str(work))
+        await platform.admin.grant_source(
+            "work", principal_kind="role", principal="owner", rights="rwx"
+        )
+        ports = [site.tls_port, site.plain_port]
+        await platform.admin.set_live(
+            "egress",
+            {
+                "allowed_domains": [
+                    {"domain": "api.test", "ports": ports},
+                    {"domain": "localhost", "ports": ports},
+                    {"domain": "intranet.test", "ports": ports},
+                    {"domain": "*.allowed.test", "ports": ports},
+                ],
+                "denied_domains": ["bad.allowed.test"],
+            },
+        )
+        yield platform, work
+
+
+def _folder(world: Path, prefix: str, mode: int) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=world))
+    folder.chmod(mode)
+    return folder
+
+
+def _work(world: Path) -> Path:
+    """The command's source, owned by the sandbox uid, with the test CA in it."""
+    work = _folder(world, "work-", 0o777)
+    if os.geteuid() == 0:
+        os.chown(work, UID, UID)
+    shutil.copy(world / "keys" / "cert.pem", work / "ca.pem")
+    (work / "ca.pem").chmod(0o644)
+    return work
+
+
+async def _run(platform: Platform, command: str) -> Any:
+    return await platform.call_tool("execute", {"command": command, "cwd": "work://"})
+
+
+async def test_curl_reaches_an_allowed_name_through_the_tunnel(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    result = await _run(
+        platform, f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt"
+    )
+    assert "hello from api.test" in result.text, result.text
+    assert result.data["network"] == "proxy (egress policy)"
+    assert result.data["egress"]["allowed"] == 1
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert [(r.host, r.protocol, r.allowed) for r in rows] == [("api.test", "connect", True)]
+    assert rows[0].bytes_up > 0 and rows[0].bytes_down > 0
+
+
+async def test_plain_http_and_socks5_go_through_the_proxy(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    plain = await _run(platform, f"curl -sS http://api.test:{site.plain_port}/hello.txt")
+    assert "hello from api.test" in plain.text, plain.text
+    socks = await _run(
+        platform,
+        f"curl -sS --cacert ca.pem --proxy socks5h://127.0.0.1:3128 "
+        f"https://api.test:{site.tls_port}/hello.txt",
+    )
+    assert "hello from api.test" in socks.text, socks.text
+    assert socks.data["egress"]["allowed"] == 1
+
+
+async def test_refused_connections_say_why(sandboxed: tuple[Platform, Path], site: Site) -> None:
+    platform, _ = sandboxed
+    port = site.tls_port
+    targets = {
+        "denied": (f"https://bad.allowed.test:{port}/", "denied_domains: bad.allowed.test"),
+        "unlisted": (f"https://elsewhere.test:{port}/", "unmatched"),
+        "raw_ip": (f"https://127.0.0.1:{port}/", "raw_ip"),
+        "private": (f"https://intranet.test:{port}/", "blocked_address"),
+        "loopback": (f"https://localhost:{port}/", "blocked_address"),
+    }
+    script = "; ".join(
+        f"echo {name}; curl -sS -o /dev/null -w '%{{http_code}}\\n' --cacert ca.pem {url} 2>&1"
+        for name, (url, _) in targets.items()
+    )
+    result = await _run(platform, script)
+    refused = {(r["host"], r["rule"]) for r in result.data["egress"]["refused_connections"]}
+    assert refused == {
+        ("bad.allowed.test", "denied_domains: bad.allowed.test"),
+        ("elsewhere.test", "unmatched"),
+        ("127.0.0.1", "raw_ip"),
+        ("intranet.test", "blocked_address"),
+        ("localhost", "blocked_address"),
+    }, result.text
+    assert result.data["egress"]["allowed"] == 0
+    assert "The egress proxy refused 5 connection(s)" in result.text
+    assert "10.1.2.3, which is private" in result.text
+    assert "127.0.0.1, which is loopback" in result.text
+    # curl sees the refusal as the proxy's 403 to CONNECT.
+    assert "CONNECT tunnel failed, response 403" in result.text
+    headers = await _run(
+        platform, f"curl -sS -i -p --proxy http://127.0.0.1:3128 https://elsewhere.test:{port}/"
+    )
+    assert "x-proxy-error: blocked-by-allowlist" in headers.text, headers.text
+    assert "x-proxy-reason: elsewhere.test matches no allowed domain" in headers.text
+
+
+async def test_git_clone_over_https_through_the_proxy(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, work = sandboxed
+    result = await _run(
+        platform,
+        f"GIT_SSL_CAINFO=$PWD/ca.pem git clone -q https://api.test:{site.tls_port}/repo.git "
+        "cloned && cat cloned/README",
+    )
+    assert "cloned through the proxy" in result.text, result.text
+    assert (work / "cloned" / "README").exists()
+
+
+_ESCAPES = """\
+import os, socket, subprocess, sys
+PORT = int(sys.argv[1])
+def attempt(name, call):
+    try:
+        call()
+    except Exception as exc:
+        print(f"{name}: blocked ({type(exc).__name__})")
+    else:
+        print(f"{name}: ESCAPED")
+def tcp(host, port):
+    def go():
+        socket.create_connection((host, port), timeout=3).close()
+    return go
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    s.sendto(b"x", ("192.0.2.1", 53))
+    s.recv(10)
+def dns():
+    socket.getaddrinfo("api.test", 443)
+def unix():
+    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect("/run/corral.sock")
+def noproxy():
+    done = subprocess.run(["curl", "-sS", "--noproxy", "*", "--cacert", "ca.pem",
+                           f"https://api.test:{PORT}/hello.txt"], capture_output=True)
+    if done.returncode != 0:
+        raise OSError(done.stderr.decode().strip())
+def inherited():
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if socket.socket(fileno=int(fd)).family == socket.AF_UNIX:
+                found.append(fd)
+        except OSError:
+            pass
+    if found:
+        raise SystemExit(f"inherited unix sockets {found}")
+    raise OSError("no descriptor leads to the platform")
+def proxy_admin():
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=3)
+    s.sendall(b"GET /admin HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n")
+    if b" 200 " in s.recv(200):
+        return
+    raise OSError("no admin side")
+attempt("direct tcp to the host server", tcp("127.0.0.1", PORT))
+attempt("direct tcp ipv6 loopback", tcp("::1", PORT))
+attempt("direct tcp to a public address", tcp("192.0.2.1", 443))
+attempt("udp", udp)
+attempt("dns", dns)
+attempt("unix socket", unix)
+attempt("curl --noproxy", noproxy)
+attempt("inherited descriptor", inherited)
+attempt("proxy admin side", proxy_admin)
+"""
+
+
+async def test_escapes_from_inside_the_sandbox_all_fail(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, work = sandboxed
+    (work / "escape.py").write_text(_ESCAPES)
+    result = await _run(platform, f"python3 escape.py {site.tls_port}")
+    lines = [line for line in result.text.splitlines() if ": " in line and "blocked" in line]
+    assert "ESCAPED" not in result.text, result.text
+    assert len(lines) == 9, result.text
+
+
+async def test_without_allowed_domains_the_network_stays_off(
+    sandboxed: tuple[Platform, Path],
+) -> None:
+    platform, _ = sandboxed
+    await platform.admin.set_live("egress", {})
+    result = await _run(platform, "echo ${HTTPS_PROXY:-none}")
+    assert result.data["network"] == "off"
+    assert "none" in result.text
+
+
+async def test_a_bad_policy_is_refused_with_the_reason(sandboxed: tuple[Platform, Path]) -> None:
+    platform, _ = sandboxed
+    with pytest.raises(UsageError, match="not a domain"):
+        await platform.admin.set_live("egress", {"allowed_domains": ["exa mple.com"]})
+    with pytest.raises(UsageError, match="unmatched"):
+        await platform.admin.set_live("egress", {"unmatched": "maybe"})
+
+
+def test_policy_matching() -> None:
+    policy = egress_policy_for(
+        {
+            "allowed_domains": [
+                "*.example.com",
+                {"domain": "github.com", "methods": ["GET"]},
+                {"domain": "github.com", "methods": ["POST"], "paths": ["/acme/*/git-*-pack"]},
+            ],
+            "denied_domains": ["evil.example.com"],
+            "agents": {"locked": {"allowed_domains": []}},
+        }
+    )
+    assert policy.decide_host("a.b.example.com", 443).allowed
+    assert not policy.decide_host("example.com", 443).allowed  # the wildcard wants a label
+    assert policy.decide_host("EVIL.example.com.", 443).rule == "denied_domains: evil.example.com"
+    assert not policy.decide_host("a.example.com", 22).allowed
+    assert policy.decide_host("github.com", 443).intercept
+    assert not policy.decide_host("a.example.com", 443).intercept
+    assert policy.decide_request("github.com", "GET", "/anything?x=1").allowed
+    assert policy.decide_request("github.com", "POST", "/acme/app/git-receive-pack").allowed
+    assert not policy.decide_request("github.com", "POST", "/other/app/git-receive-pack").allowed
+    assert not policy.decide_request("github.com", "DELETE", "/acme/app").allowed
+    locked = egress_policy_for(
+        {"agents": {"locked": {}}, "allowed_domains": ["a.io"]}, agent="locked"
+    )
+    assert not locked.permits_anything
+    with pytest.raises(UsageError, match="too broad"):
+        check_egress_setting({"allowed_domains": ["*.com"]})
+    with pytest.raises(UsageError, match="unknown keys"):
+        check_egress_setting({"agents": {"x": {"allowed_private_hosts": []}}})
+
+
+async def test_the_loopback_stand_in_is_only_reachable_through_the_mapping() -> None:
+    plain = UpstreamConnector(judge=AddressRules().refusal, resolver=FakeNames())
+    policy = egress_policy_for({"allowed_domains": ["localhost"]})
+    with pytest.raises(Exception, match="loopback"):
+        await plain.open("localhost", 443, policy)
+    trusting = egress_policy_for(
+        {"allowed_domains": ["localhost"], "allowed_private_hosts": ["localhost"]}
+    )
+    assert [str(a) for a in await plain.addresses("localhost", 443, trusting)][:1] in (
+        ["127.0.0.1"],
+        ["::1"],
+    )
+    await asyncio.sleep(0)
