@@ -33,6 +33,7 @@ from corral.shell.egress.upstream import UpstreamConnector, resolve
 from corral.store.shell_tables import EgressConnection
 from corral.web.fetch.addresses import AddressRules
 from tests.shell.conftest import BWRAP, shells
+from tests.shell.test_interfaces import cli
 
 pytestmark = pytest.mark.skipif(not BWRAP, reason="bubblewrap cannot run here")
 
@@ -386,3 +387,20 @@ async def test_the_loopback_stand_in_is_only_reachable_through_the_mapping() -> 
         ["::1"],
     )
     await asyncio.sleep(0)
+
+
+async def test_corral_egress_log_prints_a_conversations_connections(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    conversation = await platform.runtime.start_conversation()
+    await platform.call_tool(
+        "execute",
+        {"command": f"curl -sS -o /dev/null https://nope.test:{site.tls_port}/", "cwd": "work://"},
+        conversation_id=conversation.id,
+    )
+    code, out, err = await cli(platform.kernel.settings.data_dir, "egress", "log", conversation.id)
+    assert code == 0, err
+    assert "refused" in out and "nope.test" in out and "unmatched" in out
+    code, out, _ = await cli(platform.kernel.settings.data_dir, "egress", "log", "c_none")
+    assert code != 0
