@@ -89,6 +89,7 @@ class EgressProxy:
     credentials: Sequence[Any] = ()
     tunnel_unintercepted: bool = False
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _writers: set[asyncio.StreamWriter] = field(default_factory=set)
     _servers: list[asyncio.Server] = field(default_factory=list)
     _asked: dict[str, bool] = field(default_factory=dict)
 
@@ -98,12 +99,17 @@ class EgressProxy:
         self._servers.append(server)
 
     async def close(self) -> None:
+        """Stop accepting, drop every open connection (both sides), end their handlers."""
         for server in self._servers:
             server.close()
-        for task in list(self._tasks):
-            task.cancel()
+        for writer in list(self._writers):
+            writer.transport.abort()
         if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=2.0)
+            _, pending = await asyncio.wait(list(self._tasks), timeout=1.0)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 1.0)
@@ -115,6 +121,7 @@ class EgressProxy:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self._writers.add(writer)
         try:
             first = await asyncio.wait_for(reader.readexactly(1), HEAD_SECONDS)
             if first == b"\x05":
@@ -123,10 +130,13 @@ class EgressProxy:
                 await self._http(first, reader, writer)
         except (asyncio.IncompleteReadError, TimeoutError, ConnectionError, ValueError):
             pass
+        except asyncio.CancelledError:
+            pass  # the call ended (close): this handler task is ours and ends here
         except Exception:
             log.exception("egress proxy connection failed")
         finally:
             self._tasks.discard(task)
+            self._writers.discard(writer)
             writer.close()
 
     # -- judging ------------------------------------------------------------------------
@@ -167,6 +177,7 @@ class EgressProxy:
             refused = HostDecision(allowed=False, rule=exc.rule, reason=exc.reason)
             record.decide(refused)
             raise _Refused(refused, record) from None
+        self._writers.add(up_writer)
         return record, decision, up_reader, up_writer
 
     # -- HTTP ---------------------------------------------------------------------------
