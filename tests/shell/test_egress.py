@@ -404,3 +404,61 @@ async def test_corral_egress_log_prints_a_conversations_connections(
     assert "refused" in out and "nope.test" in out and "unmatched" in out
     code, out, _ = await cli(platform.kernel.settings.data_dir, "egress", "log", "c_none")
     assert code != 0
+
+
+async def test_a_background_shell_goes_through_the_proxy_for_its_lifetime(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    started = await platform.call_tool(
+        "execute",
+        {
+            "command": f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt; "
+            f"curl -sS https://gone.test:{site.tls_port}/",
+            "cwd": "work://",
+            "background": True,
+        },
+    )
+    assert started.data is not None, started.text
+    record = await shells(platform).background.wait_ended(started.data["shell_id"], 30)
+    assert record.status == "exited"
+    await shells(platform).settle_egress()
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert [(r.host, r.allowed) for r in rows] == [("api.test", True), ("gone.test", False)]
+    assert rows[0].bytes_down > 0
+
+
+async def test_method_rules_apply_to_plain_http_and_need_interception_for_https(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    ports = [site.tls_port, site.plain_port]
+    await platform.admin.set_live(
+        "egress",
+        {"allowed_domains": [{"domain": "api.test", "methods": ["GET"], "ports": ports}]},
+    )
+    url = f"http://api.test:{site.plain_port}/hello.txt"
+    got = await _run(platform, f"curl -sS {url}")
+    assert "hello from api.test" in got.text, got.text
+    posted = await _run(platform, f"curl -sS -i -X POST -d x {url}")
+    assert "x-proxy-error: blocked-by-policy" in posted.text, posted.text
+    assert "POST /hello.txt on api.test is not allowed" in posted.text
+    tunnelled = await _run(
+        platform, f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt"
+    )
+    if shells(platform).egress_interceptor is None:
+        refused = tunnelled.data["egress"]["refused_connections"]
+        assert [r["rule"] for r in refused] == ["intercept_unavailable"], tunnelled.text
+
+
+async def test_unmatched_ask_is_refused_with_what_to_do(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    await platform.admin.set_live("egress", {"unmatched": "ask"})
+    result = await _run(platform, f"curl -sS https://new.test:{site.tls_port}/")
+    assert result.data["network"] == "proxy (egress policy)"
+    (refused,) = result.data["egress"]["refused_connections"]
+    assert refused["rule"] == "unmatched (ask)"
+    assert "egress.allowed_domains" in refused["reason"]

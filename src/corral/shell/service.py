@@ -146,6 +146,7 @@ class ShellService:
         self.egress_upstream: UpstreamConnector | None = None
         """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
         self.egress_interceptor = load_interceptor()
+        self._closing: set[asyncio.Task[dict[str, Any]]] = set()
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
         self.background = BackgroundShells(
@@ -295,6 +296,24 @@ class ShellService:
             interceptor=self.egress_interceptor,
         )
         return EgressBridge(proxy, python)
+
+    def _closing_bridge(
+        self, cleanup: Callable[[], None], bridge: EgressBridge
+    ) -> Callable[[], None]:
+        """A background shell's cleanup that also ends its proxy and stores its log."""
+
+        def both() -> None:
+            cleanup()
+            task = asyncio.get_running_loop().create_task(self._finish_egress(bridge, []))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+        return both
+
+    async def settle_egress(self) -> None:
+        """Wait until ended background shells' proxies are closed and their logs stored."""
+        if self._closing:
+            await asyncio.wait(list(self._closing), timeout=5.0)
 
     async def _finish_egress(self, bridge: EgressBridge, notes: list[str]) -> dict[str, Any]:
         await bridge.close()
@@ -482,7 +501,14 @@ class ShellService:
             )
         live = state.live
         network, _ = self._network(live)
-        spec, environment, cleanup = self._prepare(checked, request, policy, network)
+        bridge = None
+        if not network:
+            egress_policy, _ = self._egress_policy(live, request)
+            if egress_policy is not None:
+                bridge = self._bridge(egress_policy, request)
+        spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
+        if bridge is not None:
+            cleanup = self._closing_bridge(cleanup, bridge)
         limit = float(request.timeout or int(live["background_shell_max_seconds"]))
         launch = ShellLaunch(
             spec=spec,
@@ -498,6 +524,7 @@ class ShellService:
             limit=limit,
             cleanup=cleanup,
             redact=Redactor(environment.secrets) if environment.secrets else None,
+            spawned=bridge.spawned if bridge is not None else lambda: None,
         )
         try:
             record = await self.background.start(launch)
@@ -509,6 +536,7 @@ class ShellService:
         for execution in list(self._foreground):
             execution.request_stop("stopped")
         await self.background.close()
+        await self.settle_egress()
 
 
 def _policy(policy: SourcePolicy, request: ShellRequest) -> SourcePolicy:

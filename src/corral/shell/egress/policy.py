@@ -22,6 +22,7 @@ entry for its host allows it). Paths are globs: ``*`` within one segment, ``**``
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -141,14 +142,14 @@ class EgressPolicy:
         return bool(self.allowed or self.remembered) or self.unmatched == "ask"
 
     def with_remembered(self, hosts: Iterable[str]) -> EgressPolicy:
-        return EgressPolicy(
-            allowed=self.allowed,
-            denied=self.denied,
-            unmatched=self.unmatched,
-            allowed_private_hosts=self.allowed_private_hosts,
-            credential_hosts=self.credential_hosts,
-            remembered=self.remembered | frozenset(normalise_host(h) for h in hosts),
-        )
+        """Also allow ``hosts`` (answered approvals), without method or path rules."""
+        added = frozenset(normalise_host(h) for h in hosts)
+        return dataclasses.replace(self, remembered=self.remembered | added)
+
+    def with_credential_hosts(self, hosts: Iterable[str]) -> EgressPolicy:
+        """Hosts a stored credential is bound to: their tunnels are intercepted."""
+        added = frozenset(normalise_host(h) for h in hosts)
+        return dataclasses.replace(self, credential_hosts=self.credential_hosts | added)
 
     def decide_host(self, host: str, port: int) -> HostDecision:
         """May a connection to ``host``:``port`` go out (before any request is seen)?"""

@@ -143,8 +143,16 @@ class EgressProxy:
 
     async def _decide(self, host: str, port: int) -> HostDecision:
         decision = self.policy.decide_host(host, port)
-        if decision.allowed or not decision.ask or self.asker is None:
+        if decision.allowed or not decision.ask:
             return decision
+        if self.asker is None:
+            return HostDecision(
+                allowed=False,
+                rule="unmatched (ask)",
+                reason=f"{decision.reason}; the policy says ask, but a shell call cannot wait "
+                "for an answer yet, so it is refused: an admin adds the domain to "
+                "egress.allowed_domains",
+            )
         key = f"{host.lower()}:{port}"
         if key not in self._asked:
             self._asked[key] = await self.asker(host, port)
