@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -28,7 +29,9 @@ from sqlalchemy import select
 import corral
 from corral.errors import UsageError
 from corral.platform import Platform
+from corral.shell.egress.log import CallScope, EgressLog
 from corral.shell.egress.policy import check_egress_setting, egress_policy_for
+from corral.shell.egress.proxy import EgressProxy
 from corral.shell.egress.upstream import UpstreamConnector, resolve
 from corral.store.shell_tables import EgressConnection
 from corral.web.fetch.addresses import AddressRules
@@ -462,3 +465,45 @@ async def test_unmatched_ask_is_refused_with_what_to_do(
     (refused,) = result.data["egress"]["refused_connections"]
     assert refused["rule"] == "unmatched (ask)"
     assert "egress.allowed_domains" in refused["reason"]
+
+
+async def test_a_second_request_on_a_plain_http_connection_does_not_ride_along() -> None:
+    """Only the judged request's own body goes up; a pipelined POST stays behind."""
+    received: list[bytes] = []
+    done = asyncio.Event()
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        writer.write_eof()
+        received.append(head + await reader.read())  # all the proxy sends, until it closes
+        writer.close()
+        done.set()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    proxy = EgressProxy(
+        policy=egress_policy_for(
+            {"allowed_domains": [{"domain": "api.test", "methods": ["GET"], "ports": [port]}]}
+        ),
+        upstream=UpstreamConnector.unsafe_mapping(
+            {"api.test": "127.0.0.1"}, judge=AddressRules().refusal
+        ),
+        log=EgressLog(CallScope()),
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    await proxy.serve(listener)
+    reader, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+    target = f"http://api.test:{port}/x"
+    writer.write(
+        f"GET {target} HTTP/1.1\r\nHost: api.test\r\n\r\n"
+        f"POST {target} HTTP/1.1\r\nHost: api.test\r\nContent-Length: 4\r\n\r\nbody".encode()
+    )
+    answer = await reader.read()
+    writer.close()
+    await asyncio.wait_for(done.wait(), 10)
+    await proxy.close()
+    server.close()
+    assert answer.endswith(b"ok")
+    assert len(received) == 1 and received[0].startswith(b"GET /x HTTP/1.1")
+    assert b"POST" not in received[0], received[0]

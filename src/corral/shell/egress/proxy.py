@@ -217,8 +217,19 @@ class EgressProxy:
         path = url.path or "/"
         if url.query:
             path += "?" + url.query
+        fields = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in lines[1:] if line)
+        }
         if self.policy.decide_host(host, port).allowed:
             request_decision = self.policy.decide_request(host, method, path, port=port)
+            if request_decision.allowed and "transfer-encoding" in fields:
+                request_decision = HostDecision(
+                    allowed=False,
+                    rule="http_framing",
+                    reason="plain http:// requests through the proxy need a Content-Length "
+                    "body, not Transfer-Encoding (one request per connection)",
+                )
             if not request_decision.allowed:
                 refused_record = self.log.open("http", host, port, request_decision)
                 refused_record.method, refused_record.path = method, path
@@ -226,6 +237,11 @@ class EgressProxy:
                     writer, 403, _error_code(request_decision), request_decision.reason
                 )
                 return
+        try:
+            length = int(fields.get("content-length", "0"))
+        except ValueError:
+            await _http_refusal(writer, 400, "bad-request", "Content-Length is not a number")
+            return
         try:
             record, _, up_reader, up_writer = await self._open("http", host, port, seen=True)
         except _Refused as refused:
@@ -242,7 +258,9 @@ class EgressProxy:
         out += "Connection: close\r\n\r\n"
         up_writer.write(out.encode("latin-1"))
         record.bytes_up += len(out)
-        await _pipe_both(reader, writer, up_reader, up_writer, record)
+        # Exactly this request's body goes up: a second request on the connection (to
+        # another host, or with another method) must not ride along unjudged.
+        await _pipe_both(reader, writer, up_reader, up_writer, record, up_limit=length)
 
     async def _connect(
         self, host: str, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -359,14 +377,21 @@ async def _pipe(
     source: asyncio.StreamReader,
     sink: asyncio.StreamWriter,
     count: Callable[[int], None],
+    limit: int | None = None,
 ) -> None:
+    left = limit
     try:
-        while data := await source.read(CHUNK):
+        while left is None or left > 0:
+            data = await source.read(CHUNK if left is None else min(CHUNK, left))
+            if not data:
+                if sink.can_write_eof():
+                    sink.write_eof()
+                return
+            if left is not None:
+                left -= len(data)
             count(len(data))
             sink.write(data)
             await sink.drain()
-        if sink.can_write_eof():
-            sink.write_eof()
     except (ConnectionError, OSError):
         pass
 
@@ -377,6 +402,8 @@ async def _pipe_both(
     up_reader: asyncio.StreamReader,
     up_writer: asyncio.StreamWriter,
     record: ConnectionLog,
+    *,
+    up_limit: int | None = None,
 ) -> None:
     def up(n: int) -> None:
         record.bytes_up += n
@@ -385,7 +412,7 @@ async def _pipe_both(
         record.bytes_down += n
 
     try:
-        await asyncio.gather(_pipe(reader, up_writer, up), _pipe(up_reader, writer, down))
+        await asyncio.gather(_pipe(reader, up_writer, up, up_limit), _pipe(up_reader, writer, down))
     finally:
         up_writer.close()
         record.close()
