@@ -208,6 +208,15 @@ async def test_plain_http_and_socks5_go_through_the_proxy(
     )
     assert "hello from api.test" in socks.text, socks.text
     assert socks.data["egress"]["allowed"] == 1
+    raw = await _run(
+        platform,
+        f"curl -sS --proxy socks5h://127.0.0.1:3128 https://127.0.0.1:{site.tls_port}/",
+    )
+    assert [r["rule"] for r in raw.data["egress"]["refused_connections"]] == ["raw_ip"]
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert {r.protocol for r in rows} == {"http", "socks5"}
+    assert all(r.call_id for r in rows)
 
 
 async def test_refused_connections_say_why(sandboxed: tuple[Platform, Path], site: Site) -> None:

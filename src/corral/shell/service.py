@@ -69,6 +69,7 @@ class ShellRequest:
     agent: str = "default"
     conversation_id: str | None = None
     run_id: str | None = None
+    call_id: str | None = None
     declared: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Secrets staged for the child only: the active skill's declared credentials and the
     run's ticket. They pass the environment's secret filter and are redacted from output."""
@@ -290,6 +291,7 @@ class ShellService:
                 CallScope(
                     conversation_id=request.conversation_id,
                     run_id=request.run_id,
+                    call_id=request.call_id,
                     agent=request.agent,
                 )
             ),
