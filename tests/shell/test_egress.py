@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -23,12 +24,18 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import select
 
 import corral
 from corral.errors import UsageError
 from corral.platform import Platform
+from corral.runtime.timeline import TimelineRow
+from corral.server import create_app
+from corral.server.ui.render import templates
+from corral.server.ui.sessions import COOKIE_NAME
+from corral.server.ui.timeline import TimelineView
 from corral.shell.egress.log import CallScope, EgressLog
 from corral.shell.egress.policy import check_egress_setting, egress_policy_for
 from corral.shell.egress.proxy import EgressProxy
@@ -516,3 +523,54 @@ async def test_a_second_request_on_a_plain_http_connection_does_not_ride_along()
     assert answer.endswith(b"ok")
     assert len(received) == 1 and received[0].startswith(b"GET /x HTTP/1.1")
     assert b"POST" not in received[0], received[0]
+
+
+async def test_the_card_lists_refusals_and_the_egress_tab_shows_the_log(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    conversation = await platform.runtime.start_conversation()
+    command = (
+        f"curl -sS -o /dev/null --cacert ca.pem https://api.test:{site.tls_port}/hello.txt; "
+        f"curl -sS -o /dev/null https://nope.test:{site.tls_port}/"
+    )
+    result = await platform.call_tool(
+        "execute", {"command": command, "cwd": "work://"}, conversation_id=conversation.id
+    )
+    view = TimelineView.of(
+        [
+            TimelineRow(seq=1, kind="tool_call", call_id="c1",
+                        data={"tool": "execute", "args": {"command": command}}),
+            TimelineRow(seq=2, kind="tool_result", call_id="c1", data={
+                "tool": "execute",
+                "result": {"content": [{"type": "text", "text": result.text}],
+                           "data": result.data},
+            }),
+        ]
+    )  # fmt: skip
+    card = templates.get_template("_entry.html").render(
+        entry=view.entries[0], who=None, conversation_id=conversation.id
+    )
+    assert "egress: 1 allowed · 1 refused" in card, card
+    assert f"<code>nope.test:{site.tls_port}</code> refused (unmatched)" in card
+    assert f'href="/ui/c/{conversation.id}/egress"' in card
+
+    app = create_app(platform)
+    owner = (await platform.caller()).user_id
+    cookie = await app.state.ui.sessions.begin(owner)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://corral.test",
+        cookies={COOKIE_NAME: cookie},
+    ) as client:
+        page = await client.get(f"/ui/c/{conversation.id}/egress")
+        missing = await client.get("/ui/c/c_none/egress")
+    assert page.status_code == 200, page.text
+    rows = re.findall(r'<tr class="egress-(\w+)">\s*<td>[^<]*</td>\s*<td>\w+</td>\s*'
+                      r"<td><code>([^<]+)</code>", page.text)  # fmt: skip
+    assert rows == [
+        ("allowed", f"api.test:{site.tls_port}"),
+        ("refused", f"nope.test:{site.tls_port}"),
+    ]
+    assert "matches no allowed domain" in page.text
+    assert missing.status_code == 404
