@@ -31,6 +31,8 @@ from sqlalchemy import select
 import corral
 from corral.errors import UsageError
 from corral.platform import Platform
+from corral.runtime.hooks import HookRunner
+from corral.runtime.hooks.config import HookHandler
 from corral.runtime.timeline import TimelineRow
 from corral.server import create_app
 from corral.server.ui.render import templates
@@ -574,3 +576,46 @@ async def test_the_card_lists_refusals_and_the_egress_tab_shows_the_log(
     ]
     assert "matches no allowed domain" in page.text
     assert missing.status_code == 404
+
+
+async def test_command_hooks_run_under_the_egress_policy(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, work = sandboxed
+    service = shells(platform)
+    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=service.helper_network)
+    through = HookHandler(
+        kind="command",
+        command=f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt",
+    )
+    got = await runner.run(through, b"{}")
+    assert "hello from api.test" in got.stdout, got
+    refused = HookHandler(
+        kind="command", command=f"curl -sS -o /dev/null https://nope.test:{site.tls_port}/"
+    )
+    assert (await runner.run(refused, b"{}")).exit_code != 0
+    hook = {"type": "command", "command": through.command.replace("ca.pem", f"{work}/ca.pem")}
+    await platform.admin.set_live("hooks", {"hooks": {"SessionStart": [{"hooks": [hook]}]}})
+    outcome = await platform.hooks.run("SessionStart", {"source": "startup"})
+    assert any("hello from api.test" in c for c in outcome.additional_context), outcome
+    direct = HookHandler(
+        kind="command",
+        command=f"curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{site.plain_port}/hello.txt",
+    )
+    blocked = await runner.run(direct, b"{}")
+    assert blocked.exit_code != 0 and "hello" not in blocked.stdout, blocked
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    hosts = [(r.host, r.allowed) for r in rows]
+    assert hosts == [("api.test", True), ("nope.test", False), ("api.test", True)]
+
+    await platform.admin.set_live("egress", {})
+    off = HookHandler(
+        kind="command",
+        command=f"curl -sS --max-time 5 http://api.test:{site.plain_port}/; "
+        "echo ${HTTPS_PROXY:-none}",
+    )
+    alone = await runner.run(off, b"{}")
+    assert "none" in alone.stdout and "hello" not in alone.stdout, alone
+    await platform.admin.set_live("shell_network", True)
+    assert await service.helper_network() is None  # the host's network, as shell calls have

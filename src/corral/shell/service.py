@@ -28,6 +28,7 @@ from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
 from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
+from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog, EgressStore
 from corral.shell.egress.policy import EgressPolicy, egress_policy_for
 from corral.shell.egress.proxy import EgressProxy, load_interceptor
@@ -266,7 +267,7 @@ class ShellService:
         return on, "on (live setting shell_network)" if on else "off"
 
     def _egress_policy(
-        self, live: Mapping[str, Any], request: ShellRequest
+        self, live: Mapping[str, Any], agent: str
     ) -> tuple[EgressPolicy | None, str]:
         """Network mode proxy for this call: its policy, or None and why it is off."""
         if live["shell_network_mode"] != "proxy":
@@ -275,26 +276,33 @@ class ShellService:
             return None, "off (network mode proxy needs the bubblewrap tier)"
         if self.egress_upstream is None or bridge_python() is None:
             return None, "off (the egress proxy is not available here)"
-        policy = egress_policy_for(live["egress"], agent=request.agent)
+        policy = egress_policy_for(live["egress"], agent=agent)
         if not policy.permits_anything:
             return None, "off"  # the egress policy allows no domain
         return policy, "proxy (egress policy)"
 
-    def _bridge(self, policy: EgressPolicy, request: ShellRequest) -> EgressBridge:
+    async def helper_network(self, *, agent: str = "default") -> HelperNetwork | None:
+        """The network of a helper process (a command hook) under the shell's egress
+        policy: None (the host's network) where shell calls have the network or the tier
+        is not bubblewrap, else a namespace of its own with the proxy when the policy
+        allows some domain."""
+        live = await self._live()
+        network, _ = self._network(live)
+        binary = self.status.binary
+        if network or self.status.tier != "bubblewrap" or binary is None:
+            return None
+        policy, label = self._egress_policy(live, agent)
+        bridge = None if policy is None else self._bridge(policy, CallScope(agent=agent))
+        return HelperNetwork(binary, bridge=bridge, store=self.egress_store, label=label)
+
+    def _bridge(self, policy: EgressPolicy, scope: CallScope) -> EgressBridge:
         assert self.egress_upstream is not None
         python = bridge_python()
         assert python is not None
         proxy = EgressProxy(
             policy=policy,
             upstream=self.egress_upstream,
-            log=EgressLog(
-                CallScope(
-                    conversation_id=request.conversation_id,
-                    run_id=request.run_id,
-                    call_id=request.call_id,
-                    agent=request.agent,
-                )
-            ),
+            log=EgressLog(scope),
             interceptor=self.egress_interceptor,
         )
         return EgressBridge(proxy, python)
@@ -353,9 +361,9 @@ class ShellService:
         network, network_label = self._network(live)
         bridge = None
         if not network:
-            egress_policy, network_label = self._egress_policy(live, request)
+            egress_policy, network_label = self._egress_policy(live, request.agent)
             if egress_policy is not None:
-                bridge = self._bridge(egress_policy, request)
+                bridge = self._bridge(egress_policy, _scope(request))
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         redact = Redactor(environment.secrets) if environment.secrets else None
         try:
@@ -505,9 +513,9 @@ class ShellService:
         network, _ = self._network(live)
         bridge = None
         if not network:
-            egress_policy, _ = self._egress_policy(live, request)
+            egress_policy, _ = self._egress_policy(live, request.agent)
             if egress_policy is not None:
-                bridge = self._bridge(egress_policy, request)
+                bridge = self._bridge(egress_policy, _scope(request))
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         if bridge is not None:
             cleanup = self._closing_bridge(cleanup, bridge)
@@ -547,3 +555,12 @@ def _policy(policy: SourcePolicy, request: ShellRequest) -> SourcePolicy:
 
 def _spawn_failed(exc: OSError) -> ToolError:
     return ToolError(f"the command could not be started: {exc}", code="spawn_failed")
+
+
+def _scope(request: ShellRequest) -> CallScope:
+    return CallScope(
+        conversation_id=request.conversation_id,
+        run_id=request.run_id,
+        call_id=request.call_id,
+        agent=request.agent,
+    )
