@@ -11,7 +11,9 @@ handshake (as ``curl`` or ``git`` per invocation do): directly, and through ``CO
 loopback). Runs alternate; min and median of the per-request means are reported. A last
 pair of figures is the cost of network mode proxy per shell call (the bridge's python
 start-up and the hand-over) against mode off, ``true`` through ``execute``, when
-bubblewrap runs here. Terminated TLS (interception) is the TLS side's and not measured here.
+bubblewrap runs here. Terminated figures are the same requests to a domain with a method
+rule, so the proxy ends the client's TLS with a leaf of its CA, judges the request and opens
+its own TLS upstream (:class:`corral.shell.egress.tls.TlsInterceptor`): two handshakes.
 Every figure is informative (the issue sets no target); on a loaded machine each of the
 proxy's hops waits for the scheduler, so compare figures of the same run only.
 """
@@ -32,9 +34,11 @@ import time
 from pathlib import Path
 
 import corral
+from corral.shell.egress.ca import CertificateAuthority
 from corral.shell.egress.log import CallScope, EgressLog
 from corral.shell.egress.policy import egress_policy_for
 from corral.shell.egress.proxy import EgressProxy
+from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.web.fetch.addresses import AddressRules
 from outcome import Figure, finish, skip
@@ -76,14 +80,19 @@ async def _serve_https(cert: Path, key: Path) -> None:
     await server.serve_forever()
 
 
-async def _start_proxy(port: int) -> tuple[EgressProxy, int]:
-    policy = egress_policy_for({"allowed_domains": [{"domain": "api.test", "ports": [port]}]})
+async def _start_proxy(
+    port: int, interceptor: TlsInterceptor | None = None
+) -> tuple[EgressProxy, int]:
+    entry: dict[str, object] = {"domain": "api.test", "ports": [port]}
+    if interceptor is not None:
+        entry["methods"] = ["GET"]  # a method rule: the proxy must see inside TLS
     proxy = EgressProxy(
-        policy=policy,
+        policy=egress_policy_for({"allowed_domains": [entry]}),
         upstream=UpstreamConnector.unsafe_mapping(
             {"api.test": "127.0.0.1"}, judge=AddressRules().refusal
         ),
         log=EgressLog(CallScope(), limit=0),
+        interceptor=interceptor,
     )
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
@@ -171,17 +180,29 @@ async def measure(requests: int, runs: int, calls: int) -> list[Figure]:
             stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         assert server.stdout is not None
-        proxy: EgressProxy | None = None
+        proxies: list[EgressProxy] = []
+        ca = CertificateAuthority(Path(folder) / "private")
+        # The clients trust the server's certificate and the CA the interceptor mints with.
+        trusted = Path(folder) / "trusted.pem"
+        trusted.write_bytes(cert.read_bytes() + ca.certificate_pem())
+        upstream_tls = ssl.create_default_context(cafile=str(cert))
         try:
             port = int(await server.stdout.readline())  # printed once it listens
             proxy, proxy_port = await _start_proxy(port)
+            proxies.append(proxy)
+            proxy, terminating_port = await _start_proxy(
+                port, TlsInterceptor(ca, upstream_tls=upstream_tls)
+            )
+            proxies.append(proxy)
             direct: list[float] = []
             tunnelled: list[float] = []
+            terminated: list[float] = []
             for _ in range(runs):
-                direct.append(await _round(cert, port, None, requests))
-                tunnelled.append(await _round(cert, port, proxy_port, requests))
+                direct.append(await _round(trusted, port, None, requests))
+                tunnelled.append(await _round(trusted, port, proxy_port, requests))
+                terminated.append(await _round(trusted, port, terminating_port, requests))
         finally:
-            if proxy is not None:
+            for proxy in proxies:
                 await proxy.close()
             server.terminate()
             await server.wait()
@@ -207,6 +228,23 @@ async def measure(requests: int, runs: int, calls: int) -> list[Figure]:
             unit="ms",
         ),
         Figure(name="added by the proxy per request (median)", value=added, unit="ms"),
+        Figure(
+            name="HTTPS request, terminated (min)",
+            value=min(terminated),
+            unit="ms",
+            baseline=min(tunnelled),
+        ),
+        Figure(
+            name="HTTPS request, terminated (median)",
+            value=statistics.median(terminated),
+            unit="ms",
+            baseline=statistics.median(tunnelled),
+        ),
+        Figure(
+            name="added by termination over tunnelling per request (median)",
+            value=statistics.median(e - t for e, t in zip(terminated, tunnelled, strict=True)),
+            unit="ms",
+        ),
     ]
     shell = await _shell_calls(calls) if calls else None
     if shell is not None:

@@ -15,6 +15,8 @@ and skills (the prompt's list, activation through execute, the run's ticket).
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlalchemy import select, update
 
 from corral.channels import ChannelKind, Channels
@@ -36,6 +38,7 @@ from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.skills.trust import SkillTrust
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.egress.policy import check_egress_setting
+from corral.shell.egress.stored_credentials import injected_bindings
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct
@@ -72,7 +75,10 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     )
     runtime.add_background_work(shells.background)
     # Network mode proxy: DNS in the proxy, and web_fetch's address rules on every connection.
-    shells.enable_egress(UpstreamConnector(judge=AddressRules().refusal))
+    shells.enable_egress(
+        UpstreamConnector(judge=AddressRules().refusal),
+        credentials=partial(injected_bindings, credentials),
+    )
     kernel.admin.check_live("egress", check_egress_setting)
 
     questions, goals, compactions = Questions(runtime), Goals(runtime), Compactions(runtime)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -28,10 +29,13 @@ from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
 from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
+from corral.shell.egress.ca import CertificateAuthority, trust_environment
+from corral.shell.egress.credentials import CredentialBinding
 from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog, EgressStore
 from corral.shell.egress.policy import EgressPolicy, egress_policy_for
-from corral.shell.egress.proxy import EgressProxy, load_interceptor
+from corral.shell.egress.proxy import EgressProxy, Interceptor
+from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.environment import Environment, build_environment, call_env_problem
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
@@ -45,6 +49,8 @@ __all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
 
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
 OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
+EgressCredentials = Callable[[str], Awaitable[Sequence[CredentialBinding]]]
+"""A user id to the credentials the egress proxy may inject for that user."""
 
 
 class _State(Protocol):
@@ -147,7 +153,11 @@ class ShellService:
         self.egress_store = EgressStore(sessions)
         self.egress_upstream: UpstreamConnector | None = None
         """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
-        self.egress_interceptor = load_interceptor()
+        self.egress_interceptor: Interceptor | None = TlsInterceptor(
+            CertificateAuthority(settings.private_dir, trust_root=settings.data_dir / "sandbox")
+        )
+        self.egress_credentials: EgressCredentials | None = None
+        """The caller's credentials the proxy injects (set by :meth:`enable_egress`)."""
         self._closing: set[asyncio.Task[dict[str, Any]]] = set()
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
@@ -160,9 +170,19 @@ class ShellService:
             spawner=spawner,
         )
 
-    def enable_egress(self, upstream: UpstreamConnector) -> None:
-        """Give network mode ``proxy`` its way out (the platform hands web_fetch's rules)."""
+    def enable_egress(
+        self, upstream: UpstreamConnector, *, credentials: EgressCredentials | None = None
+    ) -> None:
+        """Give network mode ``proxy`` its way out (the platform hands web_fetch's rules)
+        and, with ``credentials``, the bound credentials it injects for the caller."""
         self.egress_upstream = upstream
+        if credentials is not None:
+            self.egress_credentials = credentials
+
+    async def _bindings(self, request: ShellRequest) -> list[CredentialBinding]:
+        if self.egress_credentials is None:
+            return []
+        return list(await self.egress_credentials(request.caller.user_id))
 
     async def _live(self) -> Mapping[str, Any]:
         return (await self._state.dispatch_state()).live
@@ -244,6 +264,10 @@ class ShellService:
             for s in policy.sources.values()
             if s.connector == "local" and (rights := s.rights_for(request.caller))
         ]
+        trust = self._trust_bundle() if bridge is not None else None
+        if trust is not None:
+            # The folder holds the public bundle only; the CA key lies in a sibling folder.
+            bound.append(BoundSource(name="egress-trust", root=str(trust.parent), writable=False))
         argv: list[str] = [*BASH, request.command]
         prepared = self.confiner.command(
             bridge.wrap(argv) if bridge is not None else argv,
@@ -257,8 +281,17 @@ class ShellService:
         spec = prepared.spec
         if bridge is not None:
             spec.env.update(proxy_environment(bridge.port))
+            if trust is not None:
+                spec.env.update(trust_environment(str(trust)))
             spec = dataclasses.replace(spec, pass_fds=(*spec.pass_fds, bridge.child_fd))
         return spec, prepared.environment, prepared.cleanup
+
+    def _trust_bundle(self) -> Path | None:
+        """The bundle a proxied command trusts (system CAs and the installation CA), when
+        the proxy intercepts TLS."""
+        if not isinstance(self.egress_interceptor, TlsInterceptor):
+            return None
+        return self.egress_interceptor.ca.ensure_bundle()
 
     def _network(self, live: Mapping[str, Any]) -> tuple[bool, str]:
         if self.confinement == "unconfined":
@@ -295,15 +328,22 @@ class ShellService:
         bridge = None if policy is None else self._bridge(policy, CallScope(agent=agent))
         return HelperNetwork(binary, bridge=bridge, store=self.egress_store, label=label)
 
-    def _bridge(self, policy: EgressPolicy, scope: CallScope) -> EgressBridge:
+    def _bridge(
+        self,
+        policy: EgressPolicy,
+        scope: CallScope,
+        bindings: Sequence[CredentialBinding] = (),
+    ) -> EgressBridge:
         assert self.egress_upstream is not None
         python = bridge_python()
         assert python is not None
+        hosts = frozenset(host for binding in bindings for host in binding.hosts)
         proxy = EgressProxy(
-            policy=policy,
+            policy=dataclasses.replace(policy, credential_hosts=policy.credential_hosts | hosts),
             upstream=self.egress_upstream,
             log=EgressLog(scope),
             interceptor=self.egress_interceptor,
+            credentials=bindings,
         )
         return EgressBridge(proxy, python)
 
@@ -363,7 +403,8 @@ class ShellService:
         if not network:
             egress_policy, network_label = self._egress_policy(live, request.agent)
             if egress_policy is not None:
-                bridge = self._bridge(egress_policy, _scope(request))
+                bindings = await self._bindings(request)
+                bridge = self._bridge(egress_policy, _scope(request), bindings)
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         redact = Redactor(environment.secrets) if environment.secrets else None
         try:
@@ -515,7 +556,8 @@ class ShellService:
         if not network:
             egress_policy, _ = self._egress_policy(live, request.agent)
             if egress_policy is not None:
-                bridge = self._bridge(egress_policy, _scope(request))
+                bindings = await self._bindings(request)
+                bridge = self._bridge(egress_policy, _scope(request), bindings)
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         if bridge is not None:
             cleanup = self._closing_bridge(cleanup, bridge)

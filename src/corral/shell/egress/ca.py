@@ -75,11 +75,20 @@ class CertificateAuthority:
     ``clock`` is the clock seam (tests give one); certificates are dated from it.
     """
 
-    def __init__(self, private_dir: Path, *, clock: Callable[[], dt.datetime] = _utc_now) -> None:
+    def __init__(
+        self,
+        private_dir: Path,
+        *,
+        trust_root: Path | None = None,
+        clock: Callable[[], dt.datetime] = _utc_now,
+    ) -> None:
         self.private_dir = private_dir
         self.key_path = private_dir / CA_FOLDER / "ca.key"
         self.cert_path = private_dir / CA_FOLDER / "ca.pem"
-        self.bundle_path = private_dir / TRUST_FOLDER / "ca-bundle.pem"
+        self.trust_root = trust_root or private_dir
+        """The folder the trust bundle's own folder is made in: one sandboxes can reach
+        where bubblewrap resolves binds as the sandbox uid (``private/`` is 0700)."""
+        self.bundle_path = self.trust_root / TRUST_FOLDER / "ca-bundle.pem"
         self._clock = clock
         self._ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate] | None = None
         self._leaf_key = ec.generate_private_key(ec.SECP256R1())
@@ -99,9 +108,9 @@ class CertificateAuthority:
         text = (system + "\n" if system else "") + self.certificate_pem().decode("ascii")
         current = self.bundle_path.read_text("ascii") if self.bundle_path.exists() else None
         if current != text:
-            self.private_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            make_folders(self.private_dir, self.bundle_path.parent, mode=0o755)
-            write_text_atomically(self.private_dir, self.bundle_path, text, mode=0o644)
+            self.trust_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_folders(self.trust_root, self.bundle_path.parent, mode=0o755)
+            write_text_atomically(self.trust_root, self.bundle_path, text, mode=0o644)
         return self.bundle_path
 
     def _load(self) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
