@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import string
 
 import pytest
@@ -13,6 +14,7 @@ from corral.shell.egress.credentials import (
     placeholder,
     swap_credentials,
 )
+from corral.shell.egress.policy import egress_policy_for
 
 SECRETS = [
     "ghp_" + "Q7x2Lm9KpR4tW8zN1cV5bY3hJ6fD0sA2gE7u",
@@ -92,3 +94,19 @@ def test_basic_auth_is_swapped_inside_its_encoding_only_for_the_exact_password()
         "other.test", "/", [(b"authorization", basic(stand_in))], [binding]
     )
     assert headers == [(b"authorization", basic(stand_in))] and used == []
+
+
+def test_hosts_bound_by_a_wildcard_credential_are_intercepted() -> None:
+    policy = dataclasses.replace(
+        egress_policy_for({"allowed_domains": ["*.forge.test", "forge.test", "other.test"]}),
+        credential_hosts=frozenset({"*.forge.test"}),
+    )
+    binding = CredentialBinding(
+        name="forge", secret="tok-" + "a" * 20, hosts=("*.forge.test",), inject_as="header"
+    )
+    assert policy.decide_host("api.forge.test", 443).intercept
+    assert binding.binds("api.forge.test")
+    # Like the binding, the wildcard is for the names below the domain, not the domain.
+    assert not policy.decide_host("forge.test", 443).intercept
+    assert not binding.binds("forge.test")
+    assert not policy.decide_host("other.test", 443).intercept

@@ -16,9 +16,9 @@ import pytest
 
 import corral
 from corral.connect import Injection
+from corral.packages.core.egress_credentials import injected_bindings
 from corral.platform import Platform
 from corral.shell.egress.credentials import placeholder
-from corral.shell.egress.stored_credentials import injected_bindings
 from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.web.fetch.addresses import AddressRules

@@ -25,6 +25,7 @@ from corral.errors import NotFound
 from corral.packages.core.connect_channel import ChannelConnect
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
+from corral.packages.core.egress_credentials import injected_bindings
 from corral.packages.core.mcp_servers import McpServers
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
@@ -38,7 +39,6 @@ from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.skills.trust import SkillTrust
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.egress.policy import check_egress_setting
-from corral.shell.egress.stored_credentials import injected_bindings
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct

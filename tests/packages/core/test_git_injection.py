@@ -9,9 +9,9 @@ from pathlib import Path
 
 import corral
 from corral.connect import Injection
+from corral.packages.core.egress_credentials import injected_bindings
 from corral.packages.core.git_credentials import token_variable
 from corral.shell.egress.credentials import placeholder
-from corral.shell.egress.stored_credentials import injected_bindings
 from tests.conftest import DEMO
 from tests.packages.core.test_git_credentials import execute, script
 from tests.sandbox_owner import git, give_to_sandbox

@@ -26,10 +26,10 @@ from urllib.parse import urlsplit
 
 from corral.connect import CredentialStore, InjectedCredential
 from corral.errors import CorralError
+from corral.packages.core.egress_credentials import binding_of
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
 from corral.shell.egress.credentials import placeholder
-from corral.shell.egress.stored_credentials import binding_of
 
 __all__ = [
     "HELPER_USERNAME",

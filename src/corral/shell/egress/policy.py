@@ -132,7 +132,8 @@ class EgressPolicy:
     unmatched: Unmatched = "refuse"
     allowed_private_hosts: frozenset[str] = frozenset()
     credential_hosts: frozenset[str] = frozenset()
-    """Hosts a stored credential is bound to (set by the credential side): intercepted."""
+    """Hosts a stored credential is bound to (set by the credential side): intercepted;
+    ``*.domain`` matches the names below it, as the credential's own hosts do."""
     remembered: frozenset[str] = field(default_factory=frozenset)
     """Hosts allowed by an answered approval (allow once or remembered for the agent)."""
 
@@ -192,7 +193,7 @@ class EgressPolicy:
             allowed=True,
             rule=f"allowed_domains: {rules[0].describe()}",
             reason=f"{name} is allowed",
-            intercept=restricted or name in self.credential_hosts,
+            intercept=restricted or any(_matches(h, name) for h in self.credential_hosts),
         )
 
     def decide_request(
