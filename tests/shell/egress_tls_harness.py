@@ -179,7 +179,19 @@ async def connect_front(
     connects: list[tuple[str, int]] = []
     logs: list[Log] = []
 
+    handlers: set[asyncio.Task[None]] = set()
+
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)
+        try:
+            await _serve(reader, writer)
+        finally:
+            handlers.discard(task)
+            writer.close()
+
+    async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         method, authority, _ = head.split(b"\r\n", 1)[0].decode().split(" ")
         if method != "CONNECT":
@@ -210,6 +222,10 @@ async def connect_front(
         yield Front(server.sockets[0].getsockname()[1], connects, logs)
     finally:
         server.close()
+        # A client's last connection may still be ending: let its handler close it, so no
+        # transport outlives the test's loop.
+        if handlers:
+            await asyncio.wait(list(handlers), timeout=5.0)
         await server.wait_closed()
 
 
