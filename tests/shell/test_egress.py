@@ -44,6 +44,8 @@ from corral.shell.egress.proxy import EgressProxy
 from corral.shell.egress.upstream import UpstreamConnector, resolve
 from corral.store.shell_tables import EgressConnection
 from corral.web.fetch.addresses import AddressRules
+from tests.conftest import FIXTURES
+from tests.packages.core.conftest import server_python
 from tests.shell.conftest import BWRAP, shells
 from tests.shell.test_interfaces import cli
 
@@ -619,3 +621,25 @@ async def test_command_hooks_run_under_the_egress_policy(
     assert "none" in alone.stdout and "hello" not in alone.stdout, alone
     await platform.admin.set_live("shell_network", True)
     assert await service.helper_network() is None  # the host's network, as shell calls have
+
+
+async def test_stdio_mcp_servers_run_under_the_egress_policy(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, work = sandboxed
+    command = [server_python(), str(FIXTURES / "mcp_egress_server.py")]
+    added = await platform.call_tool(
+        "connect", {"add": [{"kind": "mcp", "name": "out", "command": command}]}
+    )
+    assert not added.is_error, added.text
+    url = f"https://api.test:{site.tls_port}/hello.txt"
+    fetched = await platform.call_tool("out_fetch", {"url": url, "cafile": f"{work}/ca.pem"})
+    assert "hello from api.test" in fetched.text, fetched.text
+    other = await platform.call_tool("out_fetch", {"url": f"https://nope.test:{site.tls_port}/"})
+    assert "failed" in other.text and "403" in other.text, other.text
+    dialled = await platform.call_tool("out_dial", {"host": "127.0.0.1", "port": site.plain_port})
+    assert dialled.text.startswith("blocked"), dialled.text
+    await platform.call_tool("connect", {"remove": [{"kind": "mcp", "name": "out"}]})
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert [(r.host, r.allowed) for r in rows] == [("api.test", True), ("nope.test", False)]

@@ -281,7 +281,9 @@ class ShellService:
             return None, "off"  # the egress policy allows no domain
         return policy, "proxy (egress policy)"
 
-    async def helper_network(self, *, agent: str = "default") -> HelperNetwork | None:
+    async def helper_network(
+        self, *, agent: str = "default", handoff: Literal["fd", "path"] = "fd"
+    ) -> HelperNetwork | None:
         """The network of a helper process (a command hook) under the shell's egress
         policy: None (the host's network) where shell calls have the network or the tier
         is not bubblewrap, else a namespace of its own with the proxy when the policy
@@ -292,10 +294,12 @@ class ShellService:
         if network or self.status.tier != "bubblewrap" or binary is None:
             return None
         policy, label = self._egress_policy(live, agent)
-        bridge = None if policy is None else self._bridge(policy, CallScope(agent=agent))
+        bridge = None if policy is None else self._bridge(policy, CallScope(agent=agent), handoff)
         return HelperNetwork(binary, bridge=bridge, store=self.egress_store, label=label)
 
-    def _bridge(self, policy: EgressPolicy, scope: CallScope) -> EgressBridge:
+    def _bridge(
+        self, policy: EgressPolicy, scope: CallScope, handoff: Literal["fd", "path"] = "fd"
+    ) -> EgressBridge:
         assert self.egress_upstream is not None
         python = bridge_python()
         assert python is not None
@@ -305,7 +309,7 @@ class ShellService:
             log=EgressLog(scope),
             interceptor=self.egress_interceptor,
         )
-        return EgressBridge(proxy, python)
+        return EgressBridge(proxy, python, handoff=handoff)
 
     def _closing_bridge(
         self, cleanup: Callable[[], None], bridge: EgressBridge

@@ -40,7 +40,7 @@ class HelperNetwork:
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
-        return () if self.bridge is None else (self.bridge.child_fd,)
+        return () if self.bridge is None else self.bridge.pass_fds
 
     def spawned(self) -> None:
         if self.bridge is not None:
