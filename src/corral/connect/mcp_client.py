@@ -53,15 +53,28 @@ if TYPE_CHECKING:  # the SDK is imported where a server is used: it costs ~0.7 s
         Tool,
     )
 
-    from corral.shell.egress.helpers import HelperNetwork
 
-__all__ = ["Backoff", "McpConnection", "McpState", "Opener", "stdio_opener"]
+__all__ = ["Backoff", "HelperNetwork", "McpConnection", "McpState", "Opener", "stdio_opener"]
 
 log = logging.getLogger("corral.connect.mcp")
 
 McpState = Literal["connecting", "authorizing", "connected", "down", "closed"]
 Opener = Callable[[], AbstractAsyncContextManager[Any]]
 """Opens the transport: yields the SDK's (read, write) streams."""
+
+
+class HelperNetwork(Protocol):
+    """A helper's own network (the shell's egress side provides it): wraps the argv, adds
+    to the environment, and is finished after the process ended."""
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+    def wrap(self, argv: Sequence[str], cwd: str) -> list[str]: ...
+
+    def spawned(self) -> None: ...
+
+    async def finish(self) -> None: ...
 
 
 class Progress(Protocol):
