@@ -38,6 +38,7 @@ from corral.server import create_app
 from corral.server.ui.render import templates
 from corral.server.ui.sessions import COOKIE_NAME
 from corral.server.ui.timeline import TimelineView
+from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog
 from corral.shell.egress.policy import check_egress_setting, egress_policy_for
 from corral.shell.egress.proxy import EgressProxy
@@ -585,7 +586,11 @@ async def test_command_hooks_run_under_the_egress_policy(
 ) -> None:
     platform, work = sandboxed
     service = shells(platform)
-    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=service.helper_network)
+
+    async def network(conversation_id: str | None) -> HelperNetwork | None:
+        return await service.helper_network(conversation_id=conversation_id)
+
+    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=network)
     through = HookHandler(
         kind="command",
         command=f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt",
@@ -598,8 +603,12 @@ async def test_command_hooks_run_under_the_egress_policy(
     assert (await runner.run(refused, b"{}")).exit_code != 0
     hook = {"type": "command", "command": through.command.replace("ca.pem", f"{work}/ca.pem")}
     await platform.admin.set_live("hooks", {"hooks": {"SessionStart": [{"hooks": [hook]}]}})
-    outcome = await platform.hooks.run("SessionStart", {"source": "startup"})
+    conversation = await platform.runtime.start_conversation()
+    payload = {"source": "startup", "session_id": conversation.id}
+    outcome = await platform.hooks.run("SessionStart", payload)
     assert any("hello from api.test" in c for c in outcome.additional_context), outcome
+    logged = await service.egress_store.for_conversation(conversation.id)
+    assert [(c.host, c.allowed) for c in logged] == [("api.test", True)]
     direct = HookHandler(
         kind="command",
         command=f"curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{site.plain_port}/hello.txt",

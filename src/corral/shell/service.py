@@ -282,9 +282,14 @@ class ShellService:
         return policy, "proxy (egress policy)"
 
     async def helper_network(
-        self, *, agent: str = "default", handoff: Literal["fd", "path"] = "fd"
+        self,
+        *,
+        agent: str = "default",
+        conversation_id: str | None = None,
+        handoff: Literal["fd", "path"] = "fd",
     ) -> HelperNetwork | None:
-        """The network of a helper process (a command hook) under the shell's egress
+        """The network of a helper process (a command hook, a stdio MCP server; its
+        connections are logged under ``conversation_id``) under the shell's egress
         policy: None (the host's network) where shell calls have the network or the tier
         is not bubblewrap, else a namespace of its own with the proxy when the policy
         allows some domain."""
@@ -294,7 +299,8 @@ class ShellService:
         if network or self.status.tier != "bubblewrap" or binary is None:
             return None
         policy, label = self._egress_policy(live, agent)
-        bridge = None if policy is None else self._bridge(policy, CallScope(agent=agent), handoff)
+        scope = CallScope(agent=agent, conversation_id=conversation_id)
+        bridge = None if policy is None else self._bridge(policy, scope, handoff)
         return HelperNetwork(binary, bridge=bridge, store=self.egress_store, label=label)
 
     def _bridge(
