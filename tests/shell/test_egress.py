@@ -38,12 +38,15 @@ from corral.server import create_app
 from corral.server.ui.render import templates
 from corral.server.ui.sessions import COOKIE_NAME
 from corral.server.ui.timeline import TimelineView
+from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog
 from corral.shell.egress.policy import check_egress_setting, egress_policy_for
 from corral.shell.egress.proxy import EgressProxy
 from corral.shell.egress.upstream import UpstreamConnector, resolve
 from corral.store.shell_tables import EgressConnection
 from corral.web.fetch.addresses import AddressRules
+from tests.conftest import FIXTURES
+from tests.packages.core.conftest import server_python
 from tests.shell.conftest import BWRAP, shells
 from tests.shell.test_interfaces import cli
 
@@ -583,7 +586,11 @@ async def test_command_hooks_run_under_the_egress_policy(
 ) -> None:
     platform, work = sandboxed
     service = shells(platform)
-    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=service.helper_network)
+
+    async def network(conversation_id: str | None) -> HelperNetwork | None:
+        return await service.helper_network(conversation_id=conversation_id)
+
+    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=network)
     through = HookHandler(
         kind="command",
         command=f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt",
@@ -596,8 +603,12 @@ async def test_command_hooks_run_under_the_egress_policy(
     assert (await runner.run(refused, b"{}")).exit_code != 0
     hook = {"type": "command", "command": through.command.replace("ca.pem", f"{work}/ca.pem")}
     await platform.admin.set_live("hooks", {"hooks": {"SessionStart": [{"hooks": [hook]}]}})
-    outcome = await platform.hooks.run("SessionStart", {"source": "startup"})
+    conversation = await platform.runtime.start_conversation()
+    payload = {"source": "startup", "session_id": conversation.id}
+    outcome = await platform.hooks.run("SessionStart", payload)
     assert any("hello from api.test" in c for c in outcome.additional_context), outcome
+    logged = await service.egress_store.for_conversation(conversation.id)
+    assert [(c.host, c.allowed) for c in logged] == [("api.test", True)]
     direct = HookHandler(
         kind="command",
         command=f"curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{site.plain_port}/hello.txt",
@@ -619,3 +630,25 @@ async def test_command_hooks_run_under_the_egress_policy(
     assert "none" in alone.stdout and "hello" not in alone.stdout, alone
     await platform.admin.set_live("shell_network", True)
     assert await service.helper_network() is None  # the host's network, as shell calls have
+
+
+async def test_stdio_mcp_servers_run_under_the_egress_policy(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, work = sandboxed
+    command = [server_python(), str(FIXTURES / "mcp_egress_server.py")]
+    added = await platform.call_tool(
+        "connect", {"add": [{"kind": "mcp", "name": "out", "command": command}]}
+    )
+    assert not added.is_error, added.text
+    url = f"https://api.test:{site.tls_port}/hello.txt"
+    fetched = await platform.call_tool("out_fetch", {"url": url, "cafile": f"{work}/ca.pem"})
+    assert "hello from api.test" in fetched.text, fetched.text
+    other = await platform.call_tool("out_fetch", {"url": f"https://nope.test:{site.tls_port}/"})
+    assert "failed" in other.text and "403" in other.text, other.text
+    dialled = await platform.call_tool("out_dial", {"host": "127.0.0.1", "port": site.plain_port})
+    assert dialled.text.startswith("blocked"), dialled.text
+    await platform.call_tool("connect", {"remove": [{"kind": "mcp", "name": "out"}]})
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert [(r.host, r.allowed) for r in rows] == [("api.test", True), ("nope.test", False)]

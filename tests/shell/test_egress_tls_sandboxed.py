@@ -18,7 +18,10 @@ import corral
 from corral.connect import Injection
 from corral.packages.core.egress_credentials import injected_bindings
 from corral.platform import Platform
+from corral.runtime.hooks import HookRunner
+from corral.runtime.hooks.config import HookHandler
 from corral.shell.egress.credentials import placeholder
+from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.web.fetch.addresses import AddressRules
@@ -136,3 +139,34 @@ async def test_a_sandboxed_command_holds_the_placeholder_and_the_host_gets_the_s
     assert "scanned: clean" in lines, result.text
     records = result.data["egress"]
     assert records["refused_connections"] == [], records
+
+
+async def test_a_command_hook_trusts_the_proxy_ca_for_an_intercepted_domain(
+    platform: tuple[Platform, Path], site: Site
+) -> None:
+    running, work = platform
+    await running.admin.set_live(
+        "egress",
+        {"allowed_domains": [{"domain": "api.test", "methods": ["GET"], "ports": [site.port]}]},
+    )
+    service = shells(running)
+
+    async def network(conversation_id: str | None) -> HelperNetwork | None:
+        return await service.helper_network(conversation_id=conversation_id)
+
+    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=network)
+    # No --cacert: the hook trusts the leaf the proxy minted through the bundle it is given.
+    got = await runner.run(
+        HookHandler(kind="command", command=f"curl -sS https://api.test:{site.port}/whoami"),
+        b"{}",
+    )
+    assert got.stdout == "none", got
+    posted = await runner.run(
+        HookHandler(
+            kind="command",
+            command=f"curl -sS -o /dev/null -w '%{{http_code}}' -d x https://api.test:{site.port}/x",
+        ),
+        b"{}",
+    )
+    assert posted.stdout == "403", posted
+    assert [s["method"] for s in site.seen] == ["GET"]

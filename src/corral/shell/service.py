@@ -314,8 +314,15 @@ class ShellService:
             return None, "off"  # the egress policy allows no domain
         return policy, "proxy (egress policy)"
 
-    async def helper_network(self, *, agent: str = "default") -> HelperNetwork | None:
-        """The network of a helper process (a command hook) under the shell's egress
+    async def helper_network(
+        self,
+        *,
+        agent: str = "default",
+        conversation_id: str | None = None,
+        handoff: Literal["fd", "path"] = "fd",
+    ) -> HelperNetwork | None:
+        """The network of a helper process (a command hook, a stdio MCP server; its
+        connections are logged under ``conversation_id``) under the shell's egress
         policy: None (the host's network) where shell calls have the network or the tier
         is not bubblewrap, else a namespace of its own with the proxy when the policy
         allows some domain."""
@@ -325,13 +332,22 @@ class ShellService:
         if network or self.status.tier != "bubblewrap" or binary is None:
             return None
         policy, label = self._egress_policy(live, agent)
-        bridge = None if policy is None else self._bridge(policy, CallScope(agent=agent))
-        return HelperNetwork(binary, bridge=bridge, store=self.egress_store, label=label)
+        scope = CallScope(agent=agent, conversation_id=conversation_id)
+        bridge = None if policy is None else self._bridge(policy, scope, handoff)
+        trust = self._trust_bundle() if bridge is not None else None
+        return HelperNetwork(
+            binary,
+            bridge=bridge,
+            store=self.egress_store,
+            label=label,
+            trust=trust_environment(str(trust)) if trust is not None else None,
+        )
 
     def _bridge(
         self,
         policy: EgressPolicy,
         scope: CallScope,
+        handoff: Literal["fd", "path"] = "fd",
         bindings: Sequence[CredentialBinding] = (),
     ) -> EgressBridge:
         assert self.egress_upstream is not None
@@ -345,7 +361,7 @@ class ShellService:
             interceptor=self.egress_interceptor,
             credentials=bindings,
         )
-        return EgressBridge(proxy, python)
+        return EgressBridge(proxy, python, handoff=handoff)
 
     def _closing_bridge(
         self, cleanup: Callable[[], None], bridge: EgressBridge
@@ -404,7 +420,7 @@ class ShellService:
             egress_policy, network_label = self._egress_policy(live, request.agent)
             if egress_policy is not None:
                 bindings = await self._bindings(request)
-                bridge = self._bridge(egress_policy, _scope(request), bindings)
+                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         redact = Redactor(environment.secrets) if environment.secrets else None
         try:
@@ -557,7 +573,7 @@ class ShellService:
             egress_policy, _ = self._egress_policy(live, request.agent)
             if egress_policy is not None:
                 bindings = await self._bindings(request)
-                bridge = self._bridge(egress_policy, _scope(request), bindings)
+                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         if bridge is not None:
             cleanup = self._closing_bridge(cleanup, bridge)

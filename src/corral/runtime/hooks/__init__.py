@@ -109,11 +109,13 @@ def build_hooks(kernel: Kernel) -> Hooks:
         loaded = kernel.registry.tools.get(tool)
         return loaded.package if loaded is not None else None
 
-    async def network() -> HelperNetwork | None:
+    async def network(conversation_id: str | None) -> HelperNetwork | None:
         from corral.shell.service import ShellService
 
         shells = kernel.services.get(ShellService)  # installed after the hooks are built
-        return None if shells is None else await shells.helper_network()
+        if shells is None:
+            return None
+        return await shells.helper_network(conversation_id=conversation_id)
 
     hooks = Hooks(
         HookRunner(

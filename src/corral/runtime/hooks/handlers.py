@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -59,8 +60,9 @@ class HookRunner:
     """The project drive: the working folder and ``CLAUDE_PROJECT_DIR``."""
     sandbox_uid: int
     """The uid a command runs as when the platform is root."""
-    network: Callable[[], Awaitable[HelperNetwork | None]] | None = None
-    """A command's network under the egress policy (None from it: the host's network)."""
+    network: Callable[[str | None], Awaitable[HelperNetwork | None]] | None = None
+    """A command's network under the egress policy, given the conversation its connections
+    are logged under (None from it: the host's network)."""
 
     async def run(self, handler: HookHandler, body: bytes) -> Reply:
         if handler.kind == "http":
@@ -81,7 +83,7 @@ class HookRunner:
             argv = [_SHELL, "-c", handler.command]
             if as_root:
                 argv = launcher_argv(argv, uid=self.sandbox_uid)
-            network = None if self.network is None else await self.network()
+            network = None if self.network is None else await self.network(_session(body))
             if network is None:
                 return await _spawn(argv, env.values, self.project_dir, body, handler.timeout_s)
             try:
@@ -98,6 +100,15 @@ class HookRunner:
                 await network.finish()
         finally:
             shutil.rmtree(home, ignore_errors=True)
+
+
+def _session(body: bytes) -> str | None:
+    """The conversation a hook runs for (its input's ``session_id``), if any."""
+    try:
+        found = json.loads(body).get("session_id")
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) and found else None
 
 
 async def _spawn(

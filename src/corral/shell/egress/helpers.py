@@ -8,7 +8,7 @@ the platform's proxy on ``127.0.0.1:3128`` inside it, exactly as for a sandboxed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from corral.shell.egress.bridge import EgressBridge, proxy_environment
 from corral.shell.egress.log import EgressStore
@@ -20,9 +20,17 @@ class HelperNetwork:
     """One helper run's network: wrap its argv, pass what it inherits, then finish."""
 
     def __init__(
-        self, bwrap: str, *, bridge: EgressBridge | None, store: EgressStore, label: str
+        self,
+        bwrap: str,
+        *,
+        bridge: EgressBridge | None,
+        store: EgressStore,
+        label: str,
+        trust: Mapping[str, str] | None = None,
     ) -> None:
         self._bwrap = bwrap
+        self._trust = dict(trust or {})
+        """The variables that make it trust the proxy's CA (for intercepted domains)."""
         self.bridge = bridge
         self._store = store
         self.label = label
@@ -36,11 +44,13 @@ class HelperNetwork:
 
     @property
     def env(self) -> dict[str, str]:
-        return {} if self.bridge is None else proxy_environment(self.bridge.port)
+        if self.bridge is None:
+            return {}
+        return {**proxy_environment(self.bridge.port), **self._trust}
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
-        return () if self.bridge is None else (self.bridge.child_fd,)
+        return () if self.bridge is None else self.bridge.pass_fds
 
     def spawned(self) -> None:
         if self.bridge is not None:
