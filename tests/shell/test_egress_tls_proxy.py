@@ -10,6 +10,7 @@ there only, while the same placeholder sent to another host goes out as it is.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import os
 import shutil
@@ -40,6 +41,8 @@ pytestmark = pytest.mark.skipif(
 
 SECRET = "ghp_" + "Z4m8Qw2Er6Ty0Ui3Op7As1Df5Gh9Jk2Lz6Xc"
 FORGE = CredentialBinding(name="forge", secret=SECRET, hosts=("api.test",), inject_as="header")
+GIT_TOKEN = "tok-" + "Pq7Rs8Tu9Vw0Xy1Za2Bc3De4"
+GIT = CredentialBinding(name="git", secret=GIT_TOKEN, hosts=("api.test",), inject_as="basic")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -55,6 +58,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.seen.append(
             {"method": self.command, "path": self.path, "auth": self.headers["authorization"] or ""}
         )
+        if self.path.startswith("/auth/"):
+            # A forge that wants the token as basic auth's password, as git sends it.
+            wanted = "Basic " + base64.b64encode(f"x-access-token:{GIT_TOKEN}".encode()).decode()
+            if self.headers["authorization"] != wanted:
+                self._answer(401, {"www-authenticate": 'Basic realm="git"'}, b"")
+                return
+            self.path = self.path[len("/auth") :]
         if self.path.startswith("/git/"):
             self._git(body)
             return
@@ -166,7 +176,7 @@ async def proxy(tmp_path: Path, site: Site) -> AsyncIterator[Running]:
                 {
                     "domain": "api.test",
                     "methods": ["POST"],
-                    "paths": ["/git/*/git-upload-pack"],
+                    "paths": ["/git/*/git-upload-pack", "/auth/git/*/git-upload-pack"],
                     "ports": [site.port],
                 },
                 {"domain": "other.test", "ports": [site.port]},
@@ -180,7 +190,7 @@ async def proxy(tmp_path: Path, site: Site) -> AsyncIterator[Running]:
         ),
         log=EgressLog(CallScope()),
         interceptor=TlsInterceptor(ca, upstream_tls=site.trust),
-        credentials=[FORGE],
+        credentials=[FORGE, GIT],
     )
     listener = socket.create_server(("127.0.0.1", 0))
     await running.serve(listener)
@@ -255,3 +265,22 @@ async def test_the_secret_goes_to_the_bound_host_only(site: Site, proxy: Running
     assert [s["auth"] for s in site.seen] == [f"Bearer {SECRET}", f"Bearer {stand_in}"]
     protocols = [(r.host, r.allowed) for r in proxy.proxy.log.records]
     assert protocols == [("api.test", True), ("other.test", True)]
+
+
+async def test_git_sends_the_placeholder_and_the_forge_gets_the_token(
+    tmp_path: Path, site: Site, proxy: Running
+) -> None:
+    stand_in = placeholder(GIT)
+    assert stand_in != GIT_TOKEN and stand_in.startswith("tok-")
+    # The credential helper a connected remote gets, answering with the placeholder.
+    helper = f"!f() {{ echo username=x-access-token; echo password={stand_in}; }}; f"
+    remote = f"https://api.test:{site.port}/auth/git/repo.git"
+    code, _, err = await _run(
+        proxy.env, "git", "-c", f"credential.helper={helper}", "clone", "-q", remote,
+        str(tmp_path / "private-clone"),
+    )  # fmt: skip
+    assert code == 0, err
+    assert (tmp_path / "private-clone" / "README").exists()
+    sent = [s["auth"] for s in site.seen]
+    assert sent[0] == "" and all(GIT_TOKEN in base64.b64decode(a[6:]).decode() for a in sent[1:])
+    assert len(sent) > 1
