@@ -236,6 +236,25 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "namespace with loopback only).",
     ),
     LiveSettingDef(
+        key="shell_network_mode",
+        type=str,
+        default="proxy",
+        choices=("proxy", "off"),
+        description="While shell_network is off: 'proxy' gives bubblewrap-tier commands the "
+        "egress proxy (only the domains the live setting egress allows; when it allows none, "
+        "no network), 'off' no network at all.",
+    ),
+    LiveSettingDef(
+        key="egress",
+        type=dict,
+        default={},
+        checked_by="corral.shell.egress",
+        description="The egress policy of network mode proxy (JSON): allowed_domains "
+        "('*.example.com' wildcards, or objects with domain, methods, paths, ports), "
+        "denied_domains (checked first), unmatched ('refuse' or 'ask'), "
+        "allowed_private_hosts, and agents/workflows/profiles sections replacing the default.",
+    ),
+    LiveSettingDef(
         key="shell_stop_grace_ms",
         type=int,
         default=2_000,

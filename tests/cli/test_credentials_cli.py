@@ -58,3 +58,35 @@ def test_mistakes_are_explained_without_a_traceback(data_dir: Path) -> None:
     argv = run(data_dir, "set", "tavily", VALUE)
     assert argv.returncode == 2 and VALUE not in argv.stdout
     assert all("Traceback" not in r.stderr for r in (empty, bad, ghost, argv))
+
+
+def test_set_names_the_hosts_a_credential_is_injected_for(data_dir: Path) -> None:
+    done = run(
+        data_dir,
+        "set",
+        "forge",
+        "--inject-host",
+        "github.com",
+        "--inject-host",
+        "*.githubusercontent.com",
+        "--inject-as",
+        "basic",
+        stdin=VALUE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "injected by the egress proxy as basic for github.com, *.githubusercontent.com" in (
+        done.stdout
+    )
+    listed = json.loads(run(data_dir, "list", "--json").stdout)
+    assert listed[0]["injectHosts"] == ["github.com", "*.githubusercontent.com"]
+    assert listed[0]["injectAs"] == "basic"
+
+
+def test_injection_mistakes_are_explained_before_reading_a_value(data_dir: Path) -> None:
+    bad_host = run(data_dir, "set", "forge", "--inject-host", "https://github.com", stdin=VALUE)
+    assert bad_host.returncode == 2 and "inject host 'https://github.com'" in bad_host.stderr
+    no_field = run(
+        data_dir, "set", "forge", "--inject-host", "api.test", "--inject-as", "query", stdin=VALUE
+    )
+    assert no_field.returncode == 2 and "add --inject-field" in no_field.stderr
+    assert all("Traceback" not in r.stderr for r in (bad_host, no_field))

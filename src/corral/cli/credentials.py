@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from corral.cli._run import console, fail, print_json, run_with_platform
+from corral.errors import UsageError
 
 if TYPE_CHECKING:
     from corral.connect import CredentialEntry
@@ -44,8 +45,35 @@ def set_credential(
     name: _Name,
     project: _Project = False,
     provider: Annotated[str, typer.Option(help="The provider it belongs to.")] = "",
+    inject_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--inject-host",
+            help="A host the egress proxy may send it to (repeat; '*.example.com' for "
+            "names below): commands then see only a placeholder.",
+        ),
+    ] = None,
+    inject_as: Annotated[
+        str,
+        typer.Option(
+            "--inject-as", help="How it is sent there: header, query or basic (git's way)."
+        ),
+    ] = "header",
+    inject_field: Annotated[
+        str,
+        typer.Option(
+            "--inject-field",
+            help="The header (default Authorization) or the query parameter it travels in.",
+        ),
+    ] = "",
 ) -> None:
     """Store a value read from a hidden prompt or standard input (never from arguments)."""
+    from corral.connect.credential_injection import injection
+
+    try:
+        sending = injection(inject_host or [], inject_as, inject_field)
+    except UsageError as error:
+        fail(str(error))
     value = _read_value()
     if not value.strip():
         fail("no value was given on standard input or at the prompt; nothing was stored")
@@ -58,10 +86,17 @@ def set_credential(
             user_id=caller.user_id,
             scope="project" if project else "user",
             provider=provider,
+            injection=sending,
         )
 
     entry = run_with_platform(ctx, work)
     console.print(f"stored {entry.scope} credential {entry.name!r} (encrypted)", highlight=False)
+    if entry.injection is not None:
+        console.print(
+            f"injected by the egress proxy as {entry.injection.inject_as} for "
+            f"{', '.join(entry.injection.hosts)}",
+            highlight=False,
+        )
 
 
 @app.command("list")
@@ -79,6 +114,8 @@ def list_credentials(
                 "provider": e.provider,
                 "hasValue": e.has_value,
                 "updatedAt": e.updated_at.isoformat(),
+                "injectHosts": list(e.injection.hosts) if e.injection else [],
+                "injectAs": e.injection.inject_as if e.injection else "",
             }
             for e in await platform.credentials.entries(user_id=caller.user_id)
         ]

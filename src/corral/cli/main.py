@@ -25,6 +25,7 @@ from corral.cli import (
     credentials,
     delegates,
     doctor,
+    egress,
     goals,
     hooks,
     host_broker,
@@ -92,6 +93,7 @@ app.add_typer(sources.app, name="sources")
 app.add_typer(agents.app, name="agents")
 app.add_typer(packages.app, name="packages")
 app.add_typer(shells.app, name="shells")
+app.add_typer(egress.app, name="egress")
 app.command("check-command")(check_command.check_command)
 app.command("host-broker")(host_broker.host_broker)
 app.command("doctor")(doctor.doctor)

@@ -6,7 +6,21 @@ nothing above. The built-in package installs it and the ``connect`` tool drives 
 
 from __future__ import annotations
 
-from corral.connect.credentials import CredentialEntry, CredentialStore, Scope
+from corral.connect.credential_injection import Injection, injection
+from corral.connect.credentials import (
+    CredentialEntry,
+    CredentialStore,
+    InjectedCredential,
+    Scope,
+)
 from corral.connect.keyfile import CredentialKey
 
-__all__ = ["CredentialEntry", "CredentialKey", "CredentialStore", "Scope"]
+__all__ = [
+    "CredentialEntry",
+    "CredentialKey",
+    "CredentialStore",
+    "InjectedCredential",
+    "Injection",
+    "Scope",
+    "injection",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -18,12 +18,20 @@ from cryptography.fernet import InvalidToken
 from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from corral.connect.credential_injection import InjectAs, Injection
 from corral.connect.keyfile import CredentialKey
 from corral.errors import ConfigError, NotFound, UsageError
 from corral.store import connect_tables as ct
 from corral.store.tables import utcnow
 
-__all__ = ["NAME_PATTERN", "CredentialEntry", "CredentialStore", "Scope", "check_name"]
+__all__ = [
+    "NAME_PATTERN",
+    "CredentialEntry",
+    "CredentialStore",
+    "InjectedCredential",
+    "Scope",
+    "check_name",
+]
 
 Scope = Literal["user", "project"]
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -62,6 +70,17 @@ class CredentialEntry:
     provider: str
     has_value: bool
     updated_at: datetime
+    injection: Injection | None = None
+    """Where the egress proxy may send it, when it is for injection only."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InjectedCredential:
+    """A credential the egress proxy injects: for the proxy's bindings, never a sandbox."""
+
+    name: str
+    value: str = field(repr=False)
+    injection: Injection
 
 
 class CredentialStore:
@@ -119,6 +138,32 @@ class CredentialStore:
             row = await session.get(ct.Credential, (scope, _owner(scope, user_id), name))
             return _entry(row) if row is not None else None
 
+    async def injected(self, *, user_id: str) -> list[InjectedCredential]:
+        """The user's and the project's credentials that name inject hosts, the user's own
+        taking the place of a project one of the same name."""
+        found: dict[str, InjectedCredential] = {}
+        async with self._sessions() as session:
+            rows = list(
+                await session.scalars(
+                    select(ct.Credential).where(
+                        or_(
+                            (ct.Credential.scope == "user") & (ct.Credential.owner_id == user_id),
+                            ct.Credential.scope == "project",
+                        )
+                    )
+                )
+            )
+        rows.sort(key=lambda row: row.scope == "user")
+        for row in rows:
+            injection = _injection(row)
+            if injection is not None:
+                found[row.name] = InjectedCredential(
+                    name=row.name, value=self._decrypt(row), injection=injection
+                )
+            else:
+                found.pop(row.name, None)
+        return sorted(found.values(), key=lambda credential: credential.name)
+
     async def all_values(self) -> list[str]:
         """Every stored value, decrypted: for the redactor only, at start-up."""
         async with self._sessions() as session:
@@ -128,9 +173,17 @@ class CredentialStore:
     # -- writing -------------------------------------------------------------------------
 
     async def set(
-        self, name: str, value: str, *, user_id: str, scope: Scope = "user", provider: str = ""
+        self,
+        name: str,
+        value: str,
+        *,
+        user_id: str,
+        scope: Scope = "user",
+        provider: str = "",
+        injection: Injection | None = None,
     ) -> CredentialEntry:
-        """Store ``value`` encrypted under ``name``, replacing an earlier value."""
+        """Store ``value`` encrypted under ``name``, replacing an earlier value; ``injection``
+        (when given) replaces where the egress proxy may send it, else that is kept."""
         check_name(name)
         value = check_value(value)
         self._remember([value])
@@ -151,6 +204,9 @@ class CredentialStore:
             else:
                 row.ciphertext, row.updated_at = token, utcnow()
                 row.provider = provider or row.provider
+            if injection is not None:
+                row.inject_hosts = list(injection.hosts)
+                row.inject_as, row.inject_field = injection.inject_as, injection.field
             await session.flush()
             return _entry(row)
 
@@ -217,4 +273,13 @@ def _entry(row: ct.Credential) -> CredentialEntry:
         provider=row.provider,
         has_value=True,
         updated_at=row.updated_at,
+        injection=_injection(row),
     )
+
+
+def _injection(row: ct.Credential) -> Injection | None:
+    if not row.inject_hosts:
+        return None
+    kind = row.inject_as
+    inject_as: InjectAs = "query" if kind == "query" else "basic" if kind == "basic" else "header"
+    return Injection(hosts=tuple(row.inject_hosts), inject_as=inject_as, field=row.inject_field)

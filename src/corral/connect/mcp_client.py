@@ -29,7 +29,7 @@ import io
 import json
 import logging
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,13 +58,35 @@ if TYPE_CHECKING:  # the SDK is imported where a server is used: it costs ~0.7 s
         Tool,
     )
 
-__all__ = ["Backoff", "CallAsker", "McpConnection", "McpState", "Opener", "stdio_opener"]
+__all__ = [
+    "Backoff",
+    "CallAsker",
+    "HelperNetwork",
+    "McpConnection",
+    "McpState",
+    "Opener",
+    "stdio_opener",
+]
 
 log = logging.getLogger("corral.connect.mcp")
 
 McpState = Literal["connecting", "authorizing", "connected", "down", "closed"]
 Opener = Callable[[], AbstractAsyncContextManager[Any]]
 """Opens the transport: yields the SDK's (read, write) streams."""
+
+
+class HelperNetwork(Protocol):
+    """A helper's own network (the shell's egress side provides it): wraps the argv, adds
+    to the environment, and is finished after the process ended."""
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+    def wrap(self, argv: Sequence[str], cwd: str) -> list[str]: ...
+
+    def spawned(self) -> None: ...
+
+    async def finish(self) -> None: ...
 
 
 class Progress(Protocol):
@@ -127,23 +149,37 @@ class Backoff:
 
 
 def stdio_opener(
-    command: Sequence[str], *, env: Mapping[str, str], cwd: Path, errlog: Path
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    errlog: Path,
+    network: Callable[[], Awaitable[HelperNetwork | None]] | None = None,
 ) -> Opener:
-    """Start ``command`` as a stdio MCP server; its stderr is appended to ``errlog``."""
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    """Start ``command`` as a stdio MCP server; its stderr is appended to ``errlog``.
 
-    params = StdioServerParameters(
-        command=command[0], args=list(command[1:]), env=dict(env), cwd=cwd
-    )
+    With ``network`` each start runs under the shell's egress policy (a network namespace
+    of its own, with the egress proxy when the policy allows some domain)."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     @contextlib.asynccontextmanager
     async def opened() -> Any:
         errlog.parent.mkdir(parents=True, exist_ok=True)
-        # The server may write in its folder: a link it left as its log is never followed.
-        raw = open_for_append(errlog.parent, errlog, mode=0o600)
-        with io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8") as sink:
-            async with stdio_client(params, errlog=sink) as streams:
-                yield streams
+        confined = None if network is None else await network()
+        argv, variables = list(command), dict(env)
+        if confined is not None:
+            argv, variables = confined.wrap(argv, str(cwd)), {**variables, **confined.env}
+            confined.spawned()  # the path handoff: the platform listens before the start
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=variables, cwd=cwd)
+        try:
+            # The server may write in its folder: a link it left as its log is never followed.
+            raw = open_for_append(errlog.parent, errlog, mode=0o600)
+            with io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8") as sink:
+                async with stdio_client(params, errlog=sink) as streams:
+                    yield streams
+        finally:
+            if confined is not None:
+                await confined.finish()
 
     return opened
 

@@ -15,6 +15,8 @@ and skills (the prompt's list, activation through execute, the run's ticket).
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlalchemy import select, update
 
 from corral.channels import ChannelKind, Channels
@@ -23,6 +25,7 @@ from corral.errors import NotFound
 from corral.packages.core.connect_channel import ChannelConnect
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
+from corral.packages.core.egress_credentials import injected_bindings
 from corral.packages.core.mcp_servers import McpServers
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
@@ -37,12 +40,15 @@ from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.skills.trust import SkillTrust
 from corral.runtime.tool_search import ToolSearch
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
+from corral.shell.egress.policy import check_egress_setting
+from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.setup import open_shell_service, recover_shells
 from corral.store import context_tables as ct
 from corral.store import runtime_tables as rt_tables
 from corral.store.tables import utcnow
 from corral.tools.services import Services
 from corral.web.access import WebAccess
+from corral.web.fetch.addresses import AddressRules
 
 __all__ = ["BUILT_IN", "install_built_in"]
 
@@ -70,6 +76,12 @@ async def install_built_in(setup: PackageSetup) -> Installed:
         conversation_access=lambda: kernel.services.conversation_access,
     )
     runtime.add_background_work(shells.background)
+    # Network mode proxy: DNS in the proxy, and web_fetch's address rules on every connection.
+    shells.enable_egress(
+        UpstreamConnector(judge=AddressRules().refusal),
+        credentials=partial(injected_bindings, credentials),
+    )
+    kernel.admin.check_live("egress", check_egress_setting)
 
     questions, goals, compactions = Questions(runtime), Goals(runtime), Compactions(runtime)
     runtime.prompt.add_state_block(goals.block)

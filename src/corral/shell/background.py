@@ -74,6 +74,8 @@ class ShellLaunch:
     limit: float
     cleanup: Callable[[], None] = lambda: None
     redact: Redactor | None = None
+    spawned: Callable[[], None] = lambda: None
+    """Runs once the process is started (the egress bridge then waits for its listener)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -167,6 +169,7 @@ class BackgroundShells:
             shell_log.close()
             launch.cleanup()
             raise
+        launch.spawned()
         try:
             record = await self.store.insert(
                 id=shell_id,

@@ -90,6 +90,8 @@ class ProcessSpec:
     """Host uid (and gid, no supplementary groups) bubblewrap itself runs as: its user
     namespace then maps the sandbox's uid to this one, so nothing a command creates on the
     host is owned by the platform's user (root). None: the platform's own identity."""
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the command inherits (the egress bridge's end of its socket pair)."""
 
 
 class Spawner(Protocol):
@@ -146,7 +148,7 @@ async def spawn_process(spec: ProcessSpec) -> asyncio.subprocess.Process:
             cwd=spec.cwd,
             start_new_session=True,
             preexec_fn=preexec,
-            pass_fds=passed,
+            pass_fds=[*passed, *spec.pass_fds],
             user=uid,
             group=uid,
             extra_groups=[] if uid is not None else None,

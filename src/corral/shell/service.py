@@ -9,9 +9,11 @@ broker for the host plane, and :class:`corral.shell.background.BackgroundShells`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -26,6 +28,15 @@ from corral.shell.background import BackgroundShells, ConversationAccess, ShellL
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
+from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
+from corral.shell.egress.ca import CertificateAuthority, trust_environment
+from corral.shell.egress.credentials import CredentialBinding
+from corral.shell.egress.helpers import HelperNetwork
+from corral.shell.egress.log import CallScope, EgressLog, EgressStore
+from corral.shell.egress.policy import EgressPolicy, egress_policy_for
+from corral.shell.egress.proxy import EgressProxy, Interceptor
+from corral.shell.egress.tls import TlsInterceptor
+from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.environment import Environment, build_environment, call_env_problem
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
 from corral.shell.live import LivePacer, LiveSink
@@ -38,6 +49,8 @@ __all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
 
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
 OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
+EgressCredentials = Callable[[str], Awaitable[Sequence[CredentialBinding]]]
+"""A user id to the credentials the egress proxy may inject for that user."""
 
 
 class _State(Protocol):
@@ -63,6 +76,7 @@ class ShellRequest:
     agent: str = "default"
     conversation_id: str | None = None
     run_id: str | None = None
+    call_id: str | None = None
     declared: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Secrets staged for the child only: the active skill's declared credentials and the
     run's ticket. They pass the environment's secret filter and are redacted from output."""
@@ -91,6 +105,8 @@ class ShellOutcome:
     env_dropped: list[str]
     notes: list[str]
     host: dict[str, Any] | None = None
+    egress: dict[str, Any] | None = None
+    """Network mode proxy: connection counts and the refused ones with their reasons."""
 
 
 DEFAULT_TIMEOUT = 120
@@ -134,6 +150,15 @@ class ShellService:
         self._spawner = spawner
         self._foreground: set[Execution] = set()
         self.store = ShellStore(sessions)
+        self.egress_store = EgressStore(sessions)
+        self.egress_upstream: UpstreamConnector | None = None
+        """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
+        self.egress_interceptor: Interceptor | None = TlsInterceptor(
+            CertificateAuthority(settings.private_dir, trust_root=settings.data_dir / "sandbox")
+        )
+        self.egress_credentials: EgressCredentials | None = None
+        """The caller's credentials the proxy injects (set by :meth:`enable_egress`)."""
+        self._closing: set[asyncio.Task[dict[str, Any]]] = set()
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
         self.background = BackgroundShells(
@@ -144,6 +169,20 @@ class ShellService:
             live=self._live,
             spawner=spawner,
         )
+
+    def enable_egress(
+        self, upstream: UpstreamConnector, *, credentials: EgressCredentials | None = None
+    ) -> None:
+        """Give network mode ``proxy`` its way out (the platform hands web_fetch's rules)
+        and, with ``credentials``, the bound credentials it injects for the caller."""
+        self.egress_upstream = upstream
+        if credentials is not None:
+            self.egress_credentials = credentials
+
+    async def _bindings(self, request: ShellRequest) -> list[CredentialBinding]:
+        if self.egress_credentials is None:
+            return []
+        return list(await self.egress_credentials(request.caller.user_id))
 
     async def _live(self) -> Mapping[str, Any]:
         return (await self._state.dispatch_state()).live
@@ -212,7 +251,12 @@ class ShellService:
     # -- the app plane ----------------------------------------------------------------------
 
     def _prepare(
-        self, checked: CheckedCommand, request: ShellRequest, policy: SourcePolicy, network: bool
+        self,
+        checked: CheckedCommand,
+        request: ShellRequest,
+        policy: SourcePolicy,
+        network: bool,
+        bridge: EgressBridge | None = None,
     ) -> tuple[ProcessSpec, Environment, Callable[[], None]]:
         assert checked.cwd is not None
         bound = [
@@ -220,8 +264,13 @@ class ShellService:
             for s in policy.sources.values()
             if s.connector == "local" and (rights := s.rights_for(request.caller))
         ]
+        trust = self._trust_bundle() if bridge is not None else None
+        if trust is not None:
+            # The folder holds the public bundle only; the CA key lies in a sibling folder.
+            bound.append(BoundSource(name="egress-trust", root=str(trust.parent), writable=False))
+        argv: list[str] = [*BASH, request.command]
         prepared = self.confiner.command(
-            (*BASH, request.command),
+            bridge.wrap(argv) if bridge is not None else argv,
             cwd=checked.cwd,
             sources=bound,
             network=network,
@@ -229,13 +278,123 @@ class ShellService:
             declared=request.declared,
             variables=request.variables,
         )
-        return prepared.spec, prepared.environment, prepared.cleanup
+        spec = prepared.spec
+        if bridge is not None:
+            spec.env.update(proxy_environment(bridge.port))
+            if trust is not None:
+                spec.env.update(trust_environment(str(trust)))
+            spec = dataclasses.replace(spec, pass_fds=(*spec.pass_fds, bridge.child_fd))
+        return spec, prepared.environment, prepared.cleanup
+
+    def _trust_bundle(self) -> Path | None:
+        """The bundle a proxied command trusts (system CAs and the installation CA), when
+        the proxy intercepts TLS."""
+        if not isinstance(self.egress_interceptor, TlsInterceptor):
+            return None
+        return self.egress_interceptor.ca.ensure_bundle()
 
     def _network(self, live: Mapping[str, Any]) -> tuple[bool, str]:
         if self.confinement == "unconfined":
             return True, "unrestricted (unconfined)"
         on = bool(live["shell_network"])
         return on, "on (live setting shell_network)" if on else "off"
+
+    def _egress_policy(
+        self, live: Mapping[str, Any], agent: str
+    ) -> tuple[EgressPolicy | None, str]:
+        """Network mode proxy for this call: its policy, or None and why it is off."""
+        if live["shell_network_mode"] != "proxy":
+            return None, "off"
+        if self.confinement != "bubblewrap" or self.status.tier != "bubblewrap":
+            return None, "off (network mode proxy needs the bubblewrap tier)"
+        if self.egress_upstream is None or bridge_python() is None:
+            return None, "off (the egress proxy is not available here)"
+        policy = egress_policy_for(live["egress"], agent=agent)
+        if not policy.permits_anything:
+            return None, "off"  # the egress policy allows no domain
+        return policy, "proxy (egress policy)"
+
+    async def helper_network(
+        self,
+        *,
+        agent: str = "default",
+        conversation_id: str | None = None,
+        handoff: Literal["fd", "path"] = "fd",
+    ) -> HelperNetwork | None:
+        """The network of a helper process (a command hook, a stdio MCP server; its
+        connections are logged under ``conversation_id``) under the shell's egress
+        policy: None (the host's network) where shell calls have the network or the tier
+        is not bubblewrap, else a namespace of its own with the proxy when the policy
+        allows some domain."""
+        live = await self._live()
+        network, _ = self._network(live)
+        binary = self.status.binary
+        if network or self.status.tier != "bubblewrap" or binary is None:
+            return None
+        policy, label = self._egress_policy(live, agent)
+        scope = CallScope(agent=agent, conversation_id=conversation_id)
+        bridge = None if policy is None else self._bridge(policy, scope, handoff)
+        trust = self._trust_bundle() if bridge is not None else None
+        return HelperNetwork(
+            binary,
+            bridge=bridge,
+            store=self.egress_store,
+            label=label,
+            trust=trust_environment(str(trust)) if trust is not None else None,
+        )
+
+    def _bridge(
+        self,
+        policy: EgressPolicy,
+        scope: CallScope,
+        handoff: Literal["fd", "path"] = "fd",
+        bindings: Sequence[CredentialBinding] = (),
+    ) -> EgressBridge:
+        assert self.egress_upstream is not None
+        python = bridge_python()
+        assert python is not None
+        hosts = frozenset(host for binding in bindings for host in binding.hosts)
+        proxy = EgressProxy(
+            policy=dataclasses.replace(policy, credential_hosts=policy.credential_hosts | hosts),
+            upstream=self.egress_upstream,
+            log=EgressLog(scope),
+            interceptor=self.egress_interceptor,
+            credentials=bindings,
+        )
+        return EgressBridge(proxy, python, handoff=handoff)
+
+    def _closing_bridge(
+        self, cleanup: Callable[[], None], bridge: EgressBridge
+    ) -> Callable[[], None]:
+        """A background shell's cleanup that also ends its proxy and stores its log."""
+
+        def both() -> None:
+            cleanup()
+            task = asyncio.get_running_loop().create_task(self._finish_egress(bridge, []))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+        return both
+
+    async def settle_egress(self) -> None:
+        """Wait until ended background shells' proxies are closed and their logs stored."""
+        if self._closing:
+            await asyncio.wait(list(self._closing), timeout=5.0)
+
+    async def _finish_egress(self, bridge: EgressBridge, notes: list[str]) -> dict[str, Any]:
+        await bridge.close()
+        log = bridge.proxy.log
+        await self.egress_store.save(log)
+        refused = log.refused()
+        if refused:
+            shown = "; ".join(
+                f"{r['host']}:{r['port']}{' ' + r['request'] if 'request' in r else ''} "
+                f"({r['rule']}): {r['reason']}"
+                for r in refused[:10]
+            )
+            more = f" and {len(refused) - 10} more" if len(refused) > 10 else ""
+            notes.append(f"The egress proxy refused {len(refused)} connection(s): {shown}{more}.")
+        return {**log.counts(), "refused_connections": refused}
 
     async def run(
         self, request: ShellRequest, *, on_cancel: OnCancel, live_sink: LiveSink
@@ -256,7 +415,13 @@ class ShellService:
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
         network, network_label = self._network(live)
-        spec, environment, cleanup = self._prepare(checked, request, policy, network)
+        bridge = None
+        if not network:
+            egress_policy, network_label = self._egress_policy(live, request.agent)
+            if egress_policy is not None:
+                bindings = await self._bindings(request)
+                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+        spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         redact = Redactor(environment.secrets) if environment.secrets else None
         try:
             execution = await Execution.start(
@@ -264,7 +429,11 @@ class ShellService:
             )
         except OSError as exc:
             cleanup()
+            if bridge is not None:
+                await bridge.close()
             raise _spawn_failed(exc) from None
+        if bridge is not None:
+            bridge.spawned()
         self._foreground.add(execution)
         unregister = on_cancel(lambda: execution.request_stop("stopped"))
         try:
@@ -276,8 +445,11 @@ class ShellService:
             pacer.close()
             self._foreground.discard(execution)
             cleanup()
+            if bridge is not None:
+                await asyncio.shield(bridge.close())
         text, trimmed = captured_text(outcome.capture, limit)
-        notes = []
+        notes: list[str] = []
+        egress = None if bridge is None else await self._finish_egress(bridge, notes)
         if outcome.undrained:
             notes.append(
                 "A detached process kept the output open after the command ended; output it "
@@ -297,6 +469,7 @@ class ShellService:
             chars=outcome.chars,
             env_dropped=[d.describe() for d in environment.call_drops()],
             notes=notes,
+            egress=egress,
         )
 
     # -- the host plane ---------------------------------------------------------------------
@@ -395,7 +568,15 @@ class ShellService:
             )
         live = state.live
         network, _ = self._network(live)
-        spec, environment, cleanup = self._prepare(checked, request, policy, network)
+        bridge = None
+        if not network:
+            egress_policy, _ = self._egress_policy(live, request.agent)
+            if egress_policy is not None:
+                bindings = await self._bindings(request)
+                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+        spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
+        if bridge is not None:
+            cleanup = self._closing_bridge(cleanup, bridge)
         limit = float(request.timeout or int(live["background_shell_max_seconds"]))
         launch = ShellLaunch(
             spec=spec,
@@ -411,6 +592,7 @@ class ShellService:
             limit=limit,
             cleanup=cleanup,
             redact=Redactor(environment.secrets) if environment.secrets else None,
+            spawned=bridge.spawned if bridge is not None else lambda: None,
         )
         try:
             record = await self.background.start(launch)
@@ -422,6 +604,7 @@ class ShellService:
         for execution in list(self._foreground):
             execution.request_stop("stopped")
         await self.background.close()
+        await self.settle_egress()
 
 
 def _policy(policy: SourcePolicy, request: ShellRequest) -> SourcePolicy:
@@ -430,3 +613,12 @@ def _policy(policy: SourcePolicy, request: ShellRequest) -> SourcePolicy:
 
 def _spawn_failed(exc: OSError) -> ToolError:
     return ToolError(f"the command could not be started: {exc}", code="spawn_failed")
+
+
+def _scope(request: ShellRequest) -> CallScope:
+    return CallScope(
+        conversation_id=request.conversation_id,
+        run_id=request.run_id,
+        call_id=request.call_id,
+        agent=request.agent,
+    )

@@ -31,6 +31,12 @@ class Credential(Base):
     created_by: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    inject_hosts: Mapped[list[str]] = mapped_column(JSON, default=list)
+    """Hosts the egress proxy may send the value to; empty: never injected."""
+    inject_as: Mapped[str] = mapped_column(String(16), default="")
+    """``header``, ``query`` or ``basic`` (with hosts)."""
+    inject_field: Mapped[str] = mapped_column(String(128), default="")
+    """The header or query parameter name, when not the default."""
 
 
 class McpServer(Base):

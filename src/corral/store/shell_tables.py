@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from corral.store.tables import Base, utcnow
 
-__all__ = ["Shell"]
+__all__ = ["EgressConnection", "Shell"]
 
 
 class Shell(Base):
@@ -50,3 +50,27 @@ class Shell(Base):
     report_state: Mapped[str] = mapped_column(String(16), default="none", index=True)
     """none (still running), pending, reported, disabled (notify off), no_conversation."""
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class EgressConnection(Base):
+    """One connection a sandboxed command made through the egress proxy, and its fate."""
+
+    __tablename__ = "egress_connections"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    call_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    agent: Mapped[str] = mapped_column(String(100), default="")
+    protocol: Mapped[str] = mapped_column(String(16))
+    """connect, http or socks5."""
+    host: Mapped[str] = mapped_column(String(255))
+    port: Mapped[int] = mapped_column(Integer)
+    method: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    allowed: Mapped[bool] = mapped_column(Boolean)
+    rule: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(Text)
+    bytes_up: Mapped[int] = mapped_column(Integer, default=0)
+    bytes_down: Mapped[int] = mapped_column(Integer, default=0)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    duration_s: Mapped[float] = mapped_column(Float, default=0.0)

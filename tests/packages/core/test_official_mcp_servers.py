@@ -120,6 +120,9 @@ def page_server() -> Iterator[str]:
 
 
 async def test_fetch(platform: Platform, page_server: str, data_dir: Path) -> None:
+    # The page is on the host's loopback, which the egress policy never reaches: the host's
+    # network for helpers, as for shell calls (issue 35).
+    await platform.admin.set_live("shell_network", True)
     command = [*python_server("mcp-server-fetch"), "--allow-private-ips"]
     row = await connect(platform, "fetch", command)
     assert row["tools"] == ["fetch_fetch"]

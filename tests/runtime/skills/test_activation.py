@@ -6,6 +6,7 @@ their bash scripts run for real (in the sandbox) with cwd "${SKILL_DIR}".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import AsyncIterator
@@ -16,9 +17,11 @@ import pytest
 import pytest_asyncio
 
 import corral
-from corral.connect import CredentialStore
+from corral.connect import CredentialStore, Injection
+from corral.packages.core.egress_credentials import binding_of
 from corral.platform import Platform
 from corral.runtime.skills import Skills, import_bundle
+from corral.shell.egress.credentials import placeholder
 from tests.conftest import DEMO
 from tests.runtime.conftest import call
 from tests.runtime.recording import Recorder
@@ -269,3 +272,29 @@ async def test_allowed_tools_narrow_the_run_while_the_skill_is_active(
     again = Recorder(skill_platform.runtime, "whole-again", {"text": "Hi."})
     await skill_platform.chat("hi", model=again.name, profile="auto")
     assert "echo" in again.seen[0].tools
+
+
+async def test_a_credential_the_proxy_injects_reaches_the_skill_as_its_placeholder(
+    skill_platform: Platform,
+) -> None:
+    store = skill_platform.services.require(CredentialStore)
+    forge = Injection(hosts=("wiki.example",), inject_as="header")
+    await store.set("wiki", SECRET, user_id="u_owner", injection=forge)
+    try:
+        (credential,) = [c for c in await store.injected(user_id="u_owner") if c.name == "wiki"]
+        stand_in = placeholder(binding_of(credential))
+        digest = 'printf %s "$WIKI_TOKEN" | sha256sum'
+        model = script(
+            skill_platform,
+            {"tool_calls": [call("execute", action="skill", skill="wiki-notes")]},
+            {"tool_calls": [call("execute", command=digest, cwd="${SKILL_DIR}")]},
+            {"text": "Done."},
+        )
+        turn = await skill_platform.chat("go", model=model, profile="auto")
+        assert turn.status == "finished", turn
+        _, hashed = await results(skill_platform, turn.conversation_id)
+        assert hashlib.sha256(stand_in.encode()).hexdigest() in text(hashed), text(hashed)
+        assert hashlib.sha256(SECRET.encode()).hexdigest() not in text(hashed)
+    finally:
+        await store.remove("wiki", user_id="u_owner")
+        await store.set("wiki", SECRET, user_id="u_owner")

@@ -139,6 +139,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         agent=ctx.agent,
         conversation_id=ctx.conversation_id,
         run_id=ctx.run_id,
+        call_id=ctx.call_id,
         declared={**await _git_tokens(command, cwd, ctx), **binding.secrets},
         sources=binding.sources,
         variables=binding.env,
@@ -211,6 +212,8 @@ def _foreground_result(outcome: ShellOutcome, request: ShellRequest) -> ToolResu
     }
     if outcome.host is not None:
         data["host"] = outcome.host
+    if outcome.egress is not None:
+        data["egress"] = outcome.egress
     return ToolResult.text_result(
         "\n".join(parts),
         data=data,

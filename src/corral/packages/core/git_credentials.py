@@ -11,6 +11,8 @@ remotes, :func:`staged_tokens` looks each remote's credential up as the calling 
 stages it under that variable for this call only, the way a skill's declared credentials are
 staged: it passes the environment's secret filter, the runner redacts it from live frames and
 results, and the credential store teaches the kernel's redactor the value for rows and logs.
+A credential that names inject hosts is never staged: the variable holds its placeholder,
+which the egress proxy (network mode proxy) swaps for the token on TLS to a bound host.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from corral.connect import CredentialStore
+from corral.connect import CredentialStore, InjectedCredential
 from corral.errors import CorralError
+from corral.packages.core.egress_credentials import binding_of
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
+from corral.shell.egress.credentials import placeholder
 
 __all__ = [
     "HELPER_USERNAME",
@@ -96,6 +100,7 @@ async def staged_tokens(
     except CorralError:
         return {}  # the shell service's own check names what is wrong with the cwd
     staged: dict[str, str] = {}
+    injected: dict[str, InjectedCredential] | None = None
     for row in remotes:
         if not row["credential"] or not helper_url(str(row["url"])):
             continue
@@ -105,7 +110,14 @@ async def staged_tokens(
             continue
         if not _related(Path(where), Path(repo)):
             continue
-        value = await credentials.lookup(str(row["credential"]), user_id=caller.user_id)
+        name = str(row["credential"])
+        if injected is None:
+            injected = {c.name: c for c in await credentials.injected(user_id=caller.user_id)}
+        if name in injected:
+            # Injected by the egress proxy: the command only ever holds the stand-in.
+            staged[token_variable(str(row["name"]))] = placeholder(binding_of(injected[name]))
+            continue
+        value = await credentials.lookup(name, user_id=caller.user_id)
         # A line break would let the value add lines to git's credential answer.
         if value and "\n" not in value and "\r" not in value:
             staged[token_variable(str(row["name"]))] = value

@@ -43,6 +43,7 @@ from corral.packages.core.mcp_home import server_home
 from corral.packages.core.mcp_package import build_package, package_name, warnings
 from corral.shell.environment import build_environment
 from corral.shell.launcher import launcher_argv
+from corral.shell.service import ShellService
 from corral.store import connect_tables as ct
 from corral.web.access import WebAccess
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # the SDK and its HTTP client load only once a server over HT
     from mcp.types import Tool
 
     from corral.connect.mcp_remote import OAuthHandoff
+    from corral.shell.egress.helpers import HelperNetwork
 
 __all__ = ["CALLBACK_PATH", "McpServerSpec", "McpServerView", "McpServers"]
 
@@ -355,7 +357,18 @@ class McpServers:
         home = server_home(settings.data_dir / "mcp", spec.name, uid=uid)
         env = build_environment(platform_env=os.environ, home=str(home))
         command = launcher_argv(spec.command, uid=settings.sandbox_uid)
-        return stdio_opener(command, env=env.values, cwd=home, errlog=self._errlog(spec.name))
+        return stdio_opener(
+            command,
+            env=env.values,
+            cwd=home,
+            errlog=self._errlog(spec.name),
+            network=self._network,
+        )
+
+    async def _network(self) -> HelperNetwork | None:
+        """A stdio server's network: the shell's egress policy (see ShellService)."""
+        shells = self._kernel.services.get(ShellService)
+        return None if shells is None else await shells.helper_network(handoff="path")
 
     def _log(self, name: str, line: str) -> None:
         """A line of the server's own log messages (or of the client about it) in its log."""

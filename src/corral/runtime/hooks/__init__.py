@@ -14,7 +14,7 @@ configured; :func:`tool_hook_input` builds a tool event's input. See
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import ConfigError, UsageError
 from corral.kernel import Kernel
@@ -32,6 +32,9 @@ from corral.runtime.hooks.matchers import CLAUDE_CODE_TOOLS, compile_matcher, to
 from corral.runtime.hooks.outcome import Decision, HookOutcome, HookRecord
 from corral.runtime.hooks.tool_input import tool_hook_input
 from corral.settings import Settings
+
+if TYPE_CHECKING:
+    from corral.shell.egress.helpers import HelperNetwork
 
 __all__ = [
     "CLAUDE_CODE_TOOLS",
@@ -106,8 +109,18 @@ def build_hooks(kernel: Kernel) -> Hooks:
         loaded = kernel.registry.tools.get(tool)
         return loaded.package if loaded is not None else None
 
+    async def network(conversation_id: str | None) -> HelperNetwork | None:
+        from corral.shell.service import ShellService
+
+        shells = kernel.services.get(ShellService)  # installed after the hooks are built
+        if shells is None:
+            return None
+        return await shells.helper_network(conversation_id=conversation_id)
+
     hooks = Hooks(
-        HookRunner(project_dir=settings.drive_dir, sandbox_uid=settings.sandbox_uid),
+        HookRunner(
+            project_dir=settings.drive_dir, sandbox_uid=settings.sandbox_uid, network=network
+        ),
         file=settings.data_dir / HOOKS_FILE,
         live=live,
         refresh_live=kernel.config.snapshot,

@@ -5,25 +5,33 @@ secret), ``CLAUDE_PROJECT_DIR`` set to the project drive, the drive as working f
 the hook input as JSON on stdin. When the platform runs as root the command starts through
 :func:`corral.shell.launcher.launcher_argv` as the sandbox uid, as MCP stdio servers do. A
 timeout kills the command's whole process group. What is read back is bounded
-(:data:`OUTPUT_CAP` bytes of stdout and of stderr).
+(:data:`OUTPUT_CAP` bytes of stdout and of stderr). With a ``network`` source a command runs
+under the shell's egress policy (:mod:`corral.shell.egress.helpers`): a network namespace of
+its own, with the egress proxy when the policy allows some domain.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 from corral.runtime.hooks.config import HookHandler
 from corral.shell.environment import build_environment
 from corral.shell.launcher import launcher_argv
+
+if TYPE_CHECKING:
+    from corral.shell.egress.helpers import HelperNetwork
 
 __all__ = ["OUTPUT_CAP", "HookFailure", "HookRunner", "Reply"]
 
@@ -52,6 +60,9 @@ class HookRunner:
     """The project drive: the working folder and ``CLAUDE_PROJECT_DIR``."""
     sandbox_uid: int
     """The uid a command runs as when the platform is root."""
+    network: Callable[[str | None], Awaitable[HelperNetwork | None]] | None = None
+    """A command's network under the egress policy, given the conversation its connections
+    are logged under (None from it: the host's network)."""
 
     async def run(self, handler: HookHandler, body: bytes) -> Reply:
         if handler.kind == "http":
@@ -72,13 +83,43 @@ class HookRunner:
             argv = [_SHELL, "-c", handler.command]
             if as_root:
                 argv = launcher_argv(argv, uid=self.sandbox_uid)
-            return await _spawn(argv, env.values, self.project_dir, body, handler.timeout_s)
+            network = None if self.network is None else await self.network(_session(body))
+            if network is None:
+                return await _spawn(argv, env.values, self.project_dir, body, handler.timeout_s)
+            try:
+                return await _spawn(
+                    network.wrap(argv, str(self.project_dir)),
+                    {**env.values, **network.env},
+                    self.project_dir,
+                    body,
+                    handler.timeout_s,
+                    pass_fds=network.pass_fds,
+                    spawned=network.spawned,
+                )
+            finally:
+                await network.finish()
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
 
+def _session(body: bytes) -> str | None:
+    """The conversation a hook runs for (its input's ``session_id``), if any."""
+    try:
+        found = json.loads(body).get("session_id")
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) and found else None
+
+
 async def _spawn(
-    argv: list[str], env: dict[str, str], cwd: Path, body: bytes, timeout_s: float
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    body: bytes,
+    timeout_s: float,
+    *,
+    pass_fds: tuple[int, ...] = (),
+    spawned: Callable[[], None] = lambda: None,
 ) -> Reply:
     try:
         process = await asyncio.create_subprocess_exec(
@@ -89,9 +130,11 @@ async def _spawn(
             cwd=cwd,
             env=env,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         raise HookFailure(f"could not start: {exc.strerror or exc}") from None
+    spawned()
     assert process.stdin and process.stdout and process.stderr
     try:
         async with asyncio.timeout(timeout_s):

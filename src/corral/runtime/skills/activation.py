@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from corral.connect.credentials import InjectedCredential
 from corral.errors import ToolError
 from corral.kernel.tickets import Tickets
 from corral.policy.sources import SourceDef, SourceGrant
@@ -30,6 +31,7 @@ from corral.runtime.skills.bundle import SkillBundle, SkillError, parse_skill
 from corral.runtime.skills.catalog import DRIVE_SKILLS, SkillCatalog, SkillSet
 from corral.runtime.skills.trust import SkillTrust, Trusted, bundle_digest
 from corral.service_protocols import CredentialLookup
+from corral.shell.egress.credentials import CredentialBinding, placeholder
 from corral.tools.narrowing import Narrowing
 from corral.tools.results import ToolResult
 from corral.tools.skill_binding import ShellBinding, SkillScope
@@ -42,6 +44,10 @@ TICKET_VARIABLE = "CORRAL_TICKET"
 class _Credentials(CredentialLookup, Protocol):
     async def entry(self, name: str, *, user_id: str, scope: Literal["user", "project"]) -> object:
         """The stored entry (no value) of that scope, or None."""
+        ...
+
+    async def injected(self, *, user_id: str) -> list[InjectedCredential]:
+        """The credentials the egress proxy injects (the sandbox gets placeholders)."""
         ...
 
 
@@ -240,6 +246,7 @@ class Skills:
         values: dict[str, str] = {}
         missing: list[str] = []
         lookup = self._credentials()
+        injected: dict[str, InjectedCredential] | None = None
         for credential in bundle.credentials:
             value = None
             # Project credentials only for skills an operator installed (packages, settings
@@ -250,6 +257,11 @@ class Skills:
             )
             if lookup is not None and own:
                 value = await lookup.lookup(credential.name, user_id=user_id)
+                if value:
+                    if injected is None:
+                        injected = {c.name: c for c in await lookup.injected(user_id=user_id)}
+                    if credential.name in injected:
+                        value = _placeholder(injected[credential.name])
             if value:
                 values[credential.env] = value
             else:
@@ -335,4 +347,17 @@ def _untrusted(bundle: SkillBundle) -> SkillError:
         message=f"skill {bundle.name!r} in the shared drive is not trusted for you: anyone "
         "with drive write could have written or changed it; an administrator may trust it "
         f"for everyone (`corral skills trust {bundle.name}`), or you for yourself",
+    )
+
+
+def _placeholder(credential: InjectedCredential) -> str:
+    """What a command gets for a credential the egress proxy injects: never the value."""
+    return placeholder(
+        CredentialBinding(
+            name=credential.name,
+            secret=credential.value,
+            hosts=credential.injection.hosts,
+            inject_as=credential.injection.inject_as,
+            field_name=credential.injection.field,
+        )
     )

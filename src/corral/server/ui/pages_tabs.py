@@ -1,5 +1,6 @@
-"""A conversation's other tabs: its background shells (live tail, Kill) and its context map
-(rows, sizes, compactions). The Delegates tab is :mod:`corral.server.ui.pages_delegates`."""
+"""A conversation's other tabs: its background shells (live tail, Kill), its egress log (the
+proxy's connections) and its context map (rows, sizes, compactions). The Delegates tab is
+:mod:`corral.server.ui.pages_delegates`."""
 
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ async def shells_tab(conversation_id: str, who: PageCaller) -> Response:
     found = await background.store.find(conversation_id=conversation_id)
     shells = [r for r in found if await background.can_read(r, who.caller)]
     return _page("shells.html", who, conversation=conversation, shells=shells, tab="shells")
+
+
+@router.get("/c/{conversation_id}/egress")
+async def egress_tab(conversation_id: str, who: PageCaller) -> Response:
+    """The egress proxy's connections for the conversation's commands, allowed and refused."""
+    conversation = await who.platform.runtime.conversation(conversation_id, user=who.user)
+    store = who.platform.services.require(ShellService).egress_store
+    connections = await store.for_conversation(conversation_id)
+    return _page(
+        "egress.html", who, conversation=conversation, connections=connections, tab="egress"
+    )
 
 
 async def _tail(who: SignedIn, shell_id: str) -> AsyncIterator[dict[str, str]]:
