@@ -1,7 +1,7 @@
 """egress connections: one row per connection a sandboxed command made through the proxy
 
-Revision ID: 0021_egress_connections
-Revises: 0020_store_facts
+Revision ID: 0026_egress_connections
+Revises: 0025_channel_decisions
 Create Date: 2026-12-05 07:10:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021_egress_connections"
-down_revision = "0020_store_facts"
+revision = "0026_egress_connections"
+down_revision = "0025_channel_decisions"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """credential injection: the hosts a credential is for and how the egress proxy sends it
 
-Revision ID: 0021_credential_injection
-Revises: 0020_store_facts
+Revision ID: 0027_credential_injection
+Revises: 0026_egress_connections
 Create Date: 2026-12-05 07:15:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021_credential_injection"
-down_revision = "0020_store_facts"
+revision = "0027_credential_injection"
+down_revision = "0026_egress_connections"
 branch_labels = None
 depends_on = None
 
