@@ -50,6 +50,7 @@ from corral.runtime.takeover import (
     hand_over,
     interrupted_rows,
     take_over,
+    taken_over_line,
     unfinished_calls,
 )
 from corral.runtime.timeline import NewRow
@@ -127,7 +128,7 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
 async def _continue_taken_over(rt: RunHost, run: RunRecord) -> None:
     if not await take_over(rt, run):
         return
-    log.warning("run %s taken over from worker %s", run.id, run.worker)
+    log.warning("%s", taken_over_line(run.id, run.worker))
     # Registered once the run is ours: a Stop asked before is in its stored flag.
     cancellation = Cancellation()
     rt.live[run.id] = cancellation
