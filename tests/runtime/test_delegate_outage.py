@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 
 from corral.platform import Platform
+from corral.runtime.delegation import Delegation
 from corral.runtime.runs import TERMINAL, RunRecord
 from corral.runtime.runtime import Runtime
 from tests.runtime.conftest import ScriptWriter, call
@@ -87,3 +88,51 @@ async def test_a_child_ending_in_an_outage_answers_its_waiting_parent_once_it_is
     assert f"delegate run {wait.id} ended during a database outage" in said, said
     assert f"delegate run {wait.id}: its parent was answered after the outage" in said, said
     assert "could not be answered" not in said
+
+
+async def test_the_sweep_answers_a_parent_left_waiting_by_a_process_that_closed_in_the_outage(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"tool_calls": [call("write_note", path="data://n.md", text="x")]},
+        {"when_result_contains": "denied", "text": "Not allowed; I left the note alone."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="t", model=child)]},
+        {"when_result_contains": "left the note alone", "text": "Understood."},
+    )
+    turn = await rt_platform.chat("go", model=parent, profile="balanced")
+    await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
+    (wait,) = (await rt.wait_run(turn.run_id)).waiting
+    (inner,) = (await rt.runs.get(wait.id)).waiting
+
+    database = rt.kernel.engine.url.database
+    assert database is not None
+    lock = _WriteLock(database)
+    delegation = rt_platform.services.require(Delegation)
+
+    async def cut_off(run: RunRecord, status: str) -> None:
+        if run.id == wait.id:
+            await asyncio.to_thread(lock.take)
+
+    async def closed_in_the_outage(run: RunRecord, status: str) -> None:
+        if run.id == wait.id:
+            await delegation.close()  # its retry is lost, as in a process that closed
+            await asyncio.to_thread(lock.release)
+
+    hooks = rt.run_end_hooks
+    settles = next(i for i, h in enumerate(hooks) if getattr(h, "__name__", "") == "_on_run_end")
+    hooks[settles:settles + 1] = [cut_off, hooks[settles], closed_in_the_outage]  # fmt: skip
+    try:
+        await rt_platform.decide_approval(inner.id, "deny", note="not now")
+        assert (await rt.wait_run(wait.id)).status == "finished"
+    finally:
+        await asyncio.to_thread(lock.close)
+    assert (await rt.runs.get(turn.run_id)).status == "parked"  # nobody answered it
+    assert await delegation.sweep() == [wait.id]
+    async with asyncio.timeout(60):
+        await rt.board.wait_until(turn.run_id, TERMINAL)
+    assert (await rt.runs.get(turn.run_id)).status == "finished"
+    assert (await rt.result(turn.run_id)).text == "Understood."
+    assert await delegation.sweep() == []  # answered once

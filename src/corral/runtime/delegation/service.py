@@ -398,6 +398,42 @@ class Delegation:
             log.info("delegate run %s: its parent was answered after the outage", settling.run_id)
             return
 
+    async def sweep(self) -> list[str]:
+        """Answer the parent calls still waiting for delegate runs that ended: the process
+        that ended one met a database outage and closed or died before it could answer.
+        Returns the ids of the runs whose parents were answered now."""
+        d = dt.Delegation
+        async with self._rt.kernel.sessions() as session:
+            found = await session.scalars(
+                select(d.conversation_id).where(
+                    d.parent_waits.is_(True), d.delivered.is_(False), d.background.is_(False)
+                )
+            )
+            conversations = list(found)
+        answered: list[str] = []
+        for conversation_id in conversations:
+            latest = await self._rt.runs.list_runs(conversation_id=conversation_id, limit=1)
+            if not latest or latest[0].kind != "delegate" or latest[0].status not in TERMINAL:
+                continue
+            settling = _Settling(latest[0].id, conversation_id)
+            try:
+                await self._settle(settling)
+            except Exception:  # one child must not hold back the others
+                log.exception("delegate run %s: its parent could not be answered", latest[0].id)
+                continue
+            if settling.claimed:
+                log.warning(
+                    "delegate run %s had ended unanswered; its parent answered", latest[0].id
+                )
+                answered.append(latest[0].id)
+        return answered
+
+    async def close(self) -> None:
+        """Stop retrying: what is left unanswered, the sweep answers (here or elsewhere)."""
+        for task in list(self._settling):
+            task.cancel()
+        await asyncio.gather(*self._settling, return_exceptions=True)
+
     async def _report(self, delegation: dt.Delegation, run: RunRecord) -> None:
         """A background run's answer, as a report into the parent conversation."""
         if not (await self._rt.kernel.live_settings())["delegate_report_back"]:
