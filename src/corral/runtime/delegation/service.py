@@ -358,9 +358,12 @@ class Delegation:
                 "the database is back",
                 run.id,
             )
-            task = asyncio.create_task(self._settle_later(settling))
-            self._settling.add(task)
-            task.add_done_callback(self._settling.discard)
+            self._retry(settling)
+
+    def _retry(self, settling: _Settling) -> None:
+        task = asyncio.create_task(self._settle_later(settling))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
     async def _settle(self, settling: _Settling) -> None:
         """The steps of a delegate run's end; each done step is not done again on a retry."""
@@ -418,8 +421,11 @@ class Delegation:
             settling = _Settling(latest[0].id, conversation_id)
             try:
                 await self._settle(settling)
-            except Exception:  # one child must not hold back the others
-                log.exception("delegate run %s: its parent could not be answered", latest[0].id)
+            except Exception as exc:  # one child must not hold back the others
+                if database_unavailable(exc) and settling.claimed:
+                    self._retry(settling)  # the claim is taken: no later sweep finds it
+                else:
+                    log.exception("delegate run %s: its parent was not answered", latest[0].id)
                 continue
             if settling.claimed:
                 log.warning(
