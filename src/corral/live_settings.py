@@ -51,6 +51,14 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="A tool call taking at least this long writes one perf.slow record.",
     ),
     LiveSettingDef(
+        key="trace_content",
+        type=bool,
+        default=False,
+        description="Trace spans also record content: tool arguments and results (secret "
+        "arguments left out, known secrets redacted as in rows). Off: names, ids and "
+        "decisions only.",
+    ),
+    LiveSettingDef(
         key="tool_result_content_cap",
         type=int,
         default=100_000,
