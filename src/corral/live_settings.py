@@ -59,6 +59,14 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "decisions only.",
     ),
     LiveSettingDef(
+        key="trace_stages",
+        type=str,
+        default="notable",
+        choices=("notable", "all"),
+        description="Which pipeline stages of a traced tool call get a span: notable (those "
+        "that did not pass the call on, or took 1 ms or more) or all of them.",
+    ),
+    LiveSettingDef(
         key="tool_result_content_cap",
         type=int,
         default=100_000,
