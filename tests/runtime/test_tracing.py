@@ -211,3 +211,61 @@ async def test_by_default_only_notable_stages_get_a_span(
     for stage in named(spans, "stage "):  # a loaded machine may make one take a millisecond
         assert stage.end_time is not None and stage.start_time is not None
         assert stage.end_time - stage.start_time >= 1_000_000
+
+
+async def test_a_delegates_run_is_a_child_of_the_parents_delegate_call(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"text": "Child.", "tool_calls": [call("echo", text="x")]},
+        {"text": "The child says hi."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="Say hi", model=child)]},
+        {"when_result_contains": "The child says hi.", "text": "Parent done."},
+    )
+    turn = await traced.chat("go", model=parent, profile="auto")
+    assert (turn.status, turn.text) == ("finished", "Parent done.")
+    spans = exporter.get_finished_spans()
+    runs = named(spans, "invoke_agent ")
+    assert len(runs) == 2
+    (top,) = [s for s in runs if s.parent is None]
+    (sub,) = [s for s in runs if s.parent is not None]
+    assert (sub.attributes or {})[Attr.RUN_KIND] == "delegate"
+    (delegate,) = [s for s in spans if s.name == "execute_tool delegate"]
+    assert sub.parent is not None and sub.parent.span_id == delegate.context.span_id
+    assert top in ancestors(spans, delegate)
+    assert {s.context.trace_id for s in spans} == {top.context.trace_id}
+    (echo,) = [s for s in spans if s.name == "execute_tool echo"]
+    assert sub in ancestors(spans, echo)
+
+
+async def test_parking_and_resuming_are_a_span_event_pair(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    write = call("write_note", path="data://note.md", text="hello")
+    model = write_script({"tool_calls": [write]}, [{"text": "Written."}])
+    turn = await traced.chat("write a note", model=model, profile="balanced")
+    assert turn.status == "parked" and len(turn.approvals) == 1
+    (first,) = named(exporter.get_finished_spans(), "invoke_agent ")
+    (parked,) = [e for e in first.events if e.name == "corral.run.parked"]
+    assert parked.attributes is not None
+    assert list(parked.attributes[Attr.WAIT_IDS]) == [turn.approvals[0]]
+    assert (first.attributes or {})[Attr.RUN_STATUS] == "parked"
+    (stage,) = named(exporter.get_finished_spans(), "stage approval")
+    assert (stage.attributes or {})[Attr.STAGE_DECISION] == "parked"
+
+    exporter.clear()
+    await traced.decide_approval(turn.approvals[0], "approve")
+    final = await traced.runtime.wait_run(turn.run_id)
+    assert final.status == "finished"
+    spans = exporter.get_finished_spans()
+    (second,) = named(spans, "invoke_agent ")
+    (resumed,) = [e for e in second.events if e.name == "corral.run.resumed"]
+    assert resumed.attributes is not None
+    assert resumed.attributes[Attr.DECISION] == "approved"
+    assert resumed.attributes[Attr.DECIDED_BY]
+    (write_span,) = [s for s in spans if s.name == "execute_tool write_note"]
+    assert second in ancestors(spans, write_span)
+    assert resumed.timestamp <= (write_span.start_time or 0)

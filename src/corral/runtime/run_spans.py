@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer
+from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer, get_current_span
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model
 
@@ -16,7 +16,14 @@ from corral.runtime.endings import Outcome
 from corral.runtime.runs import RunRecord
 from corral.tracing import Attr, Op
 
-__all__ = ["chat_span", "end_chat_span", "end_run_span", "run_span"]
+__all__ = ["PARKED", "RESUMED", "chat_span", "end_chat_span", "end_run_span", "resumed", "run_span"]
+
+PARKED = "corral.run.parked"
+"""The event ending the span of a run's job that parked: what it waits for."""
+
+RESUMED = "corral.run.resumed"
+"""The event, in the span of the job that resumed the run, of one decided wait: who decided
+and how, before its call runs."""
 
 
 @contextmanager
@@ -38,6 +45,15 @@ def run_span(tracer: Tracer, run: RunRecord) -> Iterator[Span]:
 
 
 def end_run_span(span: Span, outcome: Outcome) -> None:
+    if outcome.waits:
+        span.add_event(
+            PARKED,
+            {
+                Attr.WAIT_KINDS: [w.kind for w in outcome.waits],
+                Attr.WAIT_IDS: [w.id for w in outcome.waits],
+                Attr.TOOL_CALL_ID: [w.call_id for w in outcome.waits],
+            },
+        )
     span.set_attribute(Attr.RUN_STATUS, outcome.status)
     if outcome.reason:
         span.set_attribute(Attr.RUN_REASON, outcome.reason)
@@ -75,3 +91,20 @@ def end_chat_span(span: Span, response: ModelResponse) -> None:
         span.set_attribute(Attr.FINISH_REASONS, [response.finish_reason])
     span.set_attribute(Attr.INPUT_TOKENS, response.usage.input_tokens)
     span.set_attribute(Attr.OUTPUT_TOKENS, response.usage.output_tokens)
+
+
+def resumed(approval_id: str, call_id: str, status: str, decided_by: str | None) -> None:
+    """Note on the current span (the resumed run's) that a person's decision let it go on;
+    nothing when tracing is off (the current span is then a non-recording one)."""
+    span = get_current_span()
+    if span.is_recording():
+        span.add_event(
+            RESUMED,
+            {
+                Attr.WAIT_KINDS: ["approval"],
+                Attr.WAIT_IDS: [approval_id],
+                Attr.TOOL_CALL_ID: [call_id],
+                Attr.DECISION: status,
+                Attr.DECIDED_BY: decided_by or "",
+            },
+        )

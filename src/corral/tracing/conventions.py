@@ -48,3 +48,7 @@ class Attr:
     STAGE_CODE = "corral.stage.error_code"
     TOOL_PACKAGE = "corral.tool.package"
     RESULT_STATUS = "corral.tool.result.status"
+    WAIT_KINDS = "corral.wait.kinds"
+    WAIT_IDS = "corral.wait.ids"
+    DECISION = "corral.decision"
+    DECIDED_BY = "corral.decision.by"
