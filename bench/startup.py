@@ -128,6 +128,8 @@ def main() -> None:
     options = parser.parse_args()
     global ENV
     with tempfile.TemporaryDirectory(prefix="corral-startup-") as folder:
+        # Passable by the uid shell commands run as, so `execute` loads as it does in use.
+        os.chmod(folder, 0o711)
         ENV = child_environment(Path(folder) / "pycache")
         data = Path(folder) / "data"
         commands = cases(data, prepare(data))
