@@ -15,8 +15,18 @@ from pydantic_ai.models import Model
 from corral.runtime.endings import Outcome
 from corral.runtime.runs import RunRecord
 from corral.tracing import Attr, Op
+from corral.tracing.propagation import context_of, current_traceparent
 
-__all__ = ["PARKED", "RESUMED", "chat_span", "end_chat_span", "end_run_span", "resumed", "run_span"]
+__all__ = [
+    "PARKED",
+    "RESUMED",
+    "chat_span",
+    "end_chat_span",
+    "end_run_span",
+    "resumed",
+    "run_span",
+    "trace_to_keep",
+]
 
 PARKED = "corral.run.parked"
 """The event ending the span of a run's job that parked: what it waits for."""
@@ -28,9 +38,12 @@ and how, before its call runs."""
 
 @contextmanager
 def run_span(tracer: Tracer, run: RunRecord) -> Iterator[Span]:
-    """The span of one job of ``run`` (a parked run that resumes gets another)."""
+    """The span of one job of ``run`` (a parked run that resumes gets another), a child of
+    the trace context stored with the run, in whatever process the job runs; a new root
+    when the run has none (nothing traced queued it)."""
     with tracer.start_as_current_span(
         f"{Op.INVOKE_AGENT} {run.agent}",
+        context=context_of(run.trace_parent),
         kind=SpanKind.INTERNAL,
         attributes={
             Attr.OPERATION: Op.INVOKE_AGENT,
@@ -42,6 +55,12 @@ def run_span(tracer: Tracer, run: RunRecord) -> Iterator[Span]:
         },
     ) as span:
         yield span
+
+
+def trace_to_keep(run: RunRecord) -> str | None:
+    """Inside the span of a run's first job: its traceparent, to store so that the run's
+    later jobs (resumed, taken over) continue this trace; None when the run has one."""
+    return None if run.trace_parent else current_traceparent()
 
 
 def end_run_span(span: Span, outcome: Outcome) -> None:

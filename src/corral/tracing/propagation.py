@@ -1,0 +1,63 @@
+"""Trace context that leaves the process: a W3C ``traceparent`` stored with a run, put in an
+MCP request's ``_meta`` or in a subprocess's ``TRACEPARENT`` variable, and read back.
+
+Only the API is used; with tracing off the current span is invalid and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+
+from opentelemetry.context import Context
+from opentelemetry.trace import get_current_span
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+__all__ = [
+    "ENV_VAR",
+    "HEADER",
+    "context_of",
+    "current_traceparent",
+    "traceparent_in",
+    "with_traceparent",
+]
+
+HEADER = "traceparent"
+"""The W3C header name, also the key in an MCP request's ``_meta``."""
+
+ENV_VAR = "TRACEPARENT"
+"""The environment variable carrying it to a subprocess (the OTel environment carrier)."""
+
+_W3C = TraceContextTextMapPropagator()
+
+
+def current_traceparent() -> str | None:
+    """The ``traceparent`` of the current span; None when there is no valid one."""
+    if not get_current_span().get_span_context().is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    _W3C.inject(carrier)
+    return carrier.get(HEADER)
+
+
+def context_of(traceparent: str | None) -> Context:
+    """A context whose parent is ``traceparent``; an empty one (a new root) when it is
+    missing or malformed."""
+    if not traceparent:
+        return Context()
+    return _W3C.extract({HEADER: traceparent}, context=Context())
+
+
+def with_traceparent(carrier: MutableMapping[str, str], key: str = HEADER) -> None:
+    """Add the current span's ``traceparent`` to ``carrier`` under ``key`` (nothing when
+    there is no current span)."""
+    traceparent = current_traceparent()
+    if traceparent is not None:
+        carrier[key] = traceparent
+
+
+def traceparent_in(carrier: Mapping[str, object] | None, key: str = HEADER) -> str | None:
+    """The ``traceparent`` string in ``carrier``, if it holds one."""
+    if not carrier:
+        return None
+    value = carrier.get(key)
+    return value if isinstance(value, str) and value else None
