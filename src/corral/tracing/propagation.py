@@ -1,12 +1,16 @@
-"""Trace context that leaves the process: a W3C ``traceparent`` stored with a run, put in an
-MCP request's ``_meta`` or in a subprocess's ``TRACEPARENT`` variable, and read back.
+"""Trace context that leaves the process: a W3C ``traceparent`` stored with a run or put in
+a subprocess's ``TRACEPARENT`` variable, and read back.
+
+MCP needs nothing here: the MCP SDK puts the current context in an outgoing request's
+``_meta`` and continues an incoming one in a server span of its own, the parent of the
+call's ``execute_tool`` span.
 
 Only the API is used; with tracing off the current span is invalid and nothing is written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import MutableMapping
 
 from opentelemetry.context import Context
 from opentelemetry.trace import get_current_span
@@ -17,12 +21,11 @@ __all__ = [
     "HEADER",
     "context_of",
     "current_traceparent",
-    "traceparent_in",
     "with_traceparent",
 ]
 
 HEADER = "traceparent"
-"""The W3C header name, also the key in an MCP request's ``_meta``."""
+"""The W3C header name."""
 
 ENV_VAR = "TRACEPARENT"
 """The environment variable carrying it to a subprocess (the OTel environment carrier)."""
@@ -53,11 +56,3 @@ def with_traceparent(carrier: MutableMapping[str, str], key: str = HEADER) -> No
     traceparent = current_traceparent()
     if traceparent is not None:
         carrier[key] = traceparent
-
-
-def traceparent_in(carrier: Mapping[str, object] | None, key: str = HEADER) -> str | None:
-    """The ``traceparent`` string in ``carrier``, if it holds one."""
-    if not carrier:
-        return None
-    value = carrier.get(key)
-    return value if isinstance(value, str) and value else None
