@@ -325,3 +325,22 @@ async def test_a_run_nothing_traced_queued_keeps_the_trace_of_its_first_job(
     (second,) = named(exporter.get_finished_spans(), "invoke_agent ")
     assert second.context.trace_id == first.context.trace_id
     assert second.parent is not None and second.parent.span_id == first.context.span_id
+
+
+def traceparent_of(span: ReadableSpan) -> str:
+    context = span.context
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+
+
+async def test_a_shell_call_gets_the_traceparent_of_its_span(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    result = await traced.call_tool("execute", {"command": 'echo "tp=$TRACEPARENT."'})
+    assert not result.is_error, result.text
+    (span,) = named(exporter.get_finished_spans(), "execute_tool execute")
+    assert f"tp={traceparent_of(span)}." in result.text
+
+
+async def test_untraced_a_shell_call_gets_no_traceparent(platform: Platform) -> None:
+    result = await platform.call_tool("execute", {"command": 'echo "tp=${TRACEPARENT-unset}."'})
+    assert not result.is_error and "tp=unset." in result.text, result.text

@@ -10,7 +10,7 @@ Only the API is used; with tracing off the current span is invalid and nothing i
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 from opentelemetry.context import Context
 from opentelemetry.trace import get_current_span
@@ -21,6 +21,7 @@ __all__ = [
     "HEADER",
     "context_of",
     "current_traceparent",
+    "traced_variables",
     "with_traceparent",
 ]
 
@@ -56,3 +57,12 @@ def with_traceparent(carrier: MutableMapping[str, str], key: str = HEADER) -> No
     traceparent = current_traceparent()
     if traceparent is not None:
         carrier[key] = traceparent
+
+
+def traced_variables(variables: Mapping[str, str]) -> Mapping[str, str]:
+    """A subprocess's platform variables with ``TRACEPARENT`` added when a span is current
+    (a hook's or a command's tools can then continue the trace); unchanged otherwise."""
+    traceparent = current_traceparent()
+    if traceparent is None:
+        return variables
+    return {**variables, ENV_VAR: traceparent}
