@@ -257,7 +257,7 @@ async def test_parking_and_resuming_are_a_span_event_pair(
     assert (stage.attributes or {})[Attr.STAGE_DECISION] == "parked"
 
     exporter.clear()
-    await traced.decide_approval(turn.approvals[0], "approve")
+    await traced.decide_approval(turn.approvals[0], "approve", surface="http")
     final = await traced.runtime.wait_run(turn.run_id)
     assert final.status == "finished"
     spans = exporter.get_finished_spans()
@@ -266,6 +266,7 @@ async def test_parking_and_resuming_are_a_span_event_pair(
     assert resumed.attributes is not None
     assert resumed.attributes[Attr.DECISION] == "approved"
     assert resumed.attributes[Attr.DECIDED_BY]
+    assert resumed.attributes[Attr.DECISION_SURFACE] == "http"
     (write_span,) = [s for s in spans if s.name == "execute_tool write_note"]
     assert second in ancestors(spans, write_span)
     assert resumed.timestamp <= (write_span.start_time or 0)

@@ -12,6 +12,8 @@ from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer, get_current_
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model
 
+from corral.errors import NotFound
+from corral.kernel.decisions import DecisionStore
 from corral.runtime.endings import Outcome
 from corral.runtime.runs import RunRecord
 from corral.tracing import Attr, Op
@@ -112,18 +114,32 @@ def end_chat_span(span: Span, response: ModelResponse) -> None:
     span.set_attribute(Attr.OUTPUT_TOKENS, response.usage.output_tokens)
 
 
-def resumed(approval_id: str, call_id: str, status: str, decided_by: str | None) -> None:
-    """Note on the current span (the resumed run's) that a person's decision let it go on;
-    nothing when tracing is off (the current span is then a non-recording one)."""
+async def resumed(
+    decisions: DecisionStore,
+    approval_id: str,
+    call_id: str,
+    status: str,
+    decided_by: str | None,
+) -> None:
+    """Note on the current span (the resumed run's) that a person's decision let it go on:
+    how, by whom and on which surface (read from the decision's row); nothing when tracing
+    is off (the current span is then a non-recording one), so no read either."""
     span = get_current_span()
-    if span.is_recording():
-        span.add_event(
-            RESUMED,
-            {
-                Attr.WAIT_KINDS: ["approval"],
-                Attr.WAIT_IDS: [approval_id],
-                Attr.TOOL_CALL_ID: [call_id],
-                Attr.DECISION: status,
-                Attr.DECIDED_BY: decided_by or "",
-            },
-        )
+    if not span.is_recording():
+        return
+    try:
+        surface = (await decisions.get(approval_id)).surface
+    except NotFound:
+        surface = None
+    span.add_event(
+        RESUMED,
+        {
+            Attr.WAIT_KINDS: ["approval"],
+            Attr.WAIT_IDS: [approval_id],
+            Attr.TOOL_CALL_ID: [call_id],
+            Attr.DECISION: status,
+            Attr.DECIDED_BY: decided_by or "",
+            # Decisions stored before surfaces were recorded have none.
+            Attr.DECISION_SURFACE: surface or "unknown",
+        },
+    )
