@@ -35,11 +35,19 @@ class Collector(ThreadingHTTPServer):
 
     def wait_for(self, name: str, within: float = 60.0) -> ExportedSpan:
         """The first exported span called ``name``, waiting for an export that brings it."""
+        return self.wait_for_all(name, 1, within)[0]
+
+    def wait_for_all(self, name: str, count: int, within: float = 60.0) -> list[ExportedSpan]:
+        """The exported spans called ``name``, waiting until there are ``count`` of them."""
+
+        def found() -> list[ExportedSpan]:
+            return [s for s in self.spans() if s.name == name]
+
         with self.arrived:
-            self.arrived.wait_for(lambda: any(s.name == name for s in self.spans()), timeout=within)
-        found = [s for s in self.spans() if s.name == name]
-        assert found, f"no span {name!r} among {[s.name for s in self.spans()]}"
-        return found[0]
+            self.arrived.wait_for(lambda: len(found()) >= count, timeout=within)
+        spans = found()
+        assert len(spans) >= count, f"not {count} {name!r} in {[s.name for s in self.spans()]}"
+        return spans
 
 
 @dataclass(frozen=True)
