@@ -144,6 +144,21 @@ async def _round(cert: Path, port: int, proxy_port: int | None, n: int) -> float
     return float(out.decode().strip().splitlines()[-1])
 
 
+def _min_and_median(
+    name: str, times: list[float], against: list[float] | None = None
+) -> list[Figure]:
+    """The min and median of ``times`` (ms), each beside the same statistic of ``against``."""
+    return [
+        Figure(
+            name=f"{name} ({label})",
+            value=statistic(times),
+            unit="ms",
+            baseline=None if against is None else statistic(against),
+        )
+        for label, statistic in (("min", min), ("median", statistics.median))
+    ]
+
+
 async def _shell_calls(calls: int) -> tuple[float, float] | None:
     """Median ms of ``execute true`` with network mode proxy and with mode off."""
     if shutil.which("bwrap") is None:
@@ -206,40 +221,14 @@ async def measure(requests: int, runs: int, calls: int) -> list[Figure]:
                 await proxy.close()
             server.terminate()
             await server.wait()
-    added = statistics.median(t - d for t, d in zip(tunnelled, direct, strict=True))
     figures = [
-        Figure(name="HTTPS request, direct (min)", value=min(direct), unit="ms"),
-        Figure(name="HTTPS request, direct (median)", value=statistics.median(direct), unit="ms"),
-        Figure(
-            name="HTTPS request, tunnelled (min)",
-            value=min(tunnelled),
-            unit="ms",
-            baseline=min(direct),
+        *_min_and_median("HTTPS request, direct", direct),
+        *_min_and_median("HTTPS request, tunnelled", tunnelled, against=direct),
+        *_min_and_median(
+            "added by the proxy per request",
+            [t - d for t, d in zip(tunnelled, direct, strict=True)],
         ),
-        Figure(
-            name="HTTPS request, tunnelled (median)",
-            value=statistics.median(tunnelled),
-            unit="ms",
-            baseline=statistics.median(direct),
-        ),
-        Figure(
-            name="added by the proxy per request (min)",
-            value=min(t - d for t, d in zip(tunnelled, direct, strict=True)),
-            unit="ms",
-        ),
-        Figure(name="added by the proxy per request (median)", value=added, unit="ms"),
-        Figure(
-            name="HTTPS request, terminated (min)",
-            value=min(terminated),
-            unit="ms",
-            baseline=min(tunnelled),
-        ),
-        Figure(
-            name="HTTPS request, terminated (median)",
-            value=statistics.median(terminated),
-            unit="ms",
-            baseline=statistics.median(tunnelled),
-        ),
+        *_min_and_median("HTTPS request, terminated", terminated, against=tunnelled),
         Figure(
             name="added by termination over tunnelling per request (median)",
             value=statistics.median(e - t for e, t in zip(terminated, tunnelled, strict=True)),

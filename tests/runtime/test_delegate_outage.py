@@ -13,6 +13,8 @@ import pytest
 
 from corral.platform import Platform
 from corral.runtime.delegation import Delegation
+from corral.runtime.host import RunEndHook
+from corral.runtime.results import ChatTurn
 from corral.runtime.runs import TERMINAL, RunRecord
 from corral.runtime.runtime import Runtime
 from tests.runtime.conftest import ScriptWriter, call
@@ -24,6 +26,12 @@ class _WriteLock:
     def __init__(self, database: str) -> None:
         self._connection = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
         self.held = False
+
+    @classmethod
+    def of(cls, rt: Runtime) -> _WriteLock:
+        database = rt.kernel.engine.url.database
+        assert database is not None
+        return cls(database)
 
     def take(self) -> None:
         self._connection.execute("BEGIN EXCLUSIVE")
@@ -39,12 +47,10 @@ class _WriteLock:
         self._connection.close()
 
 
-async def test_a_child_ending_in_an_outage_answers_its_waiting_parent_once_it_is_over(
-    rt_platform: Platform,
-    rt: Runtime,
-    write_script: ScriptWriter,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+async def _parent_waiting_on_a_child(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
+) -> tuple[ChatTurn, RunRecord, RunRecord]:
+    """A parent run waiting on its delegate, the delegate parked on an approval of its own."""
     child = write_script(
         {"tool_calls": [call("write_note", path="data://n.md", text="x")]},
         {"when_result_contains": "denied", "text": "Not allowed; I left the note alone."},
@@ -58,10 +64,24 @@ async def test_a_child_ending_in_an_outage_answers_its_waiting_parent_once_it_is
     await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
     (wait,) = (await rt.wait_run(turn.run_id)).waiting
     (inner,) = (await rt.runs.get(wait.id)).waiting
+    return turn, wait, inner
 
-    database = rt.kernel.engine.url.database
-    assert database is not None
-    lock = _WriteLock(database)
+
+def _around_the_settling(rt: Runtime, before: RunEndHook, after: RunEndHook) -> None:
+    """Runs ``before`` and ``after`` right around delegation's settling of a run's end."""
+    hooks = rt.run_end_hooks
+    settles = next(i for i, h in enumerate(hooks) if getattr(h, "__name__", "") == "_on_run_end")
+    hooks[settles:settles + 1] = [before, hooks[settles], after]  # fmt: skip
+
+
+async def test_a_child_ending_in_an_outage_answers_its_waiting_parent_once_it_is_over(
+    rt_platform: Platform,
+    rt: Runtime,
+    write_script: ScriptWriter,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    turn, wait, inner = await _parent_waiting_on_a_child(rt_platform, rt, write_script)
+    lock = _WriteLock.of(rt)
 
     async def cut_off(run: RunRecord, status: str) -> None:
         if run.id == wait.id:
@@ -71,9 +91,7 @@ async def test_a_child_ending_in_an_outage_answers_its_waiting_parent_once_it_is
         if run.id == wait.id:
             await asyncio.to_thread(lock.release)
 
-    hooks = rt.run_end_hooks
-    settles = next(i for i, h in enumerate(hooks) if getattr(h, "__name__", "") == "_on_run_end")
-    hooks[settles:settles + 1] = [cut_off, hooks[settles], back]  # fmt: skip
+    _around_the_settling(rt, cut_off, back)
     caplog.set_level(logging.INFO, logger="corral.runtime")
     try:
         await rt_platform.decide_approval(inner.id, "deny", note="not now")
@@ -93,23 +111,8 @@ async def test_a_child_ending_in_an_outage_answers_its_waiting_parent_once_it_is
 async def test_the_sweep_answers_a_parent_left_waiting_by_a_process_that_closed_in_the_outage(
     rt_platform: Platform, rt: Runtime, write_script: ScriptWriter
 ) -> None:
-    child = write_script(
-        {"tool_calls": [call("write_note", path="data://n.md", text="x")]},
-        {"when_result_contains": "denied", "text": "Not allowed; I left the note alone."},
-        name="child",
-    )
-    parent = write_script(
-        {"tool_calls": [call("delegate", task="t", model=child)]},
-        {"when_result_contains": "left the note alone", "text": "Understood."},
-    )
-    turn = await rt_platform.chat("go", model=parent, profile="balanced")
-    await rt_platform.decide_approval(turn.approvals[0], "approve")  # the delegate call
-    (wait,) = (await rt.wait_run(turn.run_id)).waiting
-    (inner,) = (await rt.runs.get(wait.id)).waiting
-
-    database = rt.kernel.engine.url.database
-    assert database is not None
-    lock = _WriteLock(database)
+    turn, wait, inner = await _parent_waiting_on_a_child(rt_platform, rt, write_script)
+    lock = _WriteLock.of(rt)
     delegation = rt_platform.services.require(Delegation)
 
     async def cut_off(run: RunRecord, status: str) -> None:
@@ -121,9 +124,7 @@ async def test_the_sweep_answers_a_parent_left_waiting_by_a_process_that_closed_
             await delegation.close()  # its retry is lost, as in a process that closed
             await asyncio.to_thread(lock.release)
 
-    hooks = rt.run_end_hooks
-    settles = next(i for i, h in enumerate(hooks) if getattr(h, "__name__", "") == "_on_run_end")
-    hooks[settles:settles + 1] = [cut_off, hooks[settles], closed_in_the_outage]  # fmt: skip
+    _around_the_settling(rt, cut_off, closed_in_the_outage)
     try:
         await rt_platform.decide_approval(inner.id, "deny", note="not now")
         assert (await rt.wait_run(wait.id)).status == "finished"

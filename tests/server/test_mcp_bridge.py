@@ -25,9 +25,8 @@ def text_of(content: list[object]) -> str:
     return "".join(block.text for block in content if isinstance(block, TextContent))
 
 
-async def test_a_whole_sdk_session_over_stdio_keeps_todos_and_waits_for_a_cli_approval(
-    data_dir: Path,
-) -> None:
+async def _balanced_server(data_dir: Path) -> StdioServerParameters:
+    """`corral mcp serve --profile balanced` on ``data_dir``, migrated and seeded first."""
     async with corral.open(data_dir, package_paths=[DEMO]):
         pass  # migrate and seed before the server process starts
     env = {
@@ -35,11 +34,17 @@ async def test_a_whole_sdk_session_over_stdio_keeps_todos_and_waits_for_a_cli_ap
         "CORRAL_PACKAGE_PATH": str(DEMO),
         "PYTHONPATH": os.pathsep.join(sys.path),
     }
-    params = StdioServerParameters(
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "corral", "mcp", "serve", "--profile", "balanced"],
         env=env,
     )
+
+
+async def test_a_whole_sdk_session_over_stdio_keeps_todos_and_waits_for_a_cli_approval(
+    data_dir: Path,
+) -> None:
+    params = await _balanced_server(data_dir)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
@@ -79,7 +84,7 @@ async def test_a_whole_sdk_session_over_stdio_keeps_todos_and_waits_for_a_cli_ap
         decider = await asyncio.create_subprocess_exec(
             sys.executable,
             *["-m", "corral", "approvals", "decide", approval, "approve"],
-            env=env,
+            env=params.env,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -121,18 +126,7 @@ def test_the_end_of_a_stdio_session_runs_the_session_end_hooks(data_dir: Path) -
 async def test_over_stdio_a_client_that_elicits_approves_and_the_call_finishes_in_place(
     data_dir: Path,
 ) -> None:
-    async with corral.open(data_dir, package_paths=[DEMO]):
-        pass  # migrate and seed before the server process starts
-    env = {
-        "CORRAL_DATA_DIR": str(data_dir),
-        "CORRAL_PACKAGE_PATH": str(DEMO),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "corral", "mcp", "serve", "--profile", "balanced"],
-        env=env,
-    )
+    params = await _balanced_server(data_dir)
     asked: list[str] = []
 
     async def approve(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
