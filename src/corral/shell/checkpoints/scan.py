@@ -1,0 +1,90 @@
+"""One lstat per entry below a source root, links never followed."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Kind = Literal["file", "dir", "link"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """What a path was at a scan: enough to tell whether a call touched it."""
+
+    kind: Kind
+    mode: int
+    """Permission bits only (``S_IMODE``)."""
+    size: int = 0
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+    ino: int = 0
+    target: str = ""
+    """A link's target, as ``readlink`` gives it."""
+
+    def same(self, other: Entry) -> bool:
+        """Whether nothing a call can do unseen moved between the two scans.
+
+        The ctime moves on every content, mode or link change and cannot be set back by
+        the writer; folders compare by kind and mode only (their mtime follows their
+        entries, which are compared themselves)."""
+        if self.kind != other.kind or self.mode != other.mode:
+            return False
+        if self.kind == "dir":
+            return True
+        if self.kind == "link":
+            return self.target == other.target
+        return (self.ino, self.size, self.mtime_ns, self.ctime_ns) == (
+            other.ino,
+            other.size,
+            other.mtime_ns,
+            other.ctime_ns,
+        )
+
+
+def _entry(path: str, info: os.stat_result) -> Entry | None:
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        return Entry(kind="dir", mode=stat.S_IMODE(mode))
+    if stat.S_ISLNK(mode):
+        return Entry(kind="link", mode=0o777, target=os.readlink(path))
+    if stat.S_ISREG(mode):
+        return Entry(
+            kind="file",
+            mode=stat.S_IMODE(mode),
+            size=info.st_size,
+            mtime_ns=info.st_mtime_ns,
+            ctime_ns=info.st_ctime_ns,
+            ino=info.st_ino,
+        )
+    return None  # sockets, fifos, devices: nothing a checkpoint can give back
+
+
+def scan(root: Path) -> dict[str, Entry]:
+    """Every file, folder and link below ``root`` by its ``/``-separated relative path.
+
+    Entries that vanish while the scan runs are left out, as if scanned a moment later."""
+    found: dict[str, Entry] = {}
+    pending = [("", str(root))]
+    while pending:
+        prefix, folder = pending.pop()
+        try:
+            listing = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with listing:
+            for item in listing:
+                try:
+                    entry = _entry(item.path, item.stat(follow_symlinks=False))
+                except FileNotFoundError:
+                    continue
+                if entry is None:
+                    continue
+                name = prefix + item.name
+                found[name] = entry
+                if entry.kind == "dir":
+                    pending.append((name + "/", item.path))
+    return found
