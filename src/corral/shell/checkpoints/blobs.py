@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import threading
 from pathlib import Path
+from typing import BinaryIO
 
 _CHUNK = 1 << 20
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class BlobStore:
@@ -15,20 +19,38 @@ class BlobStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._ready = False
 
     def path(self, digest: str) -> Path:
         return self.root / digest[:2] / digest[2:]
 
     def put(self, source: Path) -> str:
-        """Copy ``source`` in (once per content) and return its digest.
+        """Keep ``source``'s content (once per content) and return its digest.
 
-        The copy is taken first and hashed from the copy, so a writer changing ``source``
-        meanwhile cannot make a blob whose name disagrees with its content."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        The bytes hashed are the bytes written, so a writer changing ``source`` meanwhile
+        cannot make a blob whose name disagrees with its content."""
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        scratch = self.root / f".in-{os.getpid()}-{id(self)}"
-        digest = hashlib.sha256()
-        with os.fdopen(fd, "rb") as src, open(scratch, "wb") as out:
+        with os.fdopen(fd, "rb") as src:
+            head = src.read(_CHUNK)
+            if len(head) < _CHUNK:
+                return self._put_bytes(head)
+            return self._put_stream(head, src)
+
+    def _put_bytes(self, data: bytes) -> str:
+        name = hashlib.sha256(data).hexdigest()
+        final = self.path(name)
+        if not final.exists():
+            scratch = self._scratch()
+            with open(os.open(scratch, _NEW, 0o444), "wb") as out:
+                out.write(data)
+            os.replace(scratch, final)
+        return name
+
+    def _put_stream(self, head: bytes, src: BinaryIO) -> str:
+        scratch = self._scratch()
+        digest = hashlib.sha256(head)
+        with open(os.open(scratch, _NEW, 0o444), "wb") as out:
+            out.write(head)
             while chunk := src.read(_CHUNK):
                 digest.update(chunk)
                 out.write(chunk)
@@ -37,10 +59,18 @@ class BlobStore:
         if final.exists():
             scratch.unlink()
         else:
-            final.parent.mkdir(exist_ok=True)
-            scratch.chmod(0o444)
             os.replace(scratch, final)
         return name
+
+    def _scratch(self) -> Path:
+        if not self._ready:
+            for prefix in range(256):
+                (self.root / f"{prefix:02x}").mkdir(parents=True, exist_ok=True)
+            self._ready = True
+        scratch = self.root / f".in-{os.getpid()}-{threading.get_ident()}"
+        with contextlib.suppress(FileNotFoundError):
+            scratch.unlink()  # left by a process that died mid-copy; read-only, so not reopened
+        return scratch
 
     def copy_out(self, digest: str, fd: int) -> None:
         """Write the blob's content to the open descriptor ``fd``."""
