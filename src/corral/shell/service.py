@@ -27,6 +27,9 @@ from corral.settings import Settings
 from corral.shell.background import BackgroundShells, ConversationAccess, ShellLaunch
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
+from corral.shell.checkpoints import Snapshot
+from corral.shell.checkpoints.keeper import CheckpointKeeper
+from corral.shell.checkpoints.read_only import proven_read_only
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
 from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
 from corral.shell.egress.ca import CertificateAuthority, trust_environment
@@ -107,6 +110,9 @@ class ShellOutcome:
     host: dict[str, Any] | None = None
     egress: dict[str, Any] | None = None
     """Network mode proxy: connection counts and the refused ones with their reasons."""
+    checkpoint: dict[str, Any] | None = None
+    """What the call changed in its writable sources (id, files, bytes); None when it was
+    proven read-only or had no writable source."""
 
 
 DEFAULT_TIMEOUT = 120
@@ -161,6 +167,7 @@ class ShellService:
         self._closing: set[asyncio.Task[dict[str, Any]]] = set()
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
+        self.checkpoints = CheckpointKeeper(settings.data_dir)
         self.background = BackgroundShells(
             store=self.store,
             settings=settings,
@@ -414,6 +421,12 @@ class ShellService:
         timeout = request.timeout or DEFAULT_TIMEOUT
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
+        try:
+            snapshots = await self._snapshots(checked, request, policy)
+        except OSError as exc:
+            snapshots, unkept = None, f"No checkpoint was kept for this call: {exc}."
+        else:
+            unkept = ""
         network, network_label = self._network(live)
         bridge = None
         if not network:
@@ -447,8 +460,11 @@ class ShellService:
             cleanup()
             if bridge is not None:
                 await asyncio.shield(bridge.close())
+        checkpoint = None
+        if snapshots:
+            checkpoint = (await self.checkpoints.after(snapshots, request.call_id)).summary()
         text, trimmed = captured_text(outcome.capture, limit)
-        notes: list[str] = []
+        notes: list[str] = [unkept] if unkept else []
         egress = None if bridge is None else await self._finish_egress(bridge, notes)
         if outcome.undrained:
             notes.append(
@@ -470,7 +486,21 @@ class ShellService:
             env_dropped=[d.describe() for d in environment.call_drops()],
             notes=notes,
             egress=egress,
+            checkpoint=checkpoint,
         )
+
+    async def _snapshots(
+        self, checked: CheckedCommand, request: ShellRequest, policy: SourcePolicy
+    ) -> list[Snapshot] | None:
+        """Snapshots of the sources the command may write; none for a proven reader."""
+        if proven_read_only(checked.analysis):
+            return None
+        roots = [
+            s.real_root
+            for s in policy.sources.values()
+            if s.connector == "local" and "write" in s.rights_for(request.caller)
+        ]
+        return await self.checkpoints.before(roots) if roots else None
 
     # -- the host plane ---------------------------------------------------------------------
 

@@ -80,6 +80,8 @@ class Prior:
     target: str = ""
     size: int = 0
     mtime_ns: int = 0
+    uid: int = 0
+    gid: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +119,8 @@ def _prior(entry: Entry, digest: str) -> Prior:
         target=entry.target,
         size=entry.size,
         mtime_ns=entry.mtime_ns,
+        uid=entry.uid,
+        gid=entry.gid,
     )
 
 

@@ -13,6 +13,8 @@ from corral.files import open_folder
 from corral.shell.checkpoints.blobs import BlobStore
 from corral.shell.checkpoints.capture import Checkpoint, Prior
 
+_AS_ROOT = os.geteuid() == 0
+"""Only root can give a path back to its owner; anyone else restores as itself."""
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -73,10 +75,14 @@ def _under_any(path: str, folders: set[str]) -> bool:
     return any("/".join(parts[:depth]) in folders for depth in range(1, len(parts)))
 
 
-def _set_folder_mode(fd: int, name: str, mode: int, *, keep: bool = False) -> None:
+def _set_folder_mode(
+    fd: int, name: str, mode: int, *, keep: bool = False, owner: tuple[int, int] | None = None
+) -> None:
     child = os.open(name, _DIR, dir_fd=fd)
     try:
         now = stat.S_IMODE(os.fstat(child).st_mode)
+        if owner is not None and _AS_ROOT:
+            os.fchown(child, *owner)
         os.fchmod(child, now | mode if keep else mode)
     finally:
         os.close(child)
@@ -87,11 +93,15 @@ def _put(blobs: BlobStore, prior: Prior) -> Callable[[int, str], None]:
         _remove(fd, name)
         if prior.kind == "link":
             os.symlink(prior.target, name, dir_fd=fd)
+            if _AS_ROOT:
+                os.chown(name, prior.uid, prior.gid, dir_fd=fd, follow_symlinks=False)
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         out = os.open(name, flags, 0o600, dir_fd=fd)
         try:
             blobs.copy_out(prior.digest, out)
+            if _AS_ROOT:
+                os.fchown(out, prior.uid, prior.gid)
             os.fchmod(out, prior.mode)
             os.utime(out, ns=(prior.mtime_ns, prior.mtime_ns))
         finally:
@@ -128,5 +138,9 @@ def restore(root: Path, blobs: BlobStore, checkpoints: Sequence[Checkpoint]) -> 
     for path in reversed(folders):
         prior = wanted[path]
         assert prior is not None
-        _in_parent(root, path, functools.partial(_set_folder_mode, mode=prior.mode))
+        _in_parent(
+            root,
+            path,
+            functools.partial(_set_folder_mode, mode=prior.mode, owner=(prior.uid, prior.gid)),
+        )
     return lost

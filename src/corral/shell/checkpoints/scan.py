@@ -24,6 +24,8 @@ class Entry:
     ino: int = 0
     target: str = ""
     """A link's target, as ``readlink`` gives it."""
+    uid: int = 0
+    gid: int = 0
 
     def same(self, other: Entry) -> bool:
         """Whether nothing a call can do unseen moved between the two scans.
@@ -31,7 +33,12 @@ class Entry:
         The ctime moves on every content, mode or link change and cannot be set back by
         the writer; folders compare by kind and mode only (their mtime follows their
         entries, which are compared themselves)."""
-        if self.kind != other.kind or self.mode != other.mode:
+        if (self.kind, self.mode, self.uid, self.gid) != (
+            other.kind,
+            other.mode,
+            other.uid,
+            other.gid,
+        ):
             return False
         if self.kind == "dir":
             return True
@@ -46,13 +53,15 @@ class Entry:
 
 
 def _entry(path: str, info: os.stat_result) -> Entry | None:
-    mode = info.st_mode
+    mode, uid, gid = info.st_mode, info.st_uid, info.st_gid
     if stat.S_ISDIR(mode):
-        return Entry(kind="dir", mode=stat.S_IMODE(mode))
+        return Entry(kind="dir", mode=stat.S_IMODE(mode), uid=uid, gid=gid)
     if stat.S_ISLNK(mode):
-        return Entry(kind="link", mode=0o777, target=os.readlink(path))
+        return Entry(kind="link", mode=0o777, target=os.readlink(path), uid=uid, gid=gid)
     if stat.S_ISREG(mode):
         return Entry(
+            uid=uid,
+            gid=gid,
             kind="file",
             mode=stat.S_IMODE(mode),
             size=info.st_size,
@@ -73,8 +82,8 @@ def scan(root: Path) -> dict[str, Entry]:
         prefix, folder = pending.pop()
         try:
             listing = os.scandir(folder)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue  # gone, or closed to the platform: its content cannot be kept either
         with listing:
             for item in listing:
                 try:
