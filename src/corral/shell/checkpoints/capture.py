@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corral.shell.checkpoints.blobs import BlobStore, digest_of
-from corral.shell.checkpoints.scan import Entry, Kind, scan
+from corral.shell.checkpoints.scan import Entry, Kind, entry_of, scan
 
 RACY_NS = 100_000_000
 """File times come from a clock that ticks every few milliseconds: a file last changed
@@ -145,3 +146,23 @@ def changes(before: Snapshot) -> Checkpoint:
     for path in after.keys() - before.entries.keys():
         priors[path] = None
     return Checkpoint(priors=priors)
+
+
+def priors_before_write(root: Path, path: Path, blobs: BlobStore) -> dict[str, Prior | None]:
+    """The prior state of the one file a write will replace below ``root`` (its content
+    kept), or of the topmost folder the write will have to make."""
+    parts = path.relative_to(root).parts
+    for depth in range(1, len(parts) + 1):
+        relative = "/".join(parts[:depth])
+        try:
+            info = os.lstat(root.joinpath(*parts[:depth]))
+        except FileNotFoundError:
+            return {relative: None}
+        if depth < len(parts):
+            continue
+        entry = entry_of(str(root / relative), info)
+        if entry is None or entry.kind == "dir":
+            return {}  # the write will refuse it
+        digest = blobs.put(root / relative) if entry.kind == "file" else ""
+        return {relative: _prior(entry, digest)}
+    return {}

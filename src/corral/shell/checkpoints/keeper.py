@@ -17,7 +17,13 @@ from pathlib import Path
 
 from corral.files import make_private_folder, write_text_atomically
 from corral.shell.checkpoints.blobs import BlobStore
-from corral.shell.checkpoints.capture import Checkpoint, Snapshot, changes, take_snapshot
+from corral.shell.checkpoints.capture import (
+    Checkpoint,
+    Snapshot,
+    changes,
+    priors_before_write,
+    take_snapshot,
+)
 
 _CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
@@ -71,10 +77,24 @@ class CheckpointKeeper:
     async def after(self, snapshots: Sequence[Snapshot], call_id: str | None) -> CallCheckpoint:
         """The call's change set; kept on disk when it is not empty."""
         found = [await asyncio.to_thread(changes, snapshot) for snapshot in snapshots]
+        return await self.keep(
+            {str(s.root): c for s, c in zip(snapshots, found, strict=True)}, call_id
+        )
+
+    async def before_write(self, root: Path, path: Path) -> Checkpoint:
+        """What a file tool's write of ``path`` below ``root`` will change, kept first."""
+
+        def prior() -> Checkpoint:
+            make_private_folder(self.data_dir, Path("checkpoints"))
+            return Checkpoint(priors=priors_before_write(root, path, self.blobs))
+
+        return await asyncio.to_thread(prior)
+
+    async def keep(self, found: dict[str, Checkpoint], call_id: str | None) -> CallCheckpoint:
+        """Keep the non-empty change sets of a call, by source root, on disk."""
         name = call_id if call_id and _CALL_ID.fullmatch(call_id) else uuid.uuid4().hex
         checkpoint = CallCheckpoint(
-            call_id=name,
-            sources={str(s.root): c for s, c in zip(snapshots, found, strict=True) if c.priors},
+            call_id=name, sources={root: c for root, c in found.items() if c.priors}
         )
         if checkpoint.sources:
             document = {

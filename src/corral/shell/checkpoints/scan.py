@@ -52,7 +52,7 @@ class Entry:
         )
 
 
-def _entry(path: str, info: os.stat_result) -> Entry | None:
+def entry_of(path: str, info: os.stat_result) -> Entry | None:
     mode, uid, gid = info.st_mode, info.st_uid, info.st_gid
     if stat.S_ISDIR(mode):
         return Entry(kind="dir", mode=stat.S_IMODE(mode), uid=uid, gid=gid)
@@ -87,7 +87,7 @@ def scan(root: Path) -> dict[str, Entry]:
         with listing:
             for item in listing:
                 try:
-                    entry = _entry(item.path, item.stat(follow_symlinks=False))
+                    entry = entry_of(item.path, item.stat(follow_symlinks=False))
                 except FileNotFoundError:
                     continue
                 if entry is None:
