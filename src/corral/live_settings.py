@@ -264,6 +264,16 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "SIGTERM and SIGKILL (at most 3 s: Stop gives a tool 5 s to wind down).",
     ),
     LiveSettingDef(
+        key="checkpoint_max_files",
+        type=int,
+        default=20_000,
+        minimum=0,
+        maximum=1_000_000,
+        description="A command that may write gets a checkpoint (what it changed, kept to "
+        "rewind) only in writable sources of at most this many entries; 0 turns checkpoints "
+        "off. The first snapshot of a source copies each of its files once.",
+    ),
+    LiveSettingDef(
         key="background_shell_log_cap",
         type=int,
         default=256 * 1024 * 1024,

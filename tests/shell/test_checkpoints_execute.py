@@ -54,3 +54,19 @@ async def test_a_proven_reader_makes_no_checkpoint(platform: Platform, drive: Pa
         result = await platform.call_tool("execute", {"command": command, "cwd": str(drive)})
         assert result.data is not None and "checkpoint" not in result.data, command
     assert not (platform.kernel.settings.data_dir / "checkpoints" / "calls").exists()
+
+
+async def test_a_source_over_the_entry_limit_gets_a_note_instead_of_a_checkpoint(
+    platform: Platform, drive: Path
+) -> None:
+    fill(drive, platform)
+    await platform.admin.set_live("checkpoint_max_files", 3)
+    command = {"command": "echo more >> notes.txt", "cwd": str(drive)}
+    over = await platform.call_tool("execute", command)
+    assert over.data is not None and "checkpoint" not in over.data
+    assert "No checkpoint was kept" in over.text and "checkpoint_max_files" in over.text
+    await platform.admin.set_live("checkpoint_max_files", 0)
+    off = await platform.call_tool("execute", command)
+    assert off.data is not None and "checkpoint" not in off.data
+    assert "No checkpoint" not in off.text
+    assert (drive / "notes.txt").read_text() == "alpha beta\nmore\nmore\n"

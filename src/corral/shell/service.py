@@ -27,7 +27,7 @@ from corral.settings import Settings
 from corral.shell.background import BackgroundShells, ConversationAccess, ShellLaunch
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
-from corral.shell.checkpoints import Snapshot
+from corral.shell.checkpoints import Snapshot, TooManyEntries
 from corral.shell.checkpoints.keeper import CheckpointKeeper
 from corral.shell.checkpoints.read_only import proven_read_only
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
@@ -422,8 +422,8 @@ class ShellService:
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
         try:
-            snapshots = await self._snapshots(checked, request, policy)
-        except OSError as exc:
+            snapshots = await self._snapshots(checked, request, policy, live)
+        except (OSError, TooManyEntries) as exc:
             snapshots, unkept = None, f"No checkpoint was kept for this call: {exc}."
         else:
             unkept = ""
@@ -490,17 +490,22 @@ class ShellService:
         )
 
     async def _snapshots(
-        self, checked: CheckedCommand, request: ShellRequest, policy: SourcePolicy
+        self,
+        checked: CheckedCommand,
+        request: ShellRequest,
+        policy: SourcePolicy,
+        live: Mapping[str, Any],
     ) -> list[Snapshot] | None:
         """Snapshots of the sources the command may write; none for a proven reader."""
-        if proven_read_only(checked.analysis):
+        limit = int(live["checkpoint_max_files"])
+        if limit == 0 or proven_read_only(checked.analysis):
             return None
         roots = [
             s.real_root
             for s in policy.sources.values()
             if s.connector == "local" and "write" in s.rights_for(request.caller)
         ]
-        return await self.checkpoints.before(roots) if roots else None
+        return await self.checkpoints.before(roots, max_entries=limit) if roots else None
 
     # -- the host plane ---------------------------------------------------------------------
 

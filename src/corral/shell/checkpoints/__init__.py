@@ -14,6 +14,7 @@ from corral.shell.checkpoints.capture import (
     Checkpoint,
     Prior,
     Snapshot,
+    TooManyEntries,
     changes,
     take_snapshot,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "Entry",
     "Prior",
     "Snapshot",
+    "TooManyEntries",
     "changes",
     "restore",
     "scan",

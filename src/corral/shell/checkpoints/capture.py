@@ -49,11 +49,24 @@ class Snapshot:
         )
 
 
-def take_snapshot(root: Path, blobs: BlobStore, previous: Snapshot | None = None) -> Snapshot:
+class TooManyEntries(Exception):
+    """A source holds more entries than a checkpoint may cover."""
+
+
+def take_snapshot(
+    root: Path, blobs: BlobStore, previous: Snapshot | None = None, *, max_entries: int = 0
+) -> Snapshot:
     """Scan ``root`` and keep the content of its files, reusing ``previous``'s blobs for
-    files whose inode, size, mtime and ctime have not moved since it was taken."""
+    files whose inode, size, mtime and ctime have not moved since it was taken.
+
+    With ``max_entries``, a larger source raises :class:`TooManyEntries` before any copy."""
     taken = time.time_ns()
     entries = scan(root)
+    if max_entries and len(entries) > max_entries:
+        raise TooManyEntries(
+            f"{root} holds {len(entries):,} entries, more than the {max_entries:,} a "
+            "checkpoint covers (live setting checkpoint_max_files)"
+        )
     digests: dict[str, str] = {}
     for path, entry in entries.items():
         if entry.kind != "file":

@@ -64,15 +64,16 @@ class CheckpointKeeper:
         self.blobs = BlobStore(self.folder / "blobs")
         self._last: dict[Path, Snapshot] = {}
 
-    def _snapshot(self, root: Path) -> Snapshot:
+    def _snapshot(self, root: Path, max_entries: int) -> Snapshot:
         make_private_folder(self.data_dir, Path("checkpoints"))
-        snapshot = take_snapshot(root, self.blobs, previous=self._last.get(root))
+        previous = self._last.get(root)
+        snapshot = take_snapshot(root, self.blobs, previous, max_entries=max_entries)
         self._last[root] = snapshot
         return snapshot
 
-    async def before(self, roots: Sequence[Path]) -> list[Snapshot]:
-        """Snapshots of ``roots``, taken off the event loop."""
-        return [await asyncio.to_thread(self._snapshot, root) for root in roots]
+    async def before(self, roots: Sequence[Path], *, max_entries: int = 0) -> list[Snapshot]:
+        """Snapshots of ``roots``, taken off the event loop (see :func:`take_snapshot`)."""
+        return [await asyncio.to_thread(self._snapshot, root, max_entries) for root in roots]
 
     async def after(self, snapshots: Sequence[Snapshot], call_id: str | None) -> CallCheckpoint:
         """The call's change set; kept on disk when it is not empty."""
