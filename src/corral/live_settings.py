@@ -266,7 +266,7 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
     LiveSettingDef(
         key="checkpoint_max_files",
         type=int,
-        default=20_000,
+        default=5_000,
         minimum=0,
         maximum=1_000_000,
         description="A command that may write gets a checkpoint (what it changed, kept to "
