@@ -72,18 +72,23 @@ def test_py_typed_is_shipped() -> None:
 
 
 def test_import_corral_loads_names_on_first_use() -> None:
-    """``import corral`` stays light: the platform and its libraries load on first use."""
+    """``import corral`` stays light: the platform and its libraries load on first use, and
+    the model stack only with a name that needs it (not with the platform)."""
     probe = (
         "import json, sys, corral\n"
         "before = sorted(sys.modules)\n"
         "corral.open\n"
-        "print(json.dumps([before, sorted(sys.modules)]))\n"
+        "opened = sorted(sys.modules)\n"
+        "corral.script_model\n"
+        "print(json.dumps([before, opened, sorted(sys.modules)]))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    before, after = json.loads(done.stdout)
+    before, opened, after = json.loads(done.stdout)
     heavy = {"corral.platform", "sqlalchemy", "pydantic_ai"}
     assert heavy.isdisjoint(before)
+    assert {"corral.platform", "sqlalchemy"} <= set(opened)
+    assert "pydantic_ai" not in opened
     assert heavy <= set(after)
 
 

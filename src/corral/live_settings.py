@@ -51,6 +51,22 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         description="A tool call taking at least this long writes one perf.slow record.",
     ),
     LiveSettingDef(
+        key="trace_content",
+        type=bool,
+        default=False,
+        description="Trace spans also record content: tool arguments and results (secret "
+        "arguments left out, known secrets redacted as in rows). Off: names, ids and "
+        "decisions only.",
+    ),
+    LiveSettingDef(
+        key="trace_stages",
+        type=str,
+        default="notable",
+        choices=("notable", "all"),
+        description="Which pipeline stages of a traced tool call get a span: notable (those "
+        "that did not pass the call on, or took 1 ms or more) or all of them.",
+    ),
+    LiveSettingDef(
         key="tool_result_content_cap",
         type=int,
         default=100_000,

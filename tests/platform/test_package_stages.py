@@ -33,6 +33,7 @@ async def test_contributed_stages_take_their_declared_places(data_dir: Path) -> 
             "policy",
             "rules",
             "approval",
+            "budget",
             "staged_observer",
             "staged_shouter",
             "handler",

@@ -21,7 +21,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
 
-from corral.channels.decision_store import WaitMessage
+from corral.channels.decision_messages import WaitMessage
 from corral.channels.relay import Chat, Relay
 from corral.channels.store import ChannelStore
 from corral.channels.text import escape_markdown_v2
@@ -120,10 +120,10 @@ class DecisionSurfaces:
     async def settle(self, wait_id: str | None = None) -> None:
         """Edit every message of an ended decision (``wait_id``'s, or any) that does not say
         so yet; each message is edited once, by whichever process takes it first."""
-        decisions = self._relay.decisions
-        for message in await decisions.unedited(wait_id):
+        messages = self._relay.decision_messages
+        for message in await messages.unedited(wait_id):
             line = await self._outcome(message)
-            if line is None or not await decisions.take_edit(message.id):
+            if line is None or not await messages.take_edit(message.id):
                 continue
             connection = await self._store.connection(message.connection)
             said = f"\n\n{line[0].upper()}{line[1:]}."
@@ -165,7 +165,7 @@ class DecisionSurfaces:
     async def notify(self, conversation_id: str, row: TimelineRow) -> None:
         """Send a new pending decision to the chats of its person, if they chose so."""
         user_id = row.user_id
-        if user_id is None or not await self._relay.decisions.notify(user_id):
+        if user_id is None or not await self._relay.decision_messages.notify(user_id):
             return
         bound = self._relay.bound.get(conversation_id)
         senders = await self._store.senders(status="approved")

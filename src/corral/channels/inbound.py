@@ -182,7 +182,9 @@ class Router:
         notification sent it here. A button made up for another one decides nothing."""
         if conversation_id is not None and conversation_id == here.sender.conversation_id:
             return True
-        if await self._relay.decisions.offered(wait_id, here.chat.connection, here.chat.chat_id):
+        if await self._relay.decision_messages.offered(
+            wait_id, here.chat.connection, here.chat.chat_id
+        ):
             return True
         self._relay.say(
             here.chat,

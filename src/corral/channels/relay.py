@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corral.channels.decision_store import DecisionStore
+from corral.channels.decision_messages import ChatDecisionMessages
 from corral.channels.outbound import send_with_retry, vendor_poster
 from corral.channels.relay_cursor import Claim, RelayCursors
 from corral.channels.store import ChannelStore, ConnectionRecord
@@ -147,7 +147,7 @@ class Relay:
         """Conversations whose catch-up is queued and not begun (one is enough)."""
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
-        self.decisions = DecisionStore(kernel.sessions)
+        self.decision_messages = ChatDecisionMessages(kernel.sessions)
         """The messages that offered decisions, edited when those end elsewhere."""
 
     # -- queueing ---------------------------------------------------------------------------
@@ -305,7 +305,7 @@ class Relay:
         wait = row.data.get("wait") or {}
         if wait.get("kind") not in ("approval", "question") or not delivered.ref:
             return
-        await self.decisions.note(
+        await self.decision_messages.note(
             wait_kind=str(wait["kind"]),
             wait_id=str(wait.get("id", "")),
             conversation_id=conversation_id,

@@ -305,13 +305,13 @@ class Channels:
         """Whether ``user_id`` is told of their new pending decisions in the chats they are
         paired in (set first when ``enabled`` is given), and those chats."""
         if enabled is not None:
-            await self.relay.decisions.set_notify(user_id, enabled)
+            await self.relay.decision_messages.set_notify(user_id, enabled)
         chats = [
             {"connection": s.connection, "chat_id": s.chat_id, "sender": s.sender_name}
             for s in await self.store.senders(status="approved")
             if s.user_id == user_id
         ]
-        return {"notify": await self.relay.decisions.notify(user_id), "paired_chats": chats}
+        return {"notify": await self.relay.decision_messages.notify(user_id), "paired_chats": chats}
 
     # -- connections ------------------------------------------------------------------------
 

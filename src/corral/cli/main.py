@@ -8,6 +8,7 @@ only when a command runs, so ``corral --help`` stays quick.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -76,6 +77,10 @@ def main(
     # Every option here is global: CorralGroup repeats it on each subcommand, and a value
     # given there replaces the field of the same name in CliState.
     ctx.obj = CliState(data_dir=data_dir)
+    if any(name.startswith("OTEL_") for name in os.environ):
+        from corral.tracing import configure_from_environment
+
+        configure_from_environment()  # spans when OTEL_* names an exporter (corral[otel])
 
 
 app.command("serve")(serve.serve)

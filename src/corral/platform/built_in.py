@@ -99,13 +99,6 @@ async def install_built_in(setup: PackageSetup) -> Installed:
 
     runtime.on_host.append(start_scheduler)
     runtime.on_tick.append(scheduler.tick)  # on a cluster: the workers' periodic task
-    decision_sweep = DecisionSweep(runtime)
-
-    async def start_decision_sweep() -> None:
-        decision_sweep.start()
-
-    runtime.on_host.append(start_decision_sweep)
-    runtime.on_tick.append(decision_sweep.tick)
 
     mcp_servers = McpServers(kernel, credentials=credentials)
     skills = _skills(setup, credentials)
@@ -113,6 +106,17 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     runtime.row_observers.append(channels.observe_rows)
     runtime.remote_row_observers.append(channels.relay.poke)
     runtime.run_end_hooks.append(channels.delivery.deliver_workflow_run)
+    # The delegate tool's run-end hook runs after the questions' and the channels'.
+    delegation = Delegation(runtime)
+    runtime.on_tick.append(delegation.sweep)
+    decision_sweep = DecisionSweep(runtime, also=[delegation.sweep])
+
+    async def start_decision_sweep() -> None:
+        decision_sweep.start()
+
+    runtime.on_host.append(start_decision_sweep)
+    runtime.on_tick.append(decision_sweep.tick)
+
     runtime.on_host.append(channels.host)
     channel_kind = ChannelKind(channels)
 
@@ -130,7 +134,7 @@ async def install_built_in(setup: PackageSetup) -> Installed:
             questions=questions,
             goals=goals,
             compactions=compactions,
-            runs=Delegation(runtime),
+            runs=delegation,
             workflows=WorkflowTool(workflows),
             credentials=credentials,
             skills=skills,
@@ -154,6 +158,7 @@ async def install_built_in(setup: PackageSetup) -> Installed:
             shells.close,
             scheduler.close,
             decision_sweep.close,
+            delegation.close,
             mcp_servers.close,
             channels.close,
         ],

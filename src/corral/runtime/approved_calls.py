@@ -21,6 +21,7 @@ from corral.kernel.approvals import ApprovalRecord
 from corral.policy.profiles import parse_profile
 from corral.runtime.calls import StepScope, result_row, wait_of
 from corral.runtime.parking import answered_calls
+from corral.runtime.run_spans import resumed
 from corral.runtime.runs import Wait
 from corral.runtime.takeover import interrupted_result
 from corral.runtime.timeline import NewRow
@@ -51,6 +52,7 @@ async def run_approved_calls(rt: RunHost, scope: StepScope) -> tuple[Wait, ...]:
 
 async def _run_one(rt: RunHost, scope: StepScope, record: ApprovalRecord) -> Wait | None:
     run, call_id = scope.run, record.call_id or ""
+    resumed(record.id, call_id, record.status, record.decided_by)
     if await rt.kernel.approvals.start(record.id) or _idempotent(rt, record.tool):
         result = await _dispatch(rt, scope, record)
     else:

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ToolCallPart
-
 from corral.errors import InvalidArguments
 from corral.kernel.rule_proposals import propose
 from corral.policy.identity import Caller
@@ -31,6 +29,8 @@ from corral.tools.secret_arguments import storable
 from corral.tools.services import Services
 
 if TYPE_CHECKING:
+    from pydantic_ai.messages import ToolCallPart
+
     from corral.runtime.host import RunHost
 
 __all__ = ["CallOutcome", "StepScope", "result_row", "run_calls", "wait_of"]

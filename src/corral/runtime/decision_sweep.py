@@ -6,7 +6,9 @@ Periodically (a host's loop; on a cluster the workers' periodic task) it
   live setting ``decisions_expire_days``): an approval as a denial, a question as declined,
   each with the reason, and the waiting run goes on as after a denial;
 - queues every parked run all of whose waits are answered but that never resumed (the
-  process that recorded the answer died before it queued the run).
+  process that recorded the answer died before it queued the run);
+- runs the other sweeps it was given (``also``): the delegate tool's, which answers parent
+  calls still waiting for delegate runs that ended.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -45,9 +48,16 @@ class Swept:
 
 
 class DecisionSweep:
-    def __init__(self, rt: RunHost, *, interval: float = SWEEP_SECONDS) -> None:
+    def __init__(
+        self,
+        rt: RunHost,
+        *,
+        interval: float = SWEEP_SECONDS,
+        also: Sequence[Callable[[], Awaitable[object]]] = (),
+    ) -> None:
         self._rt = rt
         self._interval = interval
+        self._also = tuple(also)
         self._task: asyncio.Task[None] | None = None
 
     async def tick(self, now: datetime | None = None) -> Swept:
@@ -129,4 +139,9 @@ class DecisionSweep:
                 await self.tick()
             except Exception:  # one bad sweep must not end the loop
                 log.exception("a decisions sweep failed")
+            for sweep in self._also:
+                try:
+                    await sweep()
+                except Exception:
+                    log.exception("a sweep failed")
             await asyncio.sleep(self._interval)

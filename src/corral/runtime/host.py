@@ -102,7 +102,7 @@ class RunHost:
         """On PostgreSQL: carries row and run events to and from the other processes."""
         self.models = ModelRegistry(kernel.settings)
         self.prompt = PromptBuilder(self.conversations)
-        self.usage = UsageLog(kernel.logs)
+        self.usage = UsageLog(kernel.logs, self.budgets)
         self.worker = worker_id()
         self.cluster_worker = False
         """True in a ``corral worker`` process, which advances runs and leaves talking to

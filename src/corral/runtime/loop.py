@@ -43,6 +43,7 @@ from corral.runtime.hooks import permission_mode
 from corral.runtime.models import ResolvedModel
 from corral.runtime.parking import open_waits, resume_if_answered
 from corral.runtime.prompt import Prompt, PromptRequest
+from corral.runtime.run_spans import chat_span, end_chat_span, end_run_span, run_span
 from corral.runtime.runs import RunRecord
 from corral.runtime.takeover import (
     TAKEN_OVER,
@@ -50,6 +51,7 @@ from corral.runtime.takeover import (
     hand_over,
     interrupted_rows,
     take_over,
+    taken_over_line,
     unfinished_calls,
 )
 from corral.runtime.timeline import NewRow
@@ -127,7 +129,7 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
 async def _continue_taken_over(rt: RunHost, run: RunRecord) -> None:
     if not await take_over(rt, run):
         return
-    log.warning("run %s taken over from worker %s", run.id, run.worker)
+    log.warning("%s", taken_over_line(run.id, run.worker))
     # Registered once the run is ours: a Stop asked before is in its stored flag.
     cancellation = Cancellation()
     rt.live[run.id] = cancellation
@@ -140,6 +142,21 @@ async def _advance(
     rt: RunHost, run: RunRecord, cancellation: Cancellation, *, taken_over: bool = False
 ) -> None:
     """Take the steps of ``run``, now running here, and park or end it."""
+    tracer = rt.kernel.dispatcher.tracer
+    if tracer is None:
+        await _advance_here(rt, run, cancellation, taken_over=taken_over)
+        return
+    with run_span(tracer, run) as span:
+        outcome = await _advance_here(rt, run, cancellation, taken_over=taken_over)
+        if outcome is not None:
+            end_run_span(span, outcome)
+
+
+async def _advance_here(
+    rt: RunHost, run: RunRecord, cancellation: Cancellation, *, taken_over: bool
+) -> Outcome | None:
+    """Take the steps of ``run`` and park or end it: its outcome, None when this process
+    let it go (handed back or taken over)."""
     run_id = run.id
     started = time.monotonic()
     step = _Loop(rt, run, cancellation, started, taken_over=taken_over)
@@ -179,7 +196,7 @@ async def _advance(
         rt.leases.pop(run_id, None)
     if cancellation.reason == OUTAGE:
         if await hand_back(rt, step.run_record, held):
-            return
+            return None
         retries = rt.kernel.settings.cluster_outage_retries
         outcome = Outcome(
             status="failed",
@@ -190,10 +207,10 @@ async def _advance(
         )
     if cancellation.reason == TAKEN_OVER:
         log.warning("run %s was taken over by another worker; this one lets go", run_id)
-        return
+        return None
     if outcome.status == "parked":
         if not await park_run(rt, step.run_record, outcome, step.active_seconds(), held_lease=held):
-            return  # taken over meanwhile: the new worker parks or ends it
+            return None  # taken over meanwhile: the new worker parks or ends it
         # After "parked" is announced, so that "queued" never comes before it.
         parked = step.run_record
         await rt.jobs.after_job(run_id, lambda: resume_if_answered(rt, parked))
@@ -208,6 +225,7 @@ async def _advance(
             steps=step.run_record.steps,
             held_lease=held,
         )
+    return outcome
 
 
 @dataclass(slots=True)
@@ -537,6 +555,15 @@ class _Loop:
             unregister()
 
     async def _request(self, resolved: ResolvedModel, prompt: Prompt) -> ModelResponse:
+        tracer = self.rt.kernel.dispatcher.tracer
+        if tracer is None:
+            return await self._ask(resolved, prompt)
+        with chat_span(tracer, resolved.model) as span:
+            response = await self._ask(resolved, prompt)
+            end_chat_span(span, response)
+            return response
+
+    async def _ask(self, resolved: ResolvedModel, prompt: Prompt) -> ModelResponse:
         run = self.run_record
         if not self.rt.events.has_subscribers(run.conversation_id):
             return await resolved.model.request(prompt.messages, None, prompt.parameters)

@@ -16,7 +16,7 @@ from corral.errors import NotFound, UsageError
 from corral.kernel import ApprovalRecord, Decision, Kernel
 from corral.policy.identity import Caller
 from corral.runtime import chat as chat_module
-from corral.runtime import inbox, loop, parking, recovery, turns
+from corral.runtime import inbox, parking, recovery, turns
 from corral.runtime.background import BackgroundWorkSource
 from corral.runtime.budgets import parse_budget
 from corral.runtime.cluster_health import ClusterHealth, cluster_health
@@ -160,6 +160,10 @@ class Runtime(RunHost):
 
     async def advance_run(self, run_id: str) -> None:
         """The job function: advance a queued run until it finishes, parks or stops."""
+        # Imported here: the loop brings the model stack, which commands that never step a
+        # run (``corral tools list``) must not pay for.
+        from corral.runtime import loop
+
         await loop.advance_run(self, run_id)
 
     async def wake(self, conversation_id: str, *, by: turns.WakeBy = "ask") -> RunRecord | None:

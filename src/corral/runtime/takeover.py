@@ -54,6 +54,7 @@ __all__ = [
     "interrupted_result",
     "interrupted_rows",
     "take_over",
+    "taken_over_line",
     "unfinished_calls",
 ]
 
@@ -96,6 +97,17 @@ async def take_over(rt: RunHost, run: RunRecord) -> bool:
             )
         )
     return int(getattr(claimed, "rowcount", 0)) == 1
+
+
+def taken_over_line(run_id: str, previous: str | None) -> str:
+    """What the log says of a run this worker just claimed from ``previous`` (None: a worker
+    released it, handing it back after a database outage or over as it shut down)."""
+    if previous is None:
+        return (
+            f"run {run_id} resumed from its last persisted step: its previous worker released "
+            "it (after a database outage, or as it shut down)"
+        )
+    return f"run {run_id} taken over from worker {previous}"
 
 
 async def hand_over(rt: RunHost, run: RunRecord) -> bool:

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from corral.store.pg_writer import PgWriter
 from corral.store.writer import SqliteWriter
+
+if TYPE_CHECKING:
+    # Only for the hint: the module imports asyncpg, which a SQLite store never loads.
+    from corral.store.pg_writer import PgWriter
 
 __all__ = ["MetaRead", "MetaReader", "meta_reader"]
 
@@ -48,14 +52,15 @@ def meta_reader(
 ) -> tuple[MetaRead | None, MetaReader | None]:
     """The fast read for the store behind ``writer`` (None: use a session), and what to
     close with the store."""
+    if writer is None:
+        return None, None
     if isinstance(writer, SqliteWriter):
         reader = MetaReader(writer.path)
         return reader.read, reader
-    if isinstance(writer, PgWriter):
+    kept = writer
 
-        async def read(key: str) -> int | None:
-            rows = await writer.fetch("SELECT value FROM meta WHERE key = $1", key)
-            return int(rows[0][0]) if rows else None
+    async def read(key: str) -> int | None:
+        rows = await kept.fetch("SELECT value FROM meta WHERE key = $1", key)
+        return int(rows[0][0]) if rows else None
 
-        return read, None
-    return None, None
+    return read, None

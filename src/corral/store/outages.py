@@ -8,8 +8,8 @@ constraint it broke) are not outages.
 
 from __future__ import annotations
 
-import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
-import psycopg
+import sys
+
 from sqlalchemy import exc as sa_exc
 
 __all__ = ["database_unavailable", "server_full"]
@@ -27,11 +27,24 @@ _OUTAGE_TYPES: tuple[type[BaseException], ...] = (
     sa_exc.InterfaceError,
     sa_exc.DisconnectionError,
     sa_exc.TimeoutError,  # no pooled connection came free in time
-    asyncpg.InterfaceError,  # "connection is closed"
-    asyncpg.PostgresConnectionError,
-    psycopg.OperationalError,
-    psycopg.InterfaceError,
 )
+
+_DRIVER_OUTAGE_TYPES = {
+    "asyncpg": ("InterfaceError", "PostgresConnectionError"),  # "connection is closed"
+    "psycopg": ("OperationalError", "InterfaceError"),
+}
+"""The PostgreSQL drivers' own outage errors, by module. Read from ``sys.modules`` rather than
+imported: a driver's error exists only once the driver is loaded, and importing both costs
+every command on SQLite a quarter of a second."""
+
+
+def _outage_types() -> tuple[type[BaseException], ...]:
+    found = list(_OUTAGE_TYPES)
+    for module, names in _DRIVER_OUTAGE_TYPES.items():
+        driver = sys.modules.get(module)
+        if driver is not None:
+            found.extend(getattr(driver, name) for name in names)
+    return tuple(found)
 
 
 _TOO_MANY_CONNECTIONS = "53300"
@@ -60,11 +73,12 @@ def _causes(error: BaseException) -> list[BaseException]:
 
 def database_unavailable(error: BaseException) -> bool:
     """Whether ``error`` (or what caused it) says the database could not be reached or used."""
+    outage_types = _outage_types()
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, _OUTAGE_TYPES):
+        if isinstance(current, outage_types):
             return True
         if isinstance(current, sa_exc.DBAPIError) and current.connection_invalidated:
             return True

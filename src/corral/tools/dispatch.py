@@ -19,6 +19,11 @@ result (slow-call records, shaping) come first and wrap the rest:
 Packages add stages at positions relative to these (:mod:`corral.tools.stages`); the list
 is composed into one chain when it changes, never per call. A switched stage (one with
 ``engaged()``, such as the hooks stage) is in the chain only while it has work.
+
+While a tracer records (:func:`corral.tracing.tracer`, decided when the dispatcher is
+built), each call runs in an ``execute_tool`` span (:mod:`corral.tools.call_spans`) and the
+chain is composed with a span per stage (:mod:`corral.tools.stage_spans`); otherwise neither
+exists and a call pays one ``is None`` test.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from opentelemetry.trace import Tracer
+
 from corral.errors import ToolError
 from corral.policy.profiles import Profile
 from corral.settings import Settings
 from corral.tools.call import CallRequest, DispatchState, StateProvider, ToolCall
+from corral.tools.call_spans import traced_call
 from corral.tools.context import Cancellation
 from corral.tools.registry import LoadedTool, Registry
 from corral.tools.results import ToolResult
@@ -41,6 +49,7 @@ from corral.tools.stage_handler import RunHandler
 from corral.tools.stage_policy import PolicyCheck
 from corral.tools.stage_shaping import ResultShaping
 from corral.tools.stage_slow_calls import SlowCallRecords, SlowCallSink
+from corral.tools.stage_spans import compose_traced
 from corral.tools.stage_validation import ArgumentValidation
 from corral.tools.stage_visibility import VisibilityCheck
 from corral.tools.stages import (
@@ -52,6 +61,7 @@ from corral.tools.stages import (
     is_switched,
     place,
 )
+from corral.tracing import tracer as current_tracer
 
 __all__ = [
     "ApprovalSink",
@@ -81,8 +91,11 @@ class Dispatcher:
         approvals: ApprovalSink,
         slow_calls: SlowCallSink,
         settings: Settings,
+        tracer: Tracer | None = None,
     ) -> None:
         self.registry = registry
+        self.tracer = tracer if tracer is not None else current_tracer()
+        """The tracer of the calls' spans; None: no spans at all."""
         self._state = state
         self._visibility = VisibilityCheck(registry)
         self._shaping = ResultShaping(state)
@@ -105,7 +118,7 @@ class Dispatcher:
         self._idle: frozenset[str] = frozenset()
         self._state_seen: DispatchState | None = None
         self._recheck_at = 0.0
-        self._chain = compose(self.stages)
+        self._chain = self._composed()
 
     def add_stages(self, contributions: Sequence[StageContribution]) -> None:
         """Place a package's stages; a :class:`~corral.tools.stages.StageError` names one
@@ -131,6 +144,8 @@ class Dispatcher:
         return frozenset(s.name for s in self._switched if not s.engaged())
 
     def _composed(self) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+        if self.tracer is not None:
+            return compose_traced(self.chained, self.tracer)
         return compose(self.chained)
 
     def _recheck(self, state: DispatchState) -> None:
@@ -156,6 +171,14 @@ class Dispatcher:
             cancellation=request.cancellation or Cancellation(),
             started=time.perf_counter(),
         )
+        if self.tracer is not None:
+            return await traced_call(self.tracer, self.registry, call, self._run)
+        try:
+            return await self._chain(call)
+        except ToolError as error:  # from a package stage placed outside ``shaping``
+            return await self._shaping.shape(call, ToolResult.from_error(error))
+
+    async def _run(self, call: ToolCall) -> ToolResult:
         try:
             return await self._chain(call)
         except ToolError as error:  # from a package stage placed outside ``shaping``

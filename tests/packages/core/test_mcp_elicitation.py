@@ -223,3 +223,35 @@ async def test_sampling_is_refused_unless_allowed_and_then_uses_the_runs_model(
         u for u in await platform.logs.records(kind="usage") if u.data["source"] == "mcp.sampling"
     ]
     assert spent.run_id is not None and spent.data["conversation_id"] == allowed.conversation_id
+
+
+async def test_a_sampling_requests_tokens_count_against_the_runs_token_budget(
+    platform: Platform, features_command: list[str], tmp_path: Path
+) -> None:
+    # The first turn spends 2 tokens, the sampling request 3: past the limit only with both.
+    await platform.admin.set_live("budgets", {"agents": {"default": {"total_tokens": 4}}})
+    model = script(
+        tmp_path,
+        [
+            {"when_message_contains": "Say one word for the features server", "text": "pear"},
+            {"tool_calls": [{"name": "feat_sample", "args": {}}]},
+        ],
+        {"text": "Wrapped up."},
+    )
+    await connect(platform, features_command, sampling="true")
+    turn = await platform.chat("sample", model=model, profile="auto")
+    (said,) = await tool_results(platform, turn.conversation_id)
+    assert ": pear" in said, said
+    (sampled,) = [
+        u for u in await platform.logs.records(kind="usage") if u.data["source"] == "mcp.sampling"
+    ]
+    sampling = sampled.data["input_tokens"] + sampled.data["output_tokens"]
+    assert sampling == 3
+    budget = await platform.runtime.budgets.find(turn.run_id)
+    assert budget is not None
+    assert (
+        budget.spent.requests == 3
+    )  # two turns of the run (the second its wrap-up) and the sampling
+    run = await platform.runtime.runs.get(turn.run_id)
+    assert (run.status, run.reason) == ("partial", "budget_exhausted"), run.detail
+    assert "the limit of 4 total tokens (spent 5)" in run.detail, run.detail  # 2 + 3

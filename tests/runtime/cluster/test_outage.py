@@ -88,6 +88,8 @@ async def test_a_run_cut_off_from_its_database_mid_call_finishes_once_it_is_back
     assert len(calls) == 3 and set(calls.values()) == {1}
     assert results == calls  # every call answered exactly once
     assert turns[-1].data["text"] == "Done despite the outage."
+    # A run handed back for the outage is resumed, not "taken over from worker None".
+    assert "from worker None" not in cluster.logs()
 
 
 async def _state(admin: asyncpg.Connection, cluster: Cluster, name: str) -> str:

@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pypdf import PdfReader
-
 from corral.errors import ToolError
 from corral.packages.drive.handles import open_verified
 from corral.packages.drive.kinds import (
@@ -214,6 +212,8 @@ def _pdf(
         lines = pdf_text(body, location.uri).splitlines(True)
         offset, limit, budget = window
         return _text_result(location, lines, offset, limit, {**facts, "kind": "pdf"}, budget)
+    from pypdf import PdfReader
+
     try:
         pages = len(PdfReader(io.BytesIO(body)).pages)
     except Exception as err:  # pypdf raises many types on damaged files

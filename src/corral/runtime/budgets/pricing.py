@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from genai_prices import Usage, calc_price
-
 __all__ = ["cost_usd", "unpriced"]
 
 
 def cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
     """The price of one response of ``model`` (``provider:name`` or a bare name), or None
     when ``genai-prices`` does not know that model: a cost is never guessed."""
+    # Imported here: its price tables load in a sixth of a second, paid only once a model
+    # has answered.
+    from genai_prices import Usage, calc_price
+
     provider, _, name = model.partition(":")
     if not name:
         provider, name = "", model

@@ -19,7 +19,6 @@ from corral.errors import InvalidArguments, NotFound, ToolError
 from corral.runtime.compaction.cards import CARD, TOGGLE, Compaction, Target
 from corral.runtime.compaction.context_map import ContextMap
 from corral.runtime.compaction.overlay import CompactionOverlay
-from corral.runtime.compaction.summarize import summarize_conversation
 from corral.runtime.compaction.targets import Resolved, resolve_targets
 from corral.runtime.compaction.tokens import count_tokens, tokenizer_name
 from corral.runtime.compaction.trims import prompt_text, trim_row
@@ -217,6 +216,9 @@ class Compactions:
         for those rows in every later prompt (switchable like any compaction)."""
         conversation = await self._rt.conversation(conversation_id, user=user)
         caller = await self._rt.kernel.caller(user)
+        # Imported here: it talks to a model, and the model stack loads only for that.
+        from corral.runtime.compaction.summarize import summarize_conversation
+
         compaction = await summarize_conversation(
             self._rt, self.overlay, conversation, caller, model=model
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -35,6 +35,7 @@ from corral.runtime.turns import TurnSpec, start_turn, turn_spec
 from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt_tables
 from corral.store.locks import held_lock
+from corral.store.outages import database_unavailable
 from corral.tools.results import ToolResult
 from corral.tools.selection import AgentSelection
 from corral.tools.services import DelegateScope
@@ -42,6 +43,10 @@ from corral.tools.services import DelegateScope
 __all__ = ["Delegation"]
 
 log = logging.getLogger("corral.runtime")
+
+_RETRY_FIRST_SECONDS = 0.5
+_RETRY_MOST_SECONDS = 30.0
+"""The back-off of a delegate run's end retried after a database outage."""
 
 TIMEOUT_MS_MAX = 1_680_000
 STEPS_MAX = 200
@@ -53,6 +58,8 @@ class Delegation:
         self._reports = runtime.reports
         self._growing: dict[str, str] = {}
         """Child conversations running in this process → their parent conversation."""
+        self._settling: set[asyncio.Task[None]] = set()
+        """Delegate runs' ends retried after a database outage."""
         runtime.run_end_hooks.append(self._on_run_end)
         runtime.row_observers.append(self._grow_transcript)
 
@@ -328,25 +335,110 @@ class Delegation:
         )
 
     async def _on_run_end(self, run: RunRecord, status: str) -> None:
-        """Persist a child's folder and give its answer to a parent call that waits for it;
-        stop the children of any run that ended."""
-        try:
+        """Stop the children of any run that ended; persist a delegate run's folder and give
+        its answer to a parent call that waits for it (retried after a database outage)."""
+        try:  # a hook must never break the run's ending
             await self._stop_children(run, status)
-            if run.kind != "delegate":
+        except Exception:
+            log.exception(
+                "run %s ended, but the subagent runs it waited for were not stopped", run.id
+            )
+        if run.kind != "delegate":
+            return
+        self._growing.pop(run.conversation_id, None)
+        settling = _Settling(run.id, run.conversation_id)
+        try:
+            await self._settle(settling)
+        except Exception as exc:
+            if not database_unavailable(exc):
+                log.exception("delegate run %s ended, but its parent could not be answered", run.id)
                 return
-            delegation = await self._delegation(run.conversation_id)
-            self._growing.pop(run.conversation_id, None)
-            ended = await self._rt.runs.get(run.id)
+            log.warning(
+                "delegate run %s ended during a database outage; its parent is answered once "
+                "the database is back",
+                run.id,
+            )
+            self._retry(settling)
+
+    def _retry(self, settling: _Settling) -> None:
+        task = asyncio.create_task(self._settle_later(settling))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    async def _settle(self, settling: _Settling) -> None:
+        """The steps of a delegate run's end; each done step is not done again on a retry."""
+        delegation = await self._delegation(settling.conversation_id)
+        ended = await self._rt.runs.get(settling.run_id)
+        if not settling.persisted:
             await self._persist(delegation, ended)
-            if delegation.background:
-                await self._report(delegation, ended)
-            elif delegation.parent_waits and await self._claim(run.conversation_id):
-                result = await self._answer(ended, None, [])
-                await resolve_wait(
-                    self._rt, delegation.parent_run_id, delegation.parent_call_id, result
+            settling.persisted = True
+        if delegation.background:
+            await self._report(delegation, ended)
+        elif delegation.parent_waits:
+            if not settling.claimed:
+                settling.claimed = await self._claim(settling.conversation_id)
+                if not settling.claimed:
+                    return  # another process answered the parent
+            result = await self._answer(ended, None, [])
+            await resolve_wait(
+                self._rt, delegation.parent_run_id, delegation.parent_call_id, result
+            )
+
+    async def _settle_later(self, settling: _Settling) -> None:
+        pause = _RETRY_FIRST_SECONDS
+        while True:
+            await asyncio.sleep(pause)  # a back-off between tries, not a synchronisation
+            try:
+                await self._settle(settling)
+            except Exception as exc:
+                if database_unavailable(exc):
+                    pause = min(pause * 2, _RETRY_MOST_SECONDS)
+                    continue
+                log.exception(
+                    "delegate run %s ended, but its parent could not be answered", settling.run_id
                 )
-        except Exception:  # a hook must never break the run's ending
-            log.exception("delegate run %s ended, but its parent could not be answered", run.id)
+                return
+            log.info("delegate run %s: its parent was answered after the outage", settling.run_id)
+            return
+
+    async def sweep(self) -> list[str]:
+        """Answer the parent calls still waiting for delegate runs that ended: the process
+        that ended one met a database outage and closed or died before it could answer.
+        Returns the ids of the runs whose parents were answered now."""
+        d = dt.Delegation
+        async with self._rt.kernel.sessions() as session:
+            found = await session.scalars(
+                select(d.conversation_id).where(
+                    d.parent_waits.is_(True), d.delivered.is_(False), d.background.is_(False)
+                )
+            )
+            conversations = list(found)
+        answered: list[str] = []
+        for conversation_id in conversations:
+            latest = await self._rt.runs.list_runs(conversation_id=conversation_id, limit=1)
+            if not latest or latest[0].kind != "delegate" or latest[0].status not in TERMINAL:
+                continue
+            settling = _Settling(latest[0].id, conversation_id)
+            try:
+                await self._settle(settling)
+            except Exception as exc:  # one child must not hold back the others
+                if database_unavailable(exc) and settling.claimed:
+                    self._retry(settling)  # the claim is taken: no later sweep finds it
+                else:
+                    log.exception("delegate run %s: its parent was not answered", latest[0].id)
+                continue
+            if settling.claimed:
+                log.warning(
+                    "delegate run %s had ended unanswered; its parent answered", latest[0].id
+                )
+                answered.append(latest[0].id)
+        return answered
+
+    async def close(self) -> None:
+        """Stop retrying: what is left unanswered, the sweep answers (here or elsewhere)."""
+        for task in list(self._settling):
+            task.cancel()
+        await asyncio.gather(*self._settling, return_exceptions=True)
 
     async def _report(self, delegation: dt.Delegation, run: RunRecord) -> None:
         """A background run's answer, as a report into the parent conversation."""
@@ -518,6 +610,16 @@ class Delegation:
             if status != "stopped" and (await self._delegation(child.conversation_id)).background:
                 continue
             await self._rt.stop(child.id, user=child.user_id)
+
+
+@dataclass(slots=True)
+class _Settling:
+    """A delegate run's end, and which of its steps are done."""
+
+    run_id: str
+    conversation_id: str
+    persisted: bool = False
+    claimed: bool = False
 
 
 def run_meta(run: RunRecord) -> dict[str, Any]:

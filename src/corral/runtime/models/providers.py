@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic_ai.exceptions import UserError
-from pydantic_ai.models import Model, infer_model
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import UsageError
 from corral.settings import Settings
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 __all__ = [
     "REAL_MODEL_GUARD",
@@ -114,6 +114,9 @@ def build_real_model(
     keyed = _with_key(ALIASES.get(provider, provider), name, key) if key else None
     if keyed is not None:
         return keyed, media_support(keyed)
+    from pydantic_ai.exceptions import UserError
+    from pydantic_ai.models import infer_model
+
     try:
         model = infer_model(f"{ALIASES.get(provider, provider)}:{name}")
     except (UserError, ValueError, ImportError) as exc:

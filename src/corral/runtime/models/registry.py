@@ -10,8 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic_ai.models import Model
+from typing import TYPE_CHECKING
 
 from corral.runtime.models.providers import (
     MediaSupport,
@@ -19,9 +18,11 @@ from corral.runtime.models.providers import (
     credential_name,
     media_support,
 )
-from corral.runtime.models.script import load_script, script_model
 from corral.service_protocols import CredentialLookup
 from corral.settings import Settings
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 __all__ = ["ModelRegistry", "ResolvedModel"]
 
@@ -70,6 +71,8 @@ class ModelRegistry:
         return self.resolve(spec, key=key)
 
     def _script(self, spec: str) -> ResolvedModel:
+        from corral.runtime.models.script import load_script, script_model
+
         path = Path(spec.removeprefix("script:")).expanduser()
         try:
             stamp = path.stat().st_mtime_ns

@@ -13,11 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from pydantic_ai.messages import InstructionPart, ModelMessage
-from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.tools import ToolDefinition
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
@@ -25,13 +21,19 @@ from corral.runtime.background import BackgroundWorkSource
 from corral.runtime.conversations import ConversationStore
 from corral.runtime.models.providers import MediaSupport
 from corral.runtime.prompt.attachments import AttachmentReader
-from corral.runtime.prompt.history import History, RenderContext
 from corral.runtime.prompt.media import MediaReader
 from corral.runtime.prompt.system import PromptView, StateBlock, background_block, system_parts
 from corral.runtime.runs import RunRecord
 from corral.runtime.timeline import TimelineRow
 from corral.tools.contract import ToolSpec
 from corral.tools.registry import LoadedTool
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import InstructionPart, ModelMessage
+    from pydantic_ai.models import ModelRequestParameters
+    from pydantic_ai.tools import ToolDefinition
+
+    from corral.runtime.prompt.history import History
 
 __all__ = ["Overlay", "Prompt", "PromptBuilder", "PromptRequest", "ToolPlanner"]
 
@@ -115,6 +117,11 @@ class PromptBuilder:
         process stores reach the cache through :meth:`observe`."""
         history = self._histories.get(conversation_id)
         if history is None:
+            # Imported here, as in the methods below: the history renders pydantic-ai
+            # messages, and the platform builds this object even for commands that never
+            # build a prompt.
+            from corral.runtime.prompt.history import History
+
             history = History()
             history.stale = True
             self._histories[conversation_id] = history
@@ -149,6 +156,8 @@ class PromptBuilder:
         self._histories.pop(conversation_id, None)
 
     def tool_definitions(self, tools: Sequence[LoadedTool]) -> list[ToolDefinition]:
+        from pydantic_ai.tools import ToolDefinition
+
         definitions = []
         for tool in tools:
             cached = self._tool_defs.get(tool.name)
@@ -164,6 +173,10 @@ class PromptBuilder:
         return definitions
 
     async def build(self, request: PromptRequest) -> Prompt:
+        from pydantic_ai.models import ModelRequestParameters
+
+        from corral.runtime.prompt.history import RenderContext
+
         history = await self.history(request.conversation_id, refresh=request.refresh)
         view = PromptView(
             conversation_id=request.conversation_id,

@@ -13,21 +13,22 @@ import base64
 import binascii
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
-
-from pydantic_ai.messages import BinaryContent
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from corral.errors import PolicyDenied
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
 from corral.runtime.models.providers import MediaSupport
 
+if TYPE_CHECKING:
+    from pydantic_ai.messages import BinaryContent
+
 __all__ = ["MAX_MEDIA_BYTES", "MediaReader", "ResultContent", "result_content"]
 
 MAX_MEDIA_BYTES = 20 * 1024 * 1024
 """Largest file re-read as media for a prompt."""
 
-ResultContent = list[str | BinaryContent]
+ResultContent: TypeAlias = "list[str | BinaryContent]"
 
 
 def _kind(media_type: str) -> str:
@@ -94,6 +95,8 @@ def _inline(block: Mapping[str, Any], media: MediaSupport) -> str | BinaryConten
     accepted = media.images if kind == "image" else media.audio
     if not accepted:
         return _marker(kind, media_type, len(data), f"this model does not take {kind} input")
+    from pydantic_ai.messages import BinaryContent
+
     return BinaryContent(data, media_type=media_type)
 
 
@@ -117,6 +120,8 @@ def _reference(
         return _marker(
             kind, media_type, len(outcome), f"from {uri}; this model does not take {kind} input"
         )
+    from pydantic_ai.messages import BinaryContent
+
     return BinaryContent(outcome, media_type=media_type)
 
 

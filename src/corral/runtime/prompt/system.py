@@ -17,15 +17,16 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
-
-from pydantic_ai.messages import InstructionPart
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.policy.identity import Caller
 from corral.runtime.background import BackgroundWork, BackgroundWorkSource
 from corral.runtime.prompt.envelopes import REPORT_TAG, UNTRUSTED_TAG, attribute
 from corral.runtime.runs import RunRecord
 from corral.runtime.timeline import TimelineRow
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import InstructionPart
 
 __all__ = ["RULES", "PromptView", "StateBlock", "background_block", "session_block", "system_parts"]
 
@@ -122,6 +123,8 @@ async def system_parts(
     if deferred_tools:
         dynamic.append(deferred_tools)
     dynamic.append(session_block(view))
+    from pydantic_ai.messages import InstructionPart
+
     return [
         InstructionPart(static, dynamic=False),
         InstructionPart("\n\n".join(dynamic), dynamic=True),

@@ -9,8 +9,6 @@ from __future__ import annotations
 import functools
 import logging
 
-from genai_prices import data_snapshot
-
 from corral.runtime.models.providers import credential_name
 
 __all__ = ["FALLBACK_CONTEXT_TOKENS", "context_window"]
@@ -26,6 +24,8 @@ def context_window(spec: str) -> int:
     provider, _, name = spec.partition(":")
     if not name or provider == "script":
         return FALLBACK_CONTEXT_TOKENS
+    from genai_prices import data_snapshot  # its tables load in a tenth of a second
+
     snapshot = data_snapshot.get_snapshot()
     for provider_id in (credential_name(spec), None):
         try:

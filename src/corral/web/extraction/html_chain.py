@@ -26,8 +26,6 @@ from functools import cached_property
 from typing import Any
 
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
-import trafilatura
-from readability import Document
 
 from corral.web.extraction.continuation import append_continuations
 from corral.web.extraction.html_text import parse_html, render_element, visible_text_length
@@ -115,6 +113,8 @@ def _trafilatura_modes(page: Page) -> Candidate | None:
 
 def readability_step(page: Page) -> Candidate | None:
     """readability-lxml's article guess, rendered by Corral's converter."""
+    from readability import Document
+
     try:
         # readability edits the tree it is given
         document = Document(copy.deepcopy(page.root), url=page.url or None)
@@ -206,6 +206,10 @@ def _acceptable(text: str, page: Page) -> bool:
 
 
 def _trafilatura(page: Page, **mode: Any) -> str:
+    # Imported here, as readability above: together most of a second of start-up for every
+    # command that opens the platform, paid now only by the first page extracted.
+    import trafilatura
+
     result = trafilatura.extract(
         page.root,
         url=page.url or None,

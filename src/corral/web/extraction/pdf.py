@@ -11,11 +11,12 @@ from __future__ import annotations
 import io
 import logging
 from dataclasses import dataclass
-
-from pypdf import PdfReader
-from pypdf.errors import FileNotDecryptedError, PdfReadError
+from typing import TYPE_CHECKING
 
 from corral.web.extraction.errors import UnsupportedContent
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 __all__ = ["PdfRendering", "render_pdf"]
 
@@ -31,6 +32,11 @@ class PdfRendering:
 
 
 def render_pdf(body: bytes, *, url: str, markdown: bool) -> PdfRendering:
+    # Imported here: pypdf is a fifth of a second that opening the platform (the drive
+    # package imports this module) should not pay before a PDF is read.
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError, PdfReadError
+
     """Extract the text of every page, each under a page marker."""
     try:
         reader = PdfReader(io.BytesIO(body))

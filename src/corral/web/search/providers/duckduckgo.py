@@ -16,8 +16,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import lxml.html  # type: ignore[import-untyped,unused-ignore]
-
 from ..dates import parse_date
 from ..env import SearchEnv
 from ..hits import Hit
@@ -51,6 +49,8 @@ def parse_results_page(html: str, *, query: str, now: Any = None) -> list[Hit]:
     """The organic results of a DuckDuckGo HTML results page, in page order."""
     if not html.strip():
         return []
+    import lxml.html  # type: ignore[import-untyped,unused-ignore]  # not at start-up
+
     root = lxml.html.document_fromstring(html)
     hits: list[Hit] = []
     for body in root.xpath("//div[contains(@class, 'result__body')]"):

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.store import channel_tables as ct
 from corral.store.tables import utcnow
 
-__all__ = ["DecisionStore", "WaitMessage"]
+__all__ = ["ChatDecisionMessages", "WaitMessage"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +43,10 @@ class WaitMessage:
         )
 
 
-class DecisionStore:
+class ChatDecisionMessages:
+    """The chat messages that offered decisions, and who is told of new ones (not the
+    decision's own record: that is :class:`corral.kernel.decisions.DecisionStore`)."""
+
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
 

@@ -1,0 +1,128 @@
+"""``true`` through the ``execute`` tool against bubblewrap's floor, measured in the same run.
+
+    .venv/bin/python bench/execute_call.py [--calls N] [--target 1.5] [--profile FILE]
+
+The floor is ``bwrap --unshare-all --ro-bind / / true`` started from Python the way the
+runner starts a process (``bench/sandbox_spawn.py``). The measured call is the whole tool
+call an agent makes: ``platform.call_tool("execute", {"command": "true"})`` on a platform
+opened with the bubblewrap tier (analysis, gate, policy, the mount plan, seccomp, the
+egress mode, the run, output capture, shaping). Network mode ``off`` and mode ``proxy``
+with the default empty egress policy are timed alike; the modes alternate in rounds and
+every call follows a floor spawn, so machine noise falls on both. Exits 1 when a ratio
+misses the target (issue 39: at most 1.5x the floor), 2 when bubblewrap cannot run here.
+``--profile FILE`` writes a cProfile of the off-mode calls instead of judging.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import corral
+from corral.shell.runner import ProcessSpec, spawn_process
+from outcome import Figure, finish, skip
+
+MODES = {"off": "off", "proxy": "proxy"}
+"""Live ``shell_network_mode`` per figure; the egress policy stays empty (the default), so
+mode proxy must fall back to no network, at no cost."""
+
+ROUNDS = 4
+"""The modes alternate in rounds of calls (a live-setting change is not what is timed)."""
+
+
+async def _floor(binary: str) -> float:
+    spec = ProcessSpec(
+        argv=[binary, "--unshare-all", "--ro-bind", "/", "/", "true"],
+        env={"PATH": "/usr/bin:/bin"},
+        cwd="/",
+        sandboxed=True,
+    )
+    started = time.perf_counter()
+    process = await spawn_process(spec)
+    await process.communicate()
+    if process.returncode != 0:
+        raise SystemExit(f"the floor exited {process.returncode}")
+    return time.perf_counter() - started
+
+
+async def _call(platform: corral.Platform) -> float:
+    started = time.perf_counter()
+    result = await platform.call_tool("execute", {"command": "true"})
+    took = time.perf_counter() - started
+    if result.data is None or result.data.get("exit_code") != 0:
+        raise SystemExit(f"execute true failed: {result.text}")
+    if result.data["network"] != "off" or result.data["confinement"] != "bubblewrap":
+        raise SystemExit(f"not a sandboxed call without network: {result.text}")
+    return took
+
+
+async def measure(calls: int, profile: str | None) -> dict[str, list[float]] | None:
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="corral-execute-bench-", dir="/tmp") as folder:
+        os.chmod(folder, 0o755)  # the sandbox uid passes through to the drive
+        async with corral.open(Path(folder) / "data", sandbox="bubblewrap") as platform:
+            from corral.shell.service import ShellService
+
+            if platform.services.require(ShellService).status.tier != "bubblewrap":
+                return None
+            times: dict[str, list[float]] = {"floor": [], "off": [], "proxy": []}
+            modes = ("off",) if profile else ("off", "proxy")
+            profiler = cProfile.Profile() if profile else None
+            for _ in range(ROUNDS):
+                for mode in modes:
+                    # A live-setting change rebuilds the dispatch state: warm it again first.
+                    await platform.admin.set_live("shell_network_mode", MODES[mode])
+                    for _ in range(3):
+                        await _call(platform)
+                        await _floor(binary)
+                    for _ in range(max(1, calls // ROUNDS)):
+                        times["floor"].append(await _floor(binary))
+                        if profiler is not None:
+                            profiler.enable()
+                        times[mode].append(await _call(platform))
+                        if profiler is not None:
+                            profiler.disable()
+            if profiler is not None and profile is not None:
+                profiler.dump_stats(profile)
+            return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=60)
+    parser.add_argument("--target", type=float, default=1.5)
+    parser.add_argument("--profile", help="write a cProfile of the off-mode calls here")
+    args = parser.parse_args()
+    times = asyncio.run(measure(args.calls, args.profile))
+    if times is None:
+        skip("execute_call", "bubblewrap cannot run here")
+    floor = statistics.median(times["floor"]) * 1000
+    figures = [Figure(name="bwrap floor, true (median)", value=floor, unit="ms")]
+    for mode in ("off", "proxy"):
+        if not times[mode]:
+            continue
+        value = statistics.median(times[mode]) * 1000
+        figures.append(
+            Figure(
+                name=f"execute true, network {mode} (median)",
+                value=value,
+                unit="ms",
+                baseline=floor,
+                target=f"<= {args.target}x",
+                met=None if args.profile else value / floor <= args.target,
+            )
+        )
+    finish("execute_call", figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Commands that open the platform without talking to a model (`tools list`, `approvals list`,
+`skills list`, `conversations show`) never import pydantic-ai: it costs over a second of
+start-up and loads only when a model is resolved or a prompt built (issue 39, item 3)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODEL_STACK = ("pydantic_ai", "corral.runtime.loop", "corral.runtime.prompt.history")
+
+COMMAND = """
+import json, runpy, sys
+sys.argv = ["corral", *sys.argv[1:]]
+try:
+    runpy.run_module("corral", run_name="__main__")
+except SystemExit as stop:
+    assert stop.code in (0, None), stop.code
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+START = """
+import asyncio, sys
+import corral
+
+async def main(folder):
+    async with corral.open(folder) as platform:
+        info = await platform.runtime.start_conversation(title="bench")
+    print(info.id)
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+CHAT = """
+import asyncio, json, sys
+import corral
+
+async def main(folder, script):
+    async with corral.open(folder) as platform:
+        turn = await platform.chat("hello", model="script:" + script)
+        assert "hi there" in turn.text, turn
+    print(json.dumps(sorted(sys.modules)))
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def model_stack_among(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.startswith(MODEL_STACK)]
+
+
+def run_command(data: Path, *argv: str) -> tuple[str, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", COMMAND, "--data-dir", str(data), *argv],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads(done.stderr.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def data_with_a_conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    data = tmp_path_factory.mktemp("light") / "data"
+    done = subprocess.run([sys.executable, "-c", START, str(data)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return data, done.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (("tools", "list", "--json"), '"execute"'),
+        (("approvals", "list", "--json"), "["),
+        (("skills", "list", "--json"), '"execute"'),
+    ],
+)
+def test_listing_commands_leave_the_model_stack_unloaded(
+    data_with_a_conversation: tuple[Path, str], argv: tuple[str, ...], shown: str
+) -> None:
+    data, _ = data_with_a_conversation
+    out, loaded = run_command(data, *argv)
+    assert shown in out
+    assert "corral.platform" in loaded and "corral.runtime.runtime" in loaded
+    assert model_stack_among(loaded) == []
+
+
+def test_showing_a_conversation_leaves_the_model_stack_unloaded(
+    data_with_a_conversation: tuple[Path, str],
+) -> None:
+    data, conversation_id = data_with_a_conversation
+    out, loaded = run_command(data, "conversations", "show", conversation_id, "--json")
+    assert json.loads(out)["conversation"]["id"] == conversation_id
+    assert model_stack_among(loaded) == []
+
+
+def test_a_chat_still_loads_the_model_stack_when_it_needs_it(
+    data_with_a_conversation: tuple[Path, str], tmp_path: Path
+) -> None:
+    data, _ = data_with_a_conversation
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps({"turns": [{"text": "hi there"}]}))
+    done = subprocess.run(
+        [sys.executable, "-c", CHAT, str(data), str(script)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.splitlines()[-1])
+    assert "pydantic_ai" in loaded and "corral.runtime.loop" in loaded

@@ -1,0 +1,271 @@
+"""OpenTelemetry spans of a scripted run, caught by the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.semconv._incubating.attributes import error_attributes as err
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+from opentelemetry.trace import SpanKind, StatusCode
+
+import corral
+from corral.platform import Platform
+from corral.tracing import Attr, Op, use_provider
+from tests.conftest import DEMO
+from tests.runtime.conftest import RTKIT, ScriptWriter, call
+
+SECRET = "s3cr3t-value-123456"
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    caught = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(caught))
+    use_provider(provider)
+    try:
+        yield caught
+    finally:
+        use_provider(None)
+        provider.shutdown()
+
+
+@pytest.fixture
+async def traced(
+    data_dir: Path, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Platform]:
+    monkeypatch.setenv("DEMO_API_TOKEN", SECRET)
+    async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as opened:
+        yield opened
+
+
+def named(spans: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def children(spans: tuple[ReadableSpan, ...], parent: ReadableSpan) -> list[ReadableSpan]:
+    pid = parent.context.span_id
+    return [s for s in spans if s.parent is not None and s.parent.span_id == pid]
+
+
+def ancestors(spans: tuple[ReadableSpan, ...], span: ReadableSpan) -> list[ReadableSpan]:
+    by_id = {s.context.span_id: s for s in spans}
+    found: list[ReadableSpan] = []
+    while span.parent is not None and span.parent.span_id in by_id:
+        span = by_id[span.parent.span_id]
+        found.append(span)
+    return found
+
+
+def test_the_names_are_the_conventions_current_ones() -> None:
+    assert Attr.OPERATION == gen_ai.GEN_AI_OPERATION_NAME
+    assert Attr.PROVIDER == gen_ai.GEN_AI_PROVIDER_NAME
+    assert Attr.AGENT_NAME == gen_ai.GEN_AI_AGENT_NAME
+    assert Attr.CONVERSATION_ID == gen_ai.GEN_AI_CONVERSATION_ID
+    assert Attr.REQUEST_MODEL == gen_ai.GEN_AI_REQUEST_MODEL
+    assert Attr.RESPONSE_MODEL == gen_ai.GEN_AI_RESPONSE_MODEL
+    assert Attr.RESPONSE_ID == gen_ai.GEN_AI_RESPONSE_ID
+    assert Attr.FINISH_REASONS == gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
+    assert Attr.INPUT_TOKENS == gen_ai.GEN_AI_USAGE_INPUT_TOKENS
+    assert Attr.OUTPUT_TOKENS == gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
+    assert Attr.TOOL_NAME == gen_ai.GEN_AI_TOOL_NAME
+    assert Attr.TOOL_CALL_ID == gen_ai.GEN_AI_TOOL_CALL_ID
+    assert Attr.TOOL_TYPE == gen_ai.GEN_AI_TOOL_TYPE
+    assert Attr.TOOL_ARGUMENTS == gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
+    assert Attr.TOOL_RESULT == gen_ai.GEN_AI_TOOL_CALL_RESULT
+    assert Attr.ERROR_TYPE == err.ERROR_TYPE
+    ops = gen_ai.GenAiOperationNameValues
+    assert (Op.INVOKE_AGENT, Op.CHAT, Op.EXECUTE_TOOL) == (
+        ops.INVOKE_AGENT.value,
+        ops.CHAT.value,
+        ops.EXECUTE_TOOL.value,
+    )
+
+
+async def test_a_run_is_one_trace_of_agent_model_tool_and_stage_spans(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    model = write_script(
+        {"text": "Echo first.", "tool_calls": [call("echo", text="ping")]},
+        {"when_result_contains": "ping", "text": "Done."},
+    )
+    await traced.admin.set_live("trace_stages", "all")
+    turn = await traced.chat("go", model=model)
+    assert turn.status == "finished"
+    spans = exporter.get_finished_spans()
+
+    (run,) = named(spans, "invoke_agent ")
+    assert run.name == "invoke_agent default" and run.parent is None
+    assert run.attributes is not None
+    assert run.attributes[gen_ai.GEN_AI_OPERATION_NAME] == "invoke_agent"
+    assert run.attributes[gen_ai.GEN_AI_AGENT_NAME] == "default"
+    assert run.attributes[gen_ai.GEN_AI_CONVERSATION_ID] == turn.conversation_id
+    assert run.attributes[Attr.RUN_ID] == turn.run_id
+    assert run.attributes[Attr.RUN_STATUS] == "finished"
+    assert {s.context.trace_id for s in spans} == {run.context.trace_id}
+
+    chats = [s for s in children(spans, run) if s.name.startswith("chat ")]
+    assert len(chats) == 2
+    for chat in chats:
+        assert chat.kind is SpanKind.CLIENT and chat.attributes is not None
+        assert chat.attributes[gen_ai.GEN_AI_OPERATION_NAME] == "chat"
+        assert chat.attributes[gen_ai.GEN_AI_PROVIDER_NAME]
+        assert chat.attributes[gen_ai.GEN_AI_REQUEST_MODEL]
+        assert chat.name == f"chat {chat.attributes[gen_ai.GEN_AI_REQUEST_MODEL]}"
+        assert isinstance(chat.attributes[gen_ai.GEN_AI_USAGE_INPUT_TOKENS], int)
+        assert isinstance(chat.attributes[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS], int)
+
+    (tool,) = [s for s in children(spans, run) if s.name.startswith("execute_tool ")]
+    assert tool.name == "execute_tool echo" and tool.attributes is not None
+    assert tool.attributes[gen_ai.GEN_AI_OPERATION_NAME] == "execute_tool"
+    assert tool.attributes[gen_ai.GEN_AI_TOOL_NAME] == "echo"
+    assert tool.attributes[gen_ai.GEN_AI_TOOL_TYPE] == "function"
+    call_row = next(r for r in turn.rows if r.kind == "tool_call")
+    assert tool.attributes[gen_ai.GEN_AI_TOOL_CALL_ID] == call_row.call_id
+    assert err.ERROR_TYPE not in tool.attributes
+    assert tool.status.status_code is not StatusCode.ERROR
+
+    # Every stage of the chain, in pipeline order, inside the call's span.
+    stage_spans = sorted(named(spans, "stage "), key=lambda s: s.start_time or 0)
+    chained = [stage.name for stage in traced.kernel.dispatcher.chained]
+    assert [(s.attributes or {}).get(Attr.STAGE) for s in stage_spans] == chained
+    assert {"visibility", "validation", "grants", "approval", "handler"} <= set(chained)
+    for stage in stage_spans:
+        assert stage.name == f"stage {(stage.attributes or {})[Attr.STAGE]}"
+        decision = "ran" if stage.name == "stage handler" else "passed"
+        assert (stage.attributes or {})[Attr.STAGE_DECISION] == decision
+        assert stage.parent is not None and stage.parent.span_id == tool.context.span_id
+        assert tool.start_time is not None and stage.start_time is not None
+        assert tool.start_time <= stage.start_time
+
+
+async def test_content_is_left_out_unless_an_admin_turns_it_on(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    await traced.call_tool("echo", {"text": "hello there"})
+    (off,) = named(exporter.get_finished_spans(), "execute_tool ")
+    assert off.attributes is not None
+    assert gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS not in off.attributes
+    assert gen_ai.GEN_AI_TOOL_CALL_RESULT not in off.attributes
+    assert not any(
+        "hello there" in str(v)
+        for s in exporter.get_finished_spans()
+        for v in (s.attributes or {}).values()
+    )
+
+    exporter.clear()
+    await traced.admin.set_live("trace_content", True)
+    result = await traced.call_tool("echo", {"text": f"key={SECRET}!"})
+    assert "[redacted]" in result.text
+    (on,) = named(exporter.get_finished_spans(), "execute_tool ")
+    assert on.attributes is not None
+    arguments = str(on.attributes[gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS])
+    assert json.loads(arguments) == {"text": "key=[redacted]!"}
+    assert on.attributes[gen_ai.GEN_AI_TOOL_CALL_RESULT] == "key=[redacted]!"
+    every = [str(v) for s in exporter.get_finished_spans() for v in (s.attributes or {}).values()]
+    assert not any(SECRET in v for v in every)
+
+
+async def test_a_refusal_names_the_stage_that_refused_and_the_error_type(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    result = await traced.call_tool("echo", {"text": 42})
+    assert result.is_error and result.error_code
+    spans = exporter.get_finished_spans()
+    (tool,) = named(spans, "execute_tool ")
+    assert tool.attributes is not None
+    assert tool.attributes[err.ERROR_TYPE] == result.error_code
+    assert tool.status.status_code is StatusCode.ERROR
+    decisions = {
+        (s.attributes or {})[Attr.STAGE]: (s.attributes or {})[Attr.STAGE_DECISION]
+        for s in named(spans, "stage ")
+    }
+    assert decisions["validation"] == "refused"
+    assert decisions.get("visibility") in (None, "passed")  # only slow passes by default
+    assert "handler" not in decisions
+    (validation,) = [s for s in named(spans, "stage validation")]
+    assert (validation.attributes or {})[Attr.STAGE_CODE] == result.error_code
+
+
+async def test_without_a_provider_nothing_is_traced(data_dir: Path) -> None:
+    async with corral.open(data_dir, package_paths=[DEMO]) as platform:
+        assert platform.kernel.dispatcher.tracer is None
+        assert (await platform.call_tool("echo", {"text": "hi"})).text == "hi"
+
+
+async def test_by_default_only_notable_stages_get_a_span(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    for _ in range(5):
+        assert (await traced.call_tool("echo", {"text": "hi"})).text == "hi"
+    spans = exporter.get_finished_spans()
+    assert len(named(spans, "execute_tool ")) == 5
+    chained = len(traced.kernel.dispatcher.chained)
+    assert len(named(spans, "stage ")) < 5 * chained
+    for stage in named(spans, "stage "):  # a loaded machine may make one take a millisecond
+        assert stage.end_time is not None and stage.start_time is not None
+        assert stage.end_time - stage.start_time >= 1_000_000
+
+
+async def test_a_delegates_run_is_a_child_of_the_parents_delegate_call(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    child = write_script(
+        {"text": "Child.", "tool_calls": [call("echo", text="x")]},
+        {"text": "The child says hi."},
+        name="child",
+    )
+    parent = write_script(
+        {"tool_calls": [call("delegate", task="Say hi", model=child)]},
+        {"when_result_contains": "The child says hi.", "text": "Parent done."},
+    )
+    turn = await traced.chat("go", model=parent, profile="auto")
+    assert (turn.status, turn.text) == ("finished", "Parent done.")
+    spans = exporter.get_finished_spans()
+    runs = named(spans, "invoke_agent ")
+    assert len(runs) == 2
+    (top,) = [s for s in runs if s.parent is None]
+    (sub,) = [s for s in runs if s.parent is not None]
+    assert (sub.attributes or {})[Attr.RUN_KIND] == "delegate"
+    (delegate,) = [s for s in spans if s.name == "execute_tool delegate"]
+    assert sub.parent is not None and sub.parent.span_id == delegate.context.span_id
+    assert top in ancestors(spans, delegate)
+    assert {s.context.trace_id for s in spans} == {top.context.trace_id}
+    (echo,) = [s for s in spans if s.name == "execute_tool echo"]
+    assert sub in ancestors(spans, echo)
+
+
+async def test_parking_and_resuming_are_a_span_event_pair(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    write = call("write_note", path="data://note.md", text="hello")
+    model = write_script({"tool_calls": [write]}, [{"text": "Written."}])
+    turn = await traced.chat("write a note", model=model, profile="balanced")
+    assert turn.status == "parked" and len(turn.approvals) == 1
+    (first,) = named(exporter.get_finished_spans(), "invoke_agent ")
+    (parked,) = [e for e in first.events if e.name == "corral.run.parked"]
+    assert parked.attributes is not None
+    assert list(parked.attributes[Attr.WAIT_IDS]) == [turn.approvals[0]]
+    assert (first.attributes or {})[Attr.RUN_STATUS] == "parked"
+    (stage,) = named(exporter.get_finished_spans(), "stage approval")
+    assert (stage.attributes or {})[Attr.STAGE_DECISION] == "parked"
+
+    exporter.clear()
+    await traced.decide_approval(turn.approvals[0], "approve")
+    final = await traced.runtime.wait_run(turn.run_id)
+    assert final.status == "finished"
+    spans = exporter.get_finished_spans()
+    (second,) = named(spans, "invoke_agent ")
+    (resumed,) = [e for e in second.events if e.name == "corral.run.resumed"]
+    assert resumed.attributes is not None
+    assert resumed.attributes[Attr.DECISION] == "approved"
+    assert resumed.attributes[Attr.DECIDED_BY]
+    (write_span,) = [s for s in spans if s.name == "execute_tool write_note"]
+    assert second in ancestors(spans, write_span)
+    assert resumed.timestamp <= (write_span.start_time or 0)
