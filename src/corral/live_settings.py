@@ -280,6 +280,14 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "SIGTERM and SIGKILL (at most 3 s: Stop gives a tool 5 s to wind down).",
     ),
     LiveSettingDef(
+        key="checkpoints",
+        type=bool,
+        default=False,
+        description="Whether writing calls (execute, fs_write, fs_edit) keep a checkpoint of "
+        "what they change, to rewind. Off by default until its cost is small: a sandboxed "
+        "call scans its writable sources before and after it runs.",
+    ),
+    LiveSettingDef(
         key="checkpoint_max_files",
         type=int,
         default=5_000,

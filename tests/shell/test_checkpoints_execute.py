@@ -15,7 +15,8 @@ from tests.shell.test_checkpoints import describe
 pytestmark = needs_bwrap
 
 
-def fill(drive: Path, platform: Platform) -> None:
+async def fill(drive: Path, platform: Platform) -> None:
+    await platform.admin.set_live("checkpoints", True)
     (drive / "sub").mkdir(parents=True)
     (drive / "sub" / "inner.txt").write_text("inside\n")
     (drive / "notes.txt").write_text("alpha beta\n")
@@ -33,7 +34,7 @@ def rewind(keeper: CheckpointKeeper, call_id: str, drive: Path) -> list[str]:
 async def test_a_writing_command_leaves_a_checkpoint_that_restores_the_drive(
     platform: Platform, drive: Path
 ) -> None:
-    fill(drive, platform)
+    await fill(drive, platform)
     before = describe(drive)
     command = (
         "sed -i s/alpha/gamma/ notes.txt && rm -r sub && ln -s notes.txt link && "
@@ -49,7 +50,7 @@ async def test_a_writing_command_leaves_a_checkpoint_that_restores_the_drive(
 
 
 async def test_a_proven_reader_makes_no_checkpoint(platform: Platform, drive: Path) -> None:
-    fill(drive, platform)
+    await fill(drive, platform)
     for command in ("ls -la", "cat notes.txt | grep alpha 2>/dev/null", "git log -1 || true"):
         result = await platform.call_tool("execute", {"command": command, "cwd": str(drive)})
         assert result.data is not None and "checkpoint" not in result.data, command
@@ -59,7 +60,7 @@ async def test_a_proven_reader_makes_no_checkpoint(platform: Platform, drive: Pa
 async def test_a_source_over_the_entry_limit_gets_a_note_instead_of_a_checkpoint(
     platform: Platform, drive: Path
 ) -> None:
-    fill(drive, platform)
+    await fill(drive, platform)
     await platform.admin.set_live("checkpoint_max_files", 3)
     command = {"command": "echo more >> notes.txt", "cwd": str(drive)}
     over = await platform.call_tool("execute", command)
@@ -70,3 +71,12 @@ async def test_a_source_over_the_entry_limit_gets_a_note_instead_of_a_checkpoint
     assert off.data is not None and "checkpoint" not in off.data
     assert "No checkpoint" not in off.text
     assert (drive / "notes.txt").read_text() == "alpha beta\nmore\nmore\n"
+
+
+async def test_checkpoints_are_off_by_default(platform: Platform, drive: Path) -> None:
+    (drive / "notes.txt").write_text("alpha\n")
+    give_to_sandbox(drive, platform.kernel.settings.sandbox_uid)
+    command = {"command": "echo more >> notes.txt", "cwd": str(drive)}
+    result = await platform.call_tool("execute", command)
+    assert result.data is not None and "checkpoint" not in result.data, result.text
+    assert not (platform.kernel.settings.data_dir / "checkpoints").exists()

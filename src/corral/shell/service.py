@@ -498,7 +498,7 @@ class ShellService:
     ) -> list[Snapshot] | None:
         """Snapshots of the sources the command may write; none for a proven reader."""
         limit = int(live["checkpoint_max_files"])
-        if limit == 0 or proven_read_only(checked.analysis):
+        if not live["checkpoints"] or limit == 0 or proven_read_only(checked.analysis):
             return None
         roots = [
             s.real_root

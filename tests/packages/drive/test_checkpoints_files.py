@@ -35,6 +35,7 @@ async def test_file_tools_and_shell_calls_rewind_to_the_start_or_the_middle(
     (drive / "app.py").write_text("def f():\n    return 1\n")
     (drive / "notes.txt").write_text("alpha\n")
     give_to_sandbox(drive, platform.kernel.settings.sandbox_uid)
+    await platform.admin.set_live("checkpoints", True)
     states = [describe(drive)]
     ids: list[str] = []
     steps = [

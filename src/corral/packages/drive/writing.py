@@ -47,7 +47,7 @@ def _root(location: Location) -> Path:
 async def _prior(ctx: CallContext, location: Location) -> Checkpoint | None:
     """What the write will change, kept before it (when the platform runs shells)."""
     shells = ctx.services.shells
-    if shells is None or location.path is None:
+    if shells is None or location.path is None or not ctx.live.get("checkpoints"):
         return None
     return await shells.checkpoints.before_write(_root(location), location.path)
 
