@@ -288,6 +288,21 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "call scans its writable sources before and after it runs.",
     ),
     LiveSettingDef(
+        key="checkpoint_keep_count",
+        type=int,
+        default=100,
+        minimum=1,
+        description="Checkpoints each conversation keeps (the newest); older ones are "
+        "dropped, and the file contents no kept checkpoint needs are removed.",
+    ),
+    LiveSettingDef(
+        key="checkpoint_keep_days",
+        type=int,
+        default=30,
+        minimum=1,
+        description="Days a checkpoint is kept before it is dropped.",
+    ),
+    LiveSettingDef(
         key="checkpoint_max_files",
         type=int,
         default=5_000,

@@ -28,8 +28,10 @@ from corral.shell.background import BackgroundShells, ConversationAccess, ShellL
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.checkpoints import Snapshot, TooManyEntries
-from corral.shell.checkpoints.keeper import CheckpointKeeper
+from corral.shell.checkpoints.keeper import CheckpointKeeper, retention_of
 from corral.shell.checkpoints.read_only import proven_read_only
+from corral.shell.checkpoints.rows import CallScope as CheckpointScope
+from corral.shell.checkpoints.rows import CheckpointRows
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
 from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
 from corral.shell.egress.ca import CertificateAuthority, trust_environment
@@ -167,7 +169,7 @@ class ShellService:
         self._closing: set[asyncio.Task[dict[str, Any]]] = set()
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
-        self.checkpoints = CheckpointKeeper(settings.data_dir)
+        self.checkpoints = CheckpointKeeper(settings.data_dir, CheckpointRows(sessions))
         self.background = BackgroundShells(
             store=self.store,
             settings=settings,
@@ -462,7 +464,16 @@ class ShellService:
                 await asyncio.shield(bridge.close())
         checkpoint = None
         if snapshots:
-            checkpoint = (await self.checkpoints.after(snapshots, request.call_id)).summary()
+            scope = CheckpointScope(
+                conversation_id=request.conversation_id,
+                run_id=request.run_id,
+                user_id=request.caller.user_id,
+                tool="execute",
+            )
+            kept = await self.checkpoints.after(
+                snapshots, request.call_id, scope, retention_of(live)
+            )
+            checkpoint = kept.summary()
         text, trimmed = captured_text(outcome.capture, limit)
         notes: list[str] = [unkept] if unkept else []
         egress = None if bridge is None else await self._finish_egress(bridge, notes)

@@ -22,6 +22,8 @@ from corral.packages.drive.handles import open_verified
 from corral.packages.drive.locations import Location
 from corral.packages.drive.service import Drive, drive_of
 from corral.shell.checkpoints import Checkpoint
+from corral.shell.checkpoints.keeper import retention_of
+from corral.shell.checkpoints.rows import CallScope
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
 
@@ -58,7 +60,15 @@ async def _keep(
     shells = ctx.services.shells
     if shells is None or prior is None:
         return
-    kept = await shells.checkpoints.keep({str(_root(location)): prior}, ctx.call_id)
+    scope = CallScope(
+        conversation_id=ctx.conversation_id,
+        run_id=ctx.run_id,
+        user_id=ctx.caller.user_id,
+        tool=ctx.tool,
+    )
+    kept = await shells.checkpoints.keep(
+        {str(_root(location)): prior}, ctx.call_id, scope, retention_of(ctx.live)
+    )
     data["checkpoint"] = kept.summary()
 
 

@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,11 +40,12 @@ class BlobStore:
     def _put_bytes(self, data: bytes) -> str:
         name = hashlib.sha256(data).hexdigest()
         final = self.path(name)
-        if not final.exists():
-            scratch = self._scratch()
-            with open(os.open(scratch, _NEW, 0o444), "wb") as out:
-                out.write(data)
-            os.replace(scratch, final)
+        if self._reuse(final):
+            return name
+        scratch = self._scratch()
+        with open(os.open(scratch, _NEW, 0o444), "wb") as out:
+            out.write(data)
+        os.replace(scratch, final)
         return name
 
     def _put_stream(self, head: bytes, src: BinaryIO) -> str:
@@ -56,11 +58,36 @@ class BlobStore:
                 out.write(chunk)
         name = digest.hexdigest()
         final = self.path(name)
-        if final.exists():
+        if self._reuse(final):
             scratch.unlink()
         else:
             os.replace(scratch, final)
         return name
+
+    @staticmethod
+    def _reuse(final: Path) -> bool:
+        """Whether the blob is already kept; its time is renewed, so that clean-up, which
+        spares recently used blobs, never removes one a call is about to reference."""
+        try:
+            os.utime(final)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def collect(self, referenced: set[str], *, unused_for: float) -> int:
+        """Remove the blobs not in ``referenced`` and not used for ``unused_for`` seconds;
+        returns how many were removed."""
+        cutoff = time.time() - unused_for
+        removed = 0
+        for folder in self.root.glob("[0-9a-f][0-9a-f]"):
+            for blob in folder.iterdir():
+                if folder.name + blob.name in referenced:
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    if blob.lstat().st_mtime < cutoff:
+                        blob.unlink()
+                        removed += 1
+        return removed
 
     def _scratch(self) -> Path:
         if not self._ready:
