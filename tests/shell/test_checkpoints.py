@@ -48,7 +48,9 @@ def describe(root: Path) -> Described:
                 found[rel] = ("link", 0, os.readlink(path).encode(), *owner)
             elif stat.S_ISDIR(info.st_mode):
                 found[rel] = ("dir", stat.S_IMODE(info.st_mode), b"", *owner)
-            else:
+            elif info.st_mode & stat.S_IRUSR:
+                found[rel] = ("file", stat.S_IMODE(info.st_mode), path.read_bytes(), *owner)
+            else:  # a chmod moves the ctime: only where needed (rewind takes it as a change)
                 path.chmod(info.st_mode | stat.S_IRUSR)
                 found[rel] = ("file", stat.S_IMODE(info.st_mode), path.read_bytes(), *owner)
                 path.chmod(stat.S_IMODE(info.st_mode))

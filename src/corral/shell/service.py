@@ -500,6 +500,16 @@ class ShellService:
             checkpoint=checkpoint,
         )
 
+    async def writable_roots(self, caller: Caller) -> set[str]:
+        """The real roots of the local sources ``caller`` may write (where a rewind may
+        put files back)."""
+        state = await self._state.dispatch_state()
+        return {
+            str(s.real_root)
+            for s in state.sources.sources.values()
+            if s.connector == "local" and "write" in s.rights_for(caller)
+        }
+
     async def _snapshots(
         self,
         checked: CheckedCommand,

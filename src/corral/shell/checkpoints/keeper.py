@@ -211,12 +211,20 @@ class CheckpointKeeper:
         await self.rows.drop(dropped)
         return dropped
 
-    def _forget(self, call_ids: Sequence[str], unused_for: float) -> None:
+    async def drop(self, call_ids: Sequence[str]) -> None:
+        """Forget the checkpoints of ``call_ids`` (rows and change sets), as after a rewind
+        that consumed them; their blobs go at the next clean-up."""
+        await asyncio.to_thread(self._forget, call_ids, None)
+        if self.rows is not None:
+            await self.rows.drop(call_ids)
+
+    def _forget(self, call_ids: Sequence[str], unused_for: float | None) -> None:
         for call_id in call_ids:
             if _CALL_ID.fullmatch(call_id):
                 with contextlib.suppress(FileNotFoundError):
                     (self.folder / "calls" / f"{call_id}.json").unlink()
-        self.collect(unused_for=unused_for)
+        if unused_for is not None:
+            self.collect(unused_for=unused_for)
 
     def collect(self, *, unused_for: float) -> int:
         """Remove blobs no kept checkpoint and no in-memory snapshot references."""

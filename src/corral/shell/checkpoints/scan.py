@@ -72,8 +72,14 @@ def entry_of(path: str, info: os.stat_result) -> Entry | None:
     return None  # sockets, fifos, devices: nothing a checkpoint can give back
 
 
+PLATFORM_AREA = ".corral"
+"""The platform's own area at the top of the drive (root's, closed to the sandbox): the
+platform writes it during calls (transcripts), and a rewind must never put it back."""
+
+
 def scan(root: Path) -> dict[str, Entry]:
-    """Every file, folder and link below ``root`` by its ``/``-separated relative path.
+    """Every file, folder and link below ``root`` by its ``/``-separated relative path,
+    but the platform's own area.
 
     Entries that vanish while the scan runs are left out, as if scanned a moment later."""
     found: dict[str, Entry] = {}
@@ -90,7 +96,7 @@ def scan(root: Path) -> dict[str, Entry]:
                     entry = entry_of(item.path, item.stat(follow_symlinks=False))
                 except FileNotFoundError:
                     continue
-                if entry is None:
+                if entry is None or (not prefix and item.name == PLATFORM_AREA):
                     continue
                 name = prefix + item.name
                 found[name] = entry

@@ -1,0 +1,162 @@
+"""Rewinding a conversation's files to how they were before one of its steps.
+
+The steps are the conversation's checkpoint rows (1 is the first call that changed files).
+Rewinding to step k undoes steps k, k+1, … in one restore. Before touching anything, each
+path those steps changed is compared with the state the conversation's last step left it
+in: a difference means something else (another conversation, a person) changed it since,
+and the rewind is refused unless forced. So is a folder the rewind would remove that now
+holds entries the steps did not make."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corral.errors import NotFound, PolicyDenied, UsageError
+from corral.shell.checkpoints.capture import Checkpoint, Prior
+from corral.shell.checkpoints.keeper import CallCheckpoint, CheckpointKeeper
+from corral.shell.checkpoints.restore import restore
+from corral.shell.checkpoints.rows import StoredCheckpoint
+from corral.shell.checkpoints.scan import Entry, entry_of, scan
+
+__all__ = ["Conflict", "RewindOutcome", "rewind_files"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conflict:
+    root: str
+    path: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"{os.path.join(self.root, self.path)}: {self.reason}"
+
+
+@dataclass(slots=True, kw_only=True)
+class RewindOutcome:
+    to_step: int
+    undone: list[StoredCheckpoint]
+    conflicts: list[Conflict] = field(default_factory=list)
+    refused: bool = False
+    """Whether the conflicts stopped it (nothing was touched then)."""
+    restored: int = 0
+    """Paths put back (0 when refused)."""
+    unrestored: list[str] = field(default_factory=list)
+    """Paths that could not be given back (unreadable when their checkpoint was taken)."""
+
+
+def _step(steps: list[StoredCheckpoint], to: str) -> int:
+    """The index in ``steps`` of the step named by number or by call id."""
+    for index, stored in enumerate(steps):
+        if to in (str(stored.step), stored.call_id):
+            return index
+    raise UsageError(
+        f"no step {to!r} among this conversation's checkpoints: give a step from 1 to "
+        f"{len(steps)} or a checkpoint id"
+    )
+
+
+def _current(root: str, path: str) -> Entry | None:
+    full = os.path.join(root, path)
+    try:
+        return entry_of(full, os.lstat(full))
+    except FileNotFoundError:
+        return None
+
+
+def _said(entry: Entry | None) -> str:
+    return "absent" if entry is None else f"a {entry.kind}"
+
+
+def _conflicts(root: str, calls: list[CallCheckpoint]) -> list[Conflict]:
+    left: dict[str, Entry | None] = {}
+    earliest: dict[str, Prior | None] = {}
+    for call in calls:
+        left.update(call.after.get(root, {}))
+        for path, prior in call.sources[root].priors.items():
+            earliest.setdefault(path, prior)
+    found: list[Conflict] = []
+    for path, expected in sorted(left.items()):
+        now = _current(root, path)
+        if expected is None and now is None:
+            continue
+        if expected is None or now is None or not expected.same(now):
+            found.append(
+                Conflict(
+                    root=root,
+                    path=path,
+                    reason=f"changed since ({_said(expected)} then, {_said(now)} now)",
+                )
+            )
+    for path, prior in sorted(earliest.items()):
+        now = _current(root, path)
+        if now is None or now.kind != "dir" or (prior is not None and prior.kind == "dir"):
+            continue
+        foreign = sorted(
+            f"{path}/{inner}" for inner in scan(Path(root) / path) if f"{path}/{inner}" not in left
+        )
+        found.extend(
+            Conflict(root=root, path=inner, reason="made since, in a folder the rewind removes")
+            for inner in foreign
+        )
+    return found
+
+
+def _rewind(
+    keeper: CheckpointKeeper, calls: list[CallCheckpoint], force: bool
+) -> tuple[list[Conflict], int, list[str]]:
+    roots = sorted({root for call in calls for root in call.sources})
+    conflicts = [c for root in roots for c in _conflicts(root, calls)]
+    if conflicts and not force:
+        return conflicts, 0, []
+    restored, unrestored = 0, []
+    for root in roots:
+        mine: list[Checkpoint] = [c.sources[root] for c in calls if root in c.sources]
+        restored += len({path for checkpoint in mine for path in checkpoint.priors})
+        unrestored += restore(Path(root), keeper.blobs, mine)
+    return conflicts, restored, unrestored
+
+
+async def rewind_files(
+    keeper: CheckpointKeeper,
+    conversation_id: str,
+    to: str,
+    *,
+    writable: Collection[str],
+    force: bool = False,
+) -> RewindOutcome:
+    """Put the conversation's files back as they were before step ``to`` (a step number or
+    a checkpoint id), in the sources named in ``writable`` (real roots) only.
+
+    Refused with the conflicts listed when something else changed them since, unless
+    ``force``. The undone steps' checkpoints are dropped once their files are back."""
+    if keeper.rows is None:
+        raise NotFound("checkpoints are not kept here")
+    steps = await keeper.rows.for_conversation(conversation_id)
+    if not steps:
+        raise NotFound(f"conversation {conversation_id} has no checkpoints to rewind to")
+    undone = steps[_step(steps, to) :]
+    calls: list[CallCheckpoint] = []
+    for stored in undone:
+        call = keeper.load(stored.call_id)
+        if call is None:
+            raise NotFound(f"the change set of step {stored.step} ({stored.call_id}) is gone")
+        calls.append(call)
+    closed = sorted({root for call in calls for root in call.sources} - set(writable))
+    if closed:
+        raise PolicyDenied(f"rewinding needs write access to {', '.join(closed)}")
+    conflicts, restored, unrestored = await asyncio.to_thread(_rewind, keeper, calls, force)
+    outcome = RewindOutcome(
+        to_step=undone[0].step,
+        undone=undone,
+        conflicts=conflicts,
+        refused=bool(conflicts) and not force,
+        restored=restored,
+        unrestored=unrestored,
+    )
+    if not outcome.refused:
+        await keeper.drop([stored.call_id for stored in undone])
+    return outcome
