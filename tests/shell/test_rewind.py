@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from corral.errors import PolicyDenied
 from corral.platform import Platform
+from corral.shell.checkpoints.rewind import rewind_files
 from tests.sandbox_owner import give_to_sandbox
-from tests.shell.conftest import needs_bwrap
+from tests.shell.conftest import needs_bwrap, shells
 from tests.shell.test_checkpoints import Described, describe
 from tests.shell.test_interfaces import cli
 
@@ -102,3 +106,22 @@ async def test_bad_requests_are_clear_errors(platform: Platform, drive: Path) ->
         assert code == 2 and expected in err and "Traceback" not in err, (args, out, err)
     code, _, err = await rewind(platform, "c_none", "--to", "1", "--files-only")
     assert code == 2 and "Traceback" not in err, err
+
+
+async def test_nobody_rewinds_files_they_may_not_write(platform: Platform, drive: Path) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    start = fill(drive, platform.kernel.settings.sandbox_uid)
+    conversation = (await platform.runtime.start_conversation()).id
+    await step(platform, conversation, "execute", command="rm a.txt", cwd=str(drive / "proj"))
+    await platform.identity.create_role("dev", ["core.exec"])
+    await platform.identity.create_user("dana", "dev")
+    await platform.admin.grant_source("data", principal_kind="role", principal="dev", rights="rx")
+    service = shells(platform)
+    dana = await service.writable_roots(await platform.caller("dana"))
+    assert dana == set()
+    with pytest.raises(PolicyDenied, match="write access"):
+        await rewind_files(service.checkpoints, conversation, "1", writable=dana)
+    owner = await service.writable_roots(await platform.caller(None))
+    outcome = await rewind_files(service.checkpoints, conversation, "1", writable=owner)
+    assert not outcome.refused and outcome.restored == 1
+    assert describe(drive / "proj") == start
