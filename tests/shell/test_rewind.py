@@ -4,6 +4,7 @@ conversation changed since is listed and kept unless --force."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,12 @@ async def test_rewinding_puts_the_files_back_as_they_were_before_the_step(
     states.append(describe(drive / "proj"))
     command = "mkdir made && echo m > made/m.txt && chmod 600 sub/x.txt && ln -s a.txt l"
     await step(platform, conversation, "execute", command=command, cwd=cwd)
+    code, out, err = await rewind(platform, conversation, "--json")
+    assert code == 0, err
+    listed = [(s["step"], s["tool"]) for s in json.loads(out)]
+    assert listed == [(1, "execute"), (2, "fs_edit"), (3, "execute")], out
+    code, out, err = await rewind(platform, conversation)
+    assert code == 0 and "fs_edit" in out and "step" in out, out + err
     code, out, err = await rewind(platform, conversation, "--to", "3", "--files-only")
     assert code == 0, err
     assert "1 step(s) undone" in out

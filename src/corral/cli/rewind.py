@@ -1,12 +1,13 @@
 """`corral rewind CONVERSATION --to STEP --files-only [--force]`: put back the files a
 conversation's calls changed from one step on, refusing when something else changed them
-since (listed) unless forced."""
+since (listed) unless forced. Without ``--to``: the steps it can go back before."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.table import Table
 
 from corral.cli._run import console, err_console, print_json, run_with_platform
 
@@ -20,13 +21,13 @@ def rewind(
     ctx: typer.Context,
     conversation: Annotated[str, typer.Argument(help="The conversation to rewind.")],
     to: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--to",
             help="The step to go back before: its number (1 is the first call that "
-            "changed files) or its checkpoint id.",
+            "changed files) or its checkpoint id. Without it: the steps are listed.",
         ),
-    ],
+    ] = None,
     files_only: Annotated[
         bool, typer.Option("--files-only", help="Put the files back; keep the conversation.")
     ] = False,
@@ -50,6 +51,7 @@ def rewind(
         from corral.shell.checkpoints.rewind import rewind_files
         from corral.shell.service import ShellService
 
+        assert to is not None
         if not files_only:
             raise UsageError(
                 "rewinding the conversation itself is not available yet; --files-only puts "
@@ -74,6 +76,9 @@ def rewind(
             "unrestored": outcome.unrestored,
         }
 
+    if to is None:
+        _list_steps(ctx, conversation, user, as_json)
+        return
     result = run_with_platform(ctx, work)
     if as_json:
         print_json(result)
@@ -98,3 +103,42 @@ def rewind(
             console.print(f"  not restorable (unreadable then): {path}", highlight=False)
     if result["refused"]:
         raise typer.Exit(1)
+
+
+def _list_steps(ctx: typer.Context, conversation: str, user: str | None, as_json: bool) -> None:
+    async def work(platform: Platform) -> list[dict[str, Any]]:
+        from corral.shell.service import ShellService
+
+        await platform.conversation(conversation, user=user)
+        rows = platform.services.require(ShellService).checkpoints.rows
+        steps = [] if rows is None else await rows.for_conversation(conversation)
+        return [
+            {
+                "step": s.step,
+                "id": s.call_id,
+                "tool": s.tool,
+                "files_changed": s.files_changed,
+                "bytes": s.bytes,
+                "at": s.created_at.isoformat(timespec="seconds"),
+            }
+            for s in steps
+        ]
+
+    steps = run_with_platform(ctx, work)
+    if as_json:
+        print_json(steps)
+        return
+    if not steps:
+        console.print("no checkpoints in this conversation")
+        return
+    table = Table("step", "at", "tool", "files", "bytes", "id")
+    for s in steps:
+        table.add_row(
+            str(s["step"]),
+            s["at"][:19],
+            s["tool"],
+            str(s["files_changed"]),
+            str(s["bytes"]),
+            s["id"],
+        )
+    console.print(table)
