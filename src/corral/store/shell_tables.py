@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from corral.store.tables import Base, utcnow
@@ -91,6 +91,6 @@ class CheckpointRecord(Base):
     user_id: Mapped[str] = mapped_column(String(64), default="")
     tool: Mapped[str] = mapped_column(String(100), default="")
     files_changed: Mapped[int] = mapped_column(Integer, default=0)
-    bytes: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     """Bytes of prior content kept for the call (before sharing between checkpoints)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -26,7 +26,7 @@ def upgrade() -> None:
         sa.Column("user_id", sa.String(length=64), nullable=False),
         sa.Column("tool", sa.String(length=100), nullable=False),
         sa.Column("files_changed", sa.Integer(), nullable=False),
-        sa.Column("bytes", sa.Integer(), nullable=False),
+        sa.Column("bytes", sa.BigInteger(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("call_id"),
