@@ -9,9 +9,10 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+import corral
 from corral.platform import Platform
 from corral.shell.checkpoints.keeper import CheckpointKeeper
-from corral.shell.checkpoints.rows import CheckpointRows
+from corral.shell.checkpoints.rows import CallScope, CheckpointRows
 from corral.store import make_sessionmaker
 from corral.store.shell_tables import CheckpointRecord
 from tests.sandbox_owner import give_to_sandbox
@@ -114,3 +115,18 @@ async def test_retention_by_days_drops_checkpoints_past_their_age(
     fresh = await run(platform, drive, "echo two >> a.txt", "conv-1")
     assert [r.call_id for r in await rows.for_conversation("conv-1")] == [fresh]
     assert keeper.load(str(aged)) is None
+
+
+async def test_rows_and_retention_on_postgresql(data_dir: Path, database_url: str) -> None:
+    async with corral.open(data_dir, database_url=database_url) as platform:
+        rows = CheckpointRows(make_sessionmaker(platform.kernel.engine))
+        for name, conversation in [("a1", "c1"), ("b1", "c2"), ("a2", "c1"), ("n1", None)]:
+            scope = CallScope(conversation_id=conversation, tool="execute")
+            await rows.add(name, scope, files_changed=1, size=3 * 2**30)
+        assert [(r.step, r.call_id, r.bytes) for r in await rows.for_conversation("c1")] == [
+            (1, "a1", 3 * 2**30),
+            (2, "a2", 3 * 2**30),
+        ]
+        assert await rows.expired(keep_count=1, keep_days=30) == ["a1"]
+        await rows.drop(["a1"])
+        assert await rows.expired(keep_count=1, keep_days=30) == []
