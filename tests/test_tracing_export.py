@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from corral.tracing import configure_from_environment
+from tests.otlp_collector import Collector, running_collector
 
 PROBE = """
 from opentelemetry import trace
@@ -24,36 +23,10 @@ trace.get_tracer_provider().shutdown()
 """
 
 
-class Collector(ThreadingHTTPServer):
-    received: list[tuple[str, str, bytes]]
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: Collector
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        self.server.received.append((self.path, self.headers.get("Content-Type", ""), body))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def collector() -> Iterator[Collector]:
-    server = Collector(("127.0.0.1", 0), Handler)
-    server.received = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running_collector() as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_an_otlp_endpoint_receives_the_spans(collector: Collector) -> None:

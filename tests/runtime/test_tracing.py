@@ -257,7 +257,7 @@ async def test_parking_and_resuming_are_a_span_event_pair(
     assert (stage.attributes or {})[Attr.STAGE_DECISION] == "parked"
 
     exporter.clear()
-    await traced.decide_approval(turn.approvals[0], "approve")
+    await traced.decide_approval(turn.approvals[0], "approve", surface="http")
     final = await traced.runtime.wait_run(turn.run_id)
     assert final.status == "finished"
     spans = exporter.get_finished_spans()
@@ -266,6 +266,82 @@ async def test_parking_and_resuming_are_a_span_event_pair(
     assert resumed.attributes is not None
     assert resumed.attributes[Attr.DECISION] == "approved"
     assert resumed.attributes[Attr.DECIDED_BY]
+    assert resumed.attributes[Attr.DECISION_SURFACE] == "http"
     (write_span,) = [s for s in spans if s.name == "execute_tool write_note"]
     assert second in ancestors(spans, write_span)
     assert resumed.timestamp <= (write_span.start_time or 0)
+
+
+def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    caught = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(caught))
+    return provider, caught
+
+
+async def test_a_run_resumed_by_another_platform_continues_the_trace_that_queued_it(
+    data_dir: Path, write_script: ScriptWriter
+) -> None:
+    """Two platform instances on one SQLite store, each with its own tracer provider (as
+    two processes would have): the trace context travels in the run's row."""
+    write = call("write_note", path="data://note.md", text="hello")
+    model = write_script({"tool_calls": [write]}, [{"text": "Written."}])
+    first_provider, first_caught = _provider()
+    use_provider(first_provider)
+    try:
+        async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as first:
+            request = first_provider.get_tracer("test").start_as_current_span("POST /chat")
+            with request as incoming:
+                turn = await first.chat("write a note", model=model, profile="balanced")
+            assert turn.status == "parked"
+        (queued,) = named(first_caught.get_finished_spans(), "invoke_agent ")
+        assert queued.parent is not None and queued.parent.span_id == incoming.context.span_id
+
+        second_provider, second_caught = _provider()
+        use_provider(second_provider)
+        async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as second:
+            await second.decide_approval(turn.approvals[0], "approve")
+            assert (await second.runtime.wait_run(turn.run_id)).status == "finished"
+    finally:
+        use_provider(None)
+    (resumed,) = named(second_caught.get_finished_spans(), "invoke_agent ")
+    assert resumed.context.trace_id == incoming.context.trace_id
+    assert resumed.parent is not None and resumed.parent.span_id == incoming.context.span_id
+    assert (resumed.attributes or {})[Attr.RUN_ID] == turn.run_id
+    (write_span,) = named(second_caught.get_finished_spans(), "execute_tool write_note")
+    assert write_span.context.trace_id == incoming.context.trace_id
+
+
+async def test_a_run_nothing_traced_queued_keeps_the_trace_of_its_first_job(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    write = call("write_note", path="data://note.md", text="hello")
+    model = write_script({"tool_calls": [write]}, [{"text": "Written."}])
+    turn = await traced.chat("write a note", model=model, profile="balanced")
+    (first,) = named(exporter.get_finished_spans(), "invoke_agent ")
+    assert first.parent is None
+    exporter.clear()
+    await traced.decide_approval(turn.approvals[0], "approve")
+    await traced.runtime.wait_run(turn.run_id)
+    (second,) = named(exporter.get_finished_spans(), "invoke_agent ")
+    assert second.context.trace_id == first.context.trace_id
+    assert second.parent is not None and second.parent.span_id == first.context.span_id
+
+
+def traceparent_of(span: ReadableSpan) -> str:
+    context = span.context
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+
+
+async def test_a_shell_call_gets_the_traceparent_of_its_span(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    result = await traced.call_tool("execute", {"command": 'echo "tp=$TRACEPARENT."'})
+    assert not result.is_error, result.text
+    (span,) = named(exporter.get_finished_spans(), "execute_tool execute")
+    assert f"tp={traceparent_of(span)}." in result.text
+
+
+async def test_untraced_a_shell_call_gets_no_traceparent(platform: Platform) -> None:
+    result = await platform.call_tool("execute", {"command": 'echo "tp=${TRACEPARENT-unset}."'})
+    assert not result.is_error and "tp=unset." in result.text, result.text

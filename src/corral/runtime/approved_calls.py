@@ -52,7 +52,9 @@ async def run_approved_calls(rt: RunHost, scope: StepScope) -> tuple[Wait, ...]:
 
 async def _run_one(rt: RunHost, scope: StepScope, record: ApprovalRecord) -> Wait | None:
     run, call_id = scope.run, record.call_id or ""
-    resumed(record.id, call_id, record.status, record.decided_by)
+    await resumed(
+        rt.kernel.approvals.decisions, record.id, call_id, record.status, record.decided_by
+    )
     if await rt.kernel.approvals.start(record.id) or _idempotent(rt, record.tool):
         result = await _dispatch(rt, scope, record)
     else:

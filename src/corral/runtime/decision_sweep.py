@@ -13,7 +13,6 @@ Periodically (a host's loop; on a cluster the workers' periodic task) it
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 from corral.errors import ApprovalDenied, ToolError, UsageError
 from corral.kernel.decisions import DecisionRecord
 from corral.runtime.parking import resolve_wait, resume_if_answered
+from corral.runtime.periodic import Periodic
 from corral.runtime.questions.elicitation import is_elicitation
 from corral.runtime.questions.store import QuestionStore
 from corral.store.tables import utcnow
@@ -56,9 +56,11 @@ class DecisionSweep:
         also: Sequence[Callable[[], Awaitable[object]]] = (),
     ) -> None:
         self._rt = rt
-        self._interval = interval
-        self._also = tuple(also)
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic(
+            [("a decisions sweep", self.tick), *(("a sweep", sweep) for sweep in also)],
+            interval=interval,
+            log=log,
+        )
 
     async def tick(self, now: datetime | None = None) -> Swept:
         rt = self._rt
@@ -123,25 +125,7 @@ class DecisionSweep:
         return True
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop())
+        self._periodic.start()
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:  # one bad sweep must not end the loop
-                log.exception("a decisions sweep failed")
-            for sweep in self._also:
-                try:
-                    await sweep()
-                except Exception:
-                    log.exception("a sweep failed")
-            await asyncio.sleep(self._interval)
+        await self._periodic.close()

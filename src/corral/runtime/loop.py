@@ -43,7 +43,13 @@ from corral.runtime.hooks import permission_mode
 from corral.runtime.models import ResolvedModel
 from corral.runtime.parking import open_waits, resume_if_answered
 from corral.runtime.prompt import Prompt, PromptRequest
-from corral.runtime.run_spans import chat_span, end_chat_span, end_run_span, run_span
+from corral.runtime.run_spans import (
+    chat_span,
+    end_chat_span,
+    end_run_span,
+    run_span,
+    trace_to_keep,
+)
 from corral.runtime.runs import RunRecord
 from corral.runtime.takeover import (
     TAKEN_OVER,
@@ -147,6 +153,8 @@ async def _advance(
         await _advance_here(rt, run, cancellation, taken_over=taken_over)
         return
     with run_span(tracer, run) as span:
+        if (traceparent := trace_to_keep(run)) is not None:
+            await rt.runs.keep_trace(run.id, traceparent)
         outcome = await _advance_here(rt, run, cancellation, taken_over=taken_over)
         if outcome is not None:
             end_run_span(span, outcome)

@@ -12,11 +12,23 @@ from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer, get_current_
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model
 
+from corral.errors import NotFound
+from corral.kernel.decisions import DecisionStore
 from corral.runtime.endings import Outcome
 from corral.runtime.runs import RunRecord
 from corral.tracing import Attr, Op
+from corral.tracing.propagation import context_of, current_traceparent
 
-__all__ = ["PARKED", "RESUMED", "chat_span", "end_chat_span", "end_run_span", "resumed", "run_span"]
+__all__ = [
+    "PARKED",
+    "RESUMED",
+    "chat_span",
+    "end_chat_span",
+    "end_run_span",
+    "resumed",
+    "run_span",
+    "trace_to_keep",
+]
 
 PARKED = "corral.run.parked"
 """The event ending the span of a run's job that parked: what it waits for."""
@@ -28,9 +40,12 @@ and how, before its call runs."""
 
 @contextmanager
 def run_span(tracer: Tracer, run: RunRecord) -> Iterator[Span]:
-    """The span of one job of ``run`` (a parked run that resumes gets another)."""
+    """The span of one job of ``run`` (a parked run that resumes gets another), a child of
+    the trace context stored with the run, in whatever process the job runs; a new root
+    when the run has none (nothing traced queued it)."""
     with tracer.start_as_current_span(
         f"{Op.INVOKE_AGENT} {run.agent}",
+        context=context_of(run.trace_parent),
         kind=SpanKind.INTERNAL,
         attributes={
             Attr.OPERATION: Op.INVOKE_AGENT,
@@ -42,6 +57,12 @@ def run_span(tracer: Tracer, run: RunRecord) -> Iterator[Span]:
         },
     ) as span:
         yield span
+
+
+def trace_to_keep(run: RunRecord) -> str | None:
+    """Inside the span of a run's first job: its traceparent, to store so that the run's
+    later jobs (resumed, taken over) continue this trace; None when the run has one."""
+    return None if run.trace_parent else current_traceparent()
 
 
 def end_run_span(span: Span, outcome: Outcome) -> None:
@@ -93,18 +114,32 @@ def end_chat_span(span: Span, response: ModelResponse) -> None:
     span.set_attribute(Attr.OUTPUT_TOKENS, response.usage.output_tokens)
 
 
-def resumed(approval_id: str, call_id: str, status: str, decided_by: str | None) -> None:
-    """Note on the current span (the resumed run's) that a person's decision let it go on;
-    nothing when tracing is off (the current span is then a non-recording one)."""
+async def resumed(
+    decisions: DecisionStore,
+    approval_id: str,
+    call_id: str,
+    status: str,
+    decided_by: str | None,
+) -> None:
+    """Note on the current span (the resumed run's) that a person's decision let it go on:
+    how, by whom and on which surface (read from the decision's row); nothing when tracing
+    is off (the current span is then a non-recording one), so no read either."""
     span = get_current_span()
-    if span.is_recording():
-        span.add_event(
-            RESUMED,
-            {
-                Attr.WAIT_KINDS: ["approval"],
-                Attr.WAIT_IDS: [approval_id],
-                Attr.TOOL_CALL_ID: [call_id],
-                Attr.DECISION: status,
-                Attr.DECIDED_BY: decided_by or "",
-            },
-        )
+    if not span.is_recording():
+        return
+    try:
+        surface = (await decisions.get(approval_id)).surface
+    except NotFound:
+        surface = None
+    span.add_event(
+        RESUMED,
+        {
+            Attr.WAIT_KINDS: ["approval"],
+            Attr.WAIT_IDS: [approval_id],
+            Attr.TOOL_CALL_ID: [call_id],
+            Attr.DECISION: status,
+            Attr.DECIDED_BY: decided_by or "",
+            # Decisions stored before surfaces were recorded have none.
+            Attr.DECISION_SURFACE: surface or "unknown",
+        },
+    )

@@ -25,6 +25,7 @@ from corral.policy.profiles import Profile, parse_profile
 from corral.store import runtime_tables as rt
 from corral.store.tables import utcnow
 from corral.tools.context import Narrowing
+from corral.tracing.propagation import current_traceparent
 
 __all__ = [
     "ACTIVE",
@@ -91,6 +92,8 @@ class RunRecord:
     worker: str | None = None
     lease: int = 0
     stop_requested: bool = False
+    trace_parent: str | None = None
+    """The W3C traceparent every job of the run continues (see :mod:`corral.tracing`)."""
     created_at: datetime | None = None
     ended_at: datetime | None = None
 
@@ -119,6 +122,7 @@ class RunRecord:
             worker=row.worker,
             lease=row.lease,
             stop_requested=row.stop_requested,
+            trace_parent=row.trace_parent,
             created_at=row.created_at,
             ended_at=row.ended_at,
         )
@@ -165,7 +169,8 @@ def run_row(
     kind: RunKind = "chat",
     parent_run_id: str | None = None,
 ) -> rt.Run:
-    """A new queued run row, to add in the transaction that claims its conversation."""
+    """A new queued run row, to add in the transaction that claims its conversation; it
+    keeps the current span's trace context, so its jobs continue that trace wherever they run."""
     return rt.Run(
         id=run_id,
         conversation_id=conversation_id,
@@ -186,6 +191,7 @@ def run_row(
         active_seconds=0.0,
         waiting=[],
         stop_requested=False,
+        trace_parent=current_traceparent(),
     )
 
 
@@ -237,6 +243,15 @@ class RunStore:
         async with self._sessions.begin() as session:
             return await move_run(
                 session, run_id, from_statuses=from_statuses, to=to, held_lease=held_lease, **values
+            )
+
+    async def keep_trace(self, run_id: str, traceparent: str) -> None:
+        """Make ``traceparent`` the one the run's later jobs continue, unless it has one."""
+        async with self._sessions.begin() as session:
+            await session.execute(
+                update(rt.Run)
+                .where(rt.Run.id == run_id, rt.Run.trace_parent.is_(None))
+                .values(trace_parent=traceparent)
             )
 
     async def request_stop(self, run_id: str) -> None:

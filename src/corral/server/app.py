@@ -39,6 +39,7 @@ from corral.server.routes import (
 )
 from corral.server.security_headers import SecurityHeaders
 from corral.server.strict_bodies import StrictJsonBodies
+from corral.server.trace_context import TraceContext
 from corral.server.ui import install_ui
 from corral.strict_json import json_safe
 
@@ -75,6 +76,8 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
 
     app.add_middleware(StrictJsonBodies, raw_body=_parses_own_body)
     app.add_middleware(BodyLimit, limit=body_limit)  # nothing reads past the limit
+    if platform.kernel.dispatcher.tracer is not None:
+        app.add_middleware(TraceContext)
     app.add_middleware(SecurityHeaders)  # outermost: every answer carries the headers
 
     @app.exception_handler(RequestValidationError)

@@ -49,6 +49,7 @@ from corral.shell.records import ShellRecord, ShellStore
 from corral.shell.runner import Execution, ProcessSpec, Spawner, spawn_process
 from corral.shell.sandbox import BoundSource, SandboxFiles
 from corral.shell.verdict import Verdict
+from corral.tracing.propagation import traced_variables
 
 __all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
 
@@ -285,7 +286,7 @@ class ShellService:
             network=network,
             call_env=request.env,
             declared=request.declared,
-            variables=request.variables,
+            variables=traced_variables(request.variables),
         )
         spec = prepared.spec
         if bridge is not None:
@@ -555,7 +556,7 @@ class ShellService:
                 cwd=str(checked.cwd),
                 limit=seconds,
                 env=call_env,
-                variables=request.variables,
+                variables=traced_variables(request.variables),
                 secrets=request.declared,
                 capture_limit=limit,
                 sinks=[pacer.feed],

@@ -85,6 +85,8 @@ class Run(Base):
     outage_retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """Times the run was handed back after a database outage (bounded by a setting)."""
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # W3C traceparent of the span that queued the run (or of its first job): its jobs continue it.
+    trace_parent: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

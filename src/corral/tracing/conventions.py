@@ -52,3 +52,4 @@ class Attr:
     WAIT_IDS = "corral.wait.ids"
     DECISION = "corral.decision"
     DECIDED_BY = "corral.decision.by"
+    DECISION_SURFACE = "corral.decision.surface"

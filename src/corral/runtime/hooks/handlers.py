@@ -29,6 +29,7 @@ import httpx
 from corral.runtime.hooks.config import HookHandler
 from corral.shell.environment import build_environment
 from corral.shell.launcher import launcher_argv
+from corral.tracing.propagation import traced_variables
 
 if TYPE_CHECKING:
     from corral.shell.egress.helpers import HelperNetwork
@@ -78,7 +79,7 @@ class HookRunner:
             env = build_environment(
                 platform_env=os.environ,
                 home=home,
-                variables={"CLAUDE_PROJECT_DIR": str(self.project_dir)},
+                variables=traced_variables({"CLAUDE_PROJECT_DIR": str(self.project_dir)}),
             )
             argv = [_SHELL, "-c", handler.command]
             if as_root:

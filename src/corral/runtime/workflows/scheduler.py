@@ -9,14 +9,13 @@ whether or not the platform restarted in between. The scale-out issue runs the s
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from corral.errors import CorralError
+from corral.runtime.periodic import Periodic
 from corral.runtime.workflows.runs import RunStart
 from corral.runtime.workflows.triggers import MissedPolicy, plan
 
@@ -45,8 +44,9 @@ class Fired:
 class Scheduler:
     def __init__(self, workflows: Workflows, *, interval: float = TICK_SECONDS) -> None:
         self._workflows = workflows
-        self._interval = interval
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic(
+            [("a workflow scheduler tick", self.tick)], interval=interval, log=log
+        )
 
     async def tick(self, now: datetime | None = None) -> list[Fired]:
         """Fire (or skip, by the missed-slot policy) every slot due at ``now``."""
@@ -101,20 +101,7 @@ class Scheduler:
     # -- the loop of a hosting process ------------------------------------------------------
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop())
+        self._periodic.start()
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:  # one bad tick must not end the schedule
-                log.exception("a workflow scheduler tick failed")
-            await asyncio.sleep(self._interval)
+        await self._periodic.close()
