@@ -1,7 +1,7 @@
 """checkpoints: one row per writing call that changed files, kept to rewind
 
-Revision ID: 0028_checkpoints
-Revises: 0027_credential_injection
+Revision ID: 0029_checkpoints
+Revises: 0028_run_trace
 Create Date: 2026-12-06 02:00:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0028_checkpoints"
-down_revision = "0027_credential_injection"
+revision = "0029_checkpoints"
+down_revision = "0028_run_trace"
 branch_labels = None
 depends_on = None
 
