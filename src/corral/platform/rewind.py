@@ -149,6 +149,8 @@ class _Plan:
     call_id: str | None
     steps: list[StoredCheckpoint]
     calls: list[CallCheckpoint]
+    kept: list[str]
+    """The steps that stay (before the first undone one)."""
     conversation: ConversationRewind | None
 
 
@@ -248,6 +250,7 @@ class Rewinds:
             call_id=call_id,
             steps=undone if files else [],
             calls=calls,
+            kept=[s.call_id for s in steps if s not in undone] if files else [],
             conversation=part,
         )
 
@@ -266,7 +269,10 @@ class Rewinds:
         )
         keeper = self._keeper()
         conflicts, changes = await asyncio.to_thread(
-            lambda: (find_conflicts(plan.calls), preview_files(keeper, plan.calls))
+            lambda: (
+                find_conflicts(keeper, conversation_id, plan.calls),
+                preview_files(keeper, plan.calls),
+            )
         )
         blocked = await busy_message(self._runtime, plan.info) if plan.info.active_run_id else None
         return RewindPreview(
@@ -325,7 +331,10 @@ class Rewinds:
         keeper = self._keeper()
         calls = plan.calls
         conflicts, changes = await asyncio.to_thread(
-            lambda: (find_conflicts(calls), preview_files(keeper, calls))
+            lambda: (
+                find_conflicts(keeper, conversation_id, calls),
+                preview_files(keeper, calls),
+            )
         )
         result = RewindResult(
             conversation_id=conversation_id,
@@ -342,7 +351,9 @@ class Rewinds:
             return result
         restored, unrestored = 0, list[str]()
         if calls:
-            restored, unrestored = await asyncio.to_thread(restore_calls, keeper, calls)
+            restored, unrestored = await asyncio.to_thread(
+                restore_calls, keeper, conversation_id, calls, plan.kept
+            )
             await keeper.drop([stored.call_id for stored in plan.steps])
         part = plan.conversation
         if part is not None:

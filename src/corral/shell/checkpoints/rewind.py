@@ -22,6 +22,7 @@ from corral.shell.checkpoints.preview import PathChange, path_changes
 from corral.shell.checkpoints.restore import restore
 from corral.shell.checkpoints.rows import StoredCheckpoint
 from corral.shell.checkpoints.scan import Entry, entry_of, scan
+from corral.shell.checkpoints.settled import SettledStates
 
 __all__ = [
     "Conflict",
@@ -92,12 +93,30 @@ def _said(entry: Entry | None) -> str:
     return "absent" if entry is None else f"a {entry.kind}"
 
 
-def _conflicts(root: str, calls: list[CallCheckpoint]) -> list[Conflict]:
+Settled = list[tuple[frozenset[str], dict[str, dict[str, Entry | None]]]]
+"""Per earlier rewind, newest first: the steps it kept and the states it left paths in."""
+
+
+def _left(root: str, calls: list[CallCheckpoint], settled: Settled) -> dict[str, Entry | None]:
+    """Each path as the last of ``calls`` touching it left it, or as a later rewind did."""
     left: dict[str, Entry | None] = {}
+    last: dict[str, str] = {}
+    for call in calls:
+        for path, entry in call.after.get(root, {}).items():
+            left[path], last[path] = entry, call.call_id
+    for path, call_id in last.items():
+        for kept, states in settled:
+            if call_id in kept and path in states.get(root, {}):
+                left[path] = states[root][path]
+                break
+    return left
+
+
+def _conflicts(root: str, calls: list[CallCheckpoint], settled: Settled) -> list[Conflict]:
+    left = _left(root, calls, settled)
     earliest: dict[str, Prior | None] = {}
     for call in calls:
-        left.update(call.after.get(root, {}))
-        for path, prior in call.sources[root].priors.items():
+        for path, prior in call.sources.get(root, Checkpoint()).priors.items():
             earliest.setdefault(path, prior)
     found: list[Conflict] = []
     for path, expected in sorted(left.items()):
@@ -130,9 +149,12 @@ def _roots(calls: list[CallCheckpoint]) -> list[str]:
     return sorted({root for call in calls for root in call.sources})
 
 
-def find_conflicts(calls: list[CallCheckpoint]) -> list[Conflict]:
+def find_conflicts(
+    keeper: CheckpointKeeper, conversation_id: str, calls: list[CallCheckpoint]
+) -> list[Conflict]:
     """Paths something else changed since the last of ``calls`` (blocking; reads only)."""
-    return [c for root in _roots(calls) for c in _conflicts(root, calls)]
+    settled = SettledStates(keeper.data_dir).expected(conversation_id)
+    return [c for root in _roots(calls) for c in _conflicts(root, calls, settled)]
 
 
 def preview_files(keeper: CheckpointKeeper, calls: list[CallCheckpoint]) -> list[PathChange]:
@@ -146,14 +168,23 @@ def preview_files(keeper: CheckpointKeeper, calls: list[CallCheckpoint]) -> list
     ]
 
 
-def restore_calls(keeper: CheckpointKeeper, calls: list[CallCheckpoint]) -> tuple[int, list[str]]:
-    """Undo ``calls`` (oldest first); the paths put back, and those that could not be
-    (blocking)."""
+def restore_calls(
+    keeper: CheckpointKeeper,
+    conversation_id: str,
+    calls: list[CallCheckpoint],
+    kept: list[str],
+) -> tuple[int, list[str]]:
+    """Undo ``calls`` (oldest first), the steps ``kept`` staying; the paths put back, and
+    those that could not be (blocking)."""
     restored, unrestored = 0, []
+    states: dict[str, dict[str, Entry | None]] = {}
     for root in _roots(calls):
         mine: list[Checkpoint] = [c.sources[root] for c in calls if root in c.sources]
-        restored += len({path for checkpoint in mine for path in checkpoint.priors})
+        paths = {path for checkpoint in mine for path in checkpoint.priors}
+        restored += len(paths)
         unrestored += restore(Path(root), keeper.blobs, mine)
+        states[root] = {path: _current(root, path) for path in paths}
+    SettledStates(keeper.data_dir).record(conversation_id, kept, states)
     return restored, unrestored
 
 
@@ -178,12 +209,16 @@ def check_writable(calls: list[CallCheckpoint], writable: Collection[str]) -> No
 
 
 def _rewind(
-    keeper: CheckpointKeeper, calls: list[CallCheckpoint], force: bool
+    keeper: CheckpointKeeper,
+    conversation_id: str,
+    calls: list[CallCheckpoint],
+    kept: list[str],
+    force: bool,
 ) -> tuple[list[Conflict], int, list[str]]:
-    conflicts = find_conflicts(calls)
+    conflicts = find_conflicts(keeper, conversation_id, calls)
     if conflicts and not force:
         return conflicts, 0, []
-    restored, unrestored = restore_calls(keeper, calls)
+    restored, unrestored = restore_calls(keeper, conversation_id, calls, kept)
     return conflicts, restored, unrestored
 
 
@@ -205,10 +240,14 @@ async def rewind_files(
     steps = await keeper.rows.for_conversation(conversation_id)
     if not steps:
         raise NotFound(f"conversation {conversation_id} has no checkpoints to rewind to")
-    undone = steps[_step(steps, to) :]
+    first = _step(steps, to)
+    undone = steps[first:]
     calls = await load_calls(keeper, undone)
     check_writable(calls, writable)
-    conflicts, restored, unrestored = await asyncio.to_thread(_rewind, keeper, calls, force)
+    kept = [stored.call_id for stored in steps[:first]]
+    conflicts, restored, unrestored = await asyncio.to_thread(
+        _rewind, keeper, conversation_id, calls, kept, force
+    )
     outcome = RewindOutcome(
         to_step=undone[0].step,
         undone=undone,
