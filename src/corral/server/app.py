@@ -38,6 +38,7 @@ from corral.server.routes import (
     decisions,
     delegates,
     hooks,
+    rewind,
     rules,
     settings,
     shells,
@@ -139,6 +140,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(settings.router)
     app.include_router(shells.router)
     app.include_router(conversations.router)
+    app.include_router(rewind.router)
     app.include_router(context.router)
     app.include_router(delegates.router)
     app.include_router(workflows.router)
