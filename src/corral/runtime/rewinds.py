@@ -145,6 +145,10 @@ class RewindOverlay:
         index.update()
         return index
 
+    def ranges(self, view: PromptView) -> list[tuple[int, int]]:
+        """The (first, last) sequence numbers rewinds hide in the conversation of ``view``."""
+        return self._index(view.conversation_id, view.rows).ranges
+
     def __call__(self, rows: Sequence[TimelineRow], view: PromptView) -> Sequence[TimelineRow]:
         ranges = self._index(view.conversation_id, view.rows).ranges
         if not ranges:
