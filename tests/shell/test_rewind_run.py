@@ -217,3 +217,5 @@ async def test_corral_rewind_previews_then_rewinds_files_and_conversation(
     assert describe(drive / "proj") == start
     code, out, err = await rewind(platform, conversation, "--to", "c2", "--conversation-only")
     assert code == 0 and "hidden from the model" in out, err
+    code, out, err = await rewind(platform, conversation, "--to", "c2", "--files-only")
+    assert code == 0 and "nothing to put back" in out, out + err

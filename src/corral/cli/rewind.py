@@ -163,11 +163,13 @@ def _print_result(result: dict[str, Any]) -> None:
         )
         _print_conflicts(result["conflicts"], stream=err_console)
         return
-    if result["files"] is not None:
-        steps = [s["step"] for s in result["steps"]]
+    steps = [s["step"] for s in result["steps"]]
+    if result["files"] is not None and not steps:
+        console.print("files: nothing to put back (no checkpoint from there on)")
+    elif result["files"] is not None:
         console.print(
-            f"files: rewound to before step {steps[0] if steps else '-'}: {len(steps)} "
-            f"step(s) undone, {result['restored']} path(s) put back",
+            f"files: rewound to before step {steps[0]}: {len(steps)} step(s) undone, "
+            f"{result['restored']} path(s) put back",
             highlight=False,
         )
         for c in result["conflicts"]:
