@@ -280,6 +280,39 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "SIGTERM and SIGKILL (at most 3 s: Stop gives a tool 5 s to wind down).",
     ),
     LiveSettingDef(
+        key="checkpoints",
+        type=bool,
+        default=False,
+        description="Whether writing calls (execute, fs_write, fs_edit) keep a checkpoint of "
+        "what they change, to rewind. Off by default until its cost is small: a sandboxed "
+        "call scans its writable sources before and after it runs.",
+    ),
+    LiveSettingDef(
+        key="checkpoint_keep_count",
+        type=int,
+        default=100,
+        minimum=1,
+        description="Checkpoints each conversation keeps (the newest); older ones are "
+        "dropped, and the file contents no kept checkpoint needs are removed.",
+    ),
+    LiveSettingDef(
+        key="checkpoint_keep_days",
+        type=int,
+        default=30,
+        minimum=1,
+        description="Days a checkpoint is kept before it is dropped.",
+    ),
+    LiveSettingDef(
+        key="checkpoint_max_files",
+        type=int,
+        default=5_000,
+        minimum=0,
+        maximum=1_000_000,
+        description="A command that may write gets a checkpoint (what it changed, kept to "
+        "rewind) only in writable sources of at most this many entries; 0 turns checkpoints "
+        "off. The first snapshot of a source copies each of its files once.",
+    ),
+    LiveSettingDef(
         key="background_shell_log_cap",
         type=int,
         default=256 * 1024 * 1024,

@@ -34,6 +34,7 @@ from corral.cli import (
     mcp,
     packages,
     questions,
+    rewind,
     roles,
     rules,
     runs,
@@ -116,4 +117,5 @@ app.add_typer(skills.app, name="skills")
 app.add_typer(mcp.app, name="mcp")
 app.add_typer(channels.app, name="channels")
 app.command("summarize")(summarize.summarize)
+app.command("rewind")(rewind.rewind)
 app.command("inbox")(inbox.inbox)

@@ -27,6 +27,11 @@ from corral.settings import Settings
 from corral.shell.background import BackgroundShells, ConversationAccess, ShellLaunch
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
+from corral.shell.checkpoints import Snapshot, TooManyEntries
+from corral.shell.checkpoints.keeper import CheckpointKeeper, retention_of
+from corral.shell.checkpoints.read_only import proven_read_only
+from corral.shell.checkpoints.rows import CallScope as CheckpointScope
+from corral.shell.checkpoints.rows import CheckpointRows
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
 from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
 from corral.shell.egress.ca import CertificateAuthority, trust_environment
@@ -108,6 +113,9 @@ class ShellOutcome:
     host: dict[str, Any] | None = None
     egress: dict[str, Any] | None = None
     """Network mode proxy: connection counts and the refused ones with their reasons."""
+    checkpoint: dict[str, Any] | None = None
+    """What the call changed in its writable sources (id, files, bytes); None when it was
+    proven read-only or had no writable source."""
 
 
 DEFAULT_TIMEOUT = 120
@@ -162,6 +170,7 @@ class ShellService:
         self._closing: set[asyncio.Task[dict[str, Any]]] = set()
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
+        self.checkpoints = CheckpointKeeper(settings.data_dir, CheckpointRows(sessions))
         self.background = BackgroundShells(
             store=self.store,
             settings=settings,
@@ -415,6 +424,12 @@ class ShellService:
         timeout = request.timeout or DEFAULT_TIMEOUT
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
+        try:
+            snapshots = await self._snapshots(checked, request, policy, live)
+        except (OSError, TooManyEntries) as exc:
+            snapshots, unkept = None, f"No checkpoint was kept for this call: {exc}."
+        else:
+            unkept = ""
         network, network_label = self._network(live)
         bridge = None
         if not network:
@@ -448,8 +463,20 @@ class ShellService:
             cleanup()
             if bridge is not None:
                 await asyncio.shield(bridge.close())
+        checkpoint = None
+        if snapshots:
+            scope = CheckpointScope(
+                conversation_id=request.conversation_id,
+                run_id=request.run_id,
+                user_id=request.caller.user_id,
+                tool="execute",
+            )
+            kept = await self.checkpoints.after(
+                snapshots, request.call_id, scope, retention_of(live)
+            )
+            checkpoint = kept.summary()
         text, trimmed = captured_text(outcome.capture, limit)
-        notes: list[str] = []
+        notes: list[str] = [unkept] if unkept else []
         egress = None if bridge is None else await self._finish_egress(bridge, notes)
         if outcome.undrained:
             notes.append(
@@ -471,7 +498,36 @@ class ShellService:
             env_dropped=[d.describe() for d in environment.call_drops()],
             notes=notes,
             egress=egress,
+            checkpoint=checkpoint,
         )
+
+    async def writable_roots(self, caller: Caller) -> set[str]:
+        """The real roots of the local sources ``caller`` may write (where a rewind may
+        put files back)."""
+        state = await self._state.dispatch_state()
+        return {
+            str(s.real_root)
+            for s in state.sources.sources.values()
+            if s.connector == "local" and "write" in s.rights_for(caller)
+        }
+
+    async def _snapshots(
+        self,
+        checked: CheckedCommand,
+        request: ShellRequest,
+        policy: SourcePolicy,
+        live: Mapping[str, Any],
+    ) -> list[Snapshot] | None:
+        """Snapshots of the sources the command may write; none for a proven reader."""
+        limit = int(live["checkpoint_max_files"])
+        if not live["checkpoints"] or limit == 0 or proven_read_only(checked.analysis):
+            return None
+        roots = [
+            s.real_root
+            for s in policy.sources.values()
+            if s.connector == "local" and "write" in s.rights_for(request.caller)
+        ]
+        return await self.checkpoints.before(roots, max_entries=limit) if roots else None
 
     # -- the host plane ---------------------------------------------------------------------
 

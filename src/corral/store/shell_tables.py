@@ -1,16 +1,17 @@
-"""Tables of shell execution: background shells and their durable completion reports."""
+"""Tables of shell execution: background shells and their durable completion reports, the
+connections of the egress proxy, and the checkpoints of writing calls."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from corral.store.tables import Base, utcnow
 
-__all__ = ["EgressConnection", "Shell"]
+__all__ = ["CheckpointRecord", "EgressConnection", "Shell"]
 
 
 class Shell(Base):
@@ -74,3 +75,22 @@ class EgressConnection(Base):
     bytes_down: Mapped[int] = mapped_column(Integer, default=0)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     duration_s: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class CheckpointRecord(Base):
+    """A writing call that changed files, kept to rewind: one row in its conversation.
+
+    What it changed lives in ``<data>/checkpoints/calls/<call_id>.json``; the row says how
+    much, and orders the conversation's checkpoints for rewind and retention."""
+
+    __tablename__ = "checkpoints"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    call_id: Mapped[str] = mapped_column(String(100), unique=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    user_id: Mapped[str] = mapped_column(String(64), default="")
+    tool: Mapped[str] = mapped_column(String(100), default="")
+    files_changed: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    """Bytes of prior content kept for the call (before sharing between checkpoints)."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     # Type-only: handlers that never run a command should not load the command analyser.
     from corral.shell.background import BackgroundShells, ConversationAccess
     from corral.shell.check import CheckedCommand
+    from corral.shell.checkpoints.keeper import CheckpointKeeper
     from corral.shell.live import LiveSink
     from corral.shell.records import ShellRecord, ShellStore
     from corral.shell.service import ShellOutcome, ShellRequest
@@ -85,6 +86,8 @@ class Shells(Protocol):
     def background(self) -> BackgroundShells: ...
     @property
     def store(self) -> ShellStore: ...
+    @property
+    def checkpoints(self) -> CheckpointKeeper: ...
 
     async def check(
         self, command: str, *, cwd: str | None, caller: Caller, policy: SourcePolicy | None = None

@@ -214,6 +214,8 @@ def _foreground_result(outcome: ShellOutcome, request: ShellRequest) -> ToolResu
         data["host"] = outcome.host
     if outcome.egress is not None:
         data["egress"] = outcome.egress
+    if outcome.checkpoint is not None:
+        data["checkpoint"] = outcome.checkpoint
     return ToolResult.text_result(
         "\n".join(parts),
         data=data,

@@ -21,6 +21,9 @@ from corral.files import write_file
 from corral.packages.drive.handles import open_verified
 from corral.packages.drive.locations import Location
 from corral.packages.drive.service import Drive, drive_of
+from corral.shell.checkpoints import Checkpoint
+from corral.shell.checkpoints.keeper import retention_of
+from corral.shell.checkpoints.rows import CallScope
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
 
@@ -41,6 +44,32 @@ def _root(location: Location) -> Path:
     if location.root is None:  # durable files are refused for writing before this
         raise ToolError(f"{location.uri!r} cannot be written", code="read_only")
     return location.root
+
+
+async def _prior(ctx: CallContext, location: Location) -> Checkpoint | None:
+    """What the write will change, kept before it (when the platform runs shells)."""
+    shells = ctx.services.shells
+    if shells is None or location.path is None or not ctx.live.get("checkpoints"):
+        return None
+    return await shells.checkpoints.before_write(_root(location), location.path)
+
+
+async def _keep(
+    ctx: CallContext, location: Location, prior: Checkpoint | None, data: dict[str, Any]
+) -> None:
+    shells = ctx.services.shells
+    if shells is None or prior is None:
+        return
+    scope = CallScope(
+        conversation_id=ctx.conversation_id,
+        run_id=ctx.run_id,
+        user_id=ctx.caller.user_id,
+        tool=ctx.tool,
+    )
+    kept = await shells.checkpoints.keep(
+        {str(_root(location)): prior}, ctx.call_id, scope, retention_of(ctx.live)
+    )
+    data["checkpoint"] = kept.summary()
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -86,20 +115,23 @@ async def fs_write(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         raise ToolError(f"{location.uri!r} is a folder; name a file in it", code="is_a_folder")
     if before is not None and not args.get("overwrite"):
         await _check_seen(drive, location, before.st_mtime_ns, ctx)
+    prior = await _prior(ctx, location)
     after = await asyncio.to_thread(write_file, _root(location), path, content)
     lines = content.count(b"\n") + (0 if content.endswith(b"\n") or not content else 1)
     verb = "replaced" if before is not None else "created"
+    data: dict[str, Any] = {
+        "uri": location.uri,
+        "path": str(path),
+        "created": before is None,
+        "size": len(content),
+        "mtime_ns": after.st_mtime_ns,
+    }
+    await _keep(ctx, location, prior, data)
     return ToolResult(
         content=[
             TextBlock(f"Wrote {location.uri}: {verb}, {len(content):,} bytes, {lines:,} lines.")
         ],
-        data={
-            "uri": location.uri,
-            "path": str(path),
-            "created": before is None,
-            "size": len(content),
-            "mtime_ns": after.st_mtime_ns,
-        },
+        data=data,
     )
 
 
@@ -189,6 +221,7 @@ async def fs_edit(args: dict[str, Any], ctx: CallContext) -> ToolResult:
             data={"count": count, "lines": found[:_SHOWN_LINES]},
         )
     changed = text.replace(old, new) if args.get("replace_all") else text.replace(old, new, 1)
+    prior = await _prior(ctx, location)
     after = await asyncio.to_thread(
         write_file, _root(location), location.path, changed.encode("utf-8")
     )
@@ -201,6 +234,7 @@ async def fs_edit(args: dict[str, Any], ctx: CallContext) -> ToolResult:
     }
     if seen == stat.st_mtime_ns:
         data["mtime_ns"] = after.st_mtime_ns  # the model knew the file, and now its change
+    await _keep(ctx, location, prior, data)
     return ToolResult(
         content=[TextBlock(summary + "\n" + _diff(text, changed, location.uri))], data=data
     )
