@@ -430,51 +430,60 @@ class ShellService:
             snapshots, unkept = None, f"No checkpoint was kept for this call: {exc}."
         else:
             unkept = ""
-        network, network_label = self._network(live)
-        bridge = None
-        if not network:
-            egress_policy, network_label = self._egress_policy(live, request.agent)
-            if egress_policy is not None:
-                bindings = await self._bindings(request)
-                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
-        spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
-        redact = Redactor(environment.secrets) if environment.secrets else None
+        # Calls covering the same source take turns from snapshot to change set.
         try:
-            execution = await Execution.start(
-                spec, spawner=self._spawner, capture_limit=limit, sinks=[pacer.feed], redact=redact
-            )
-        except OSError as exc:
-            cleanup()
+            network, network_label = self._network(live)
+            bridge = None
+            if not network:
+                egress_policy, network_label = self._egress_policy(live, request.agent)
+                if egress_policy is not None:
+                    bindings = await self._bindings(request)
+                    bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+            spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
+            redact = Redactor(environment.secrets) if environment.secrets else None
+            try:
+                execution = await Execution.start(
+                    spec,
+                    spawner=self._spawner,
+                    capture_limit=limit,
+                    sinks=[pacer.feed],
+                    redact=redact,
+                )
+            except OSError as exc:
+                cleanup()
+                if bridge is not None:
+                    await bridge.close()
+                raise _spawn_failed(exc) from None
             if bridge is not None:
-                await bridge.close()
-            raise _spawn_failed(exc) from None
-        if bridge is not None:
-            bridge.spawned()
-        self._foreground.add(execution)
-        unregister = on_cancel(lambda: execution.request_stop("stopped"))
-        try:
-            outcome = await execution.finish(
-                limit=timeout, grace=int(live["shell_stop_grace_ms"]) / 1000
-            )
+                bridge.spawned()
+            self._foreground.add(execution)
+            unregister = on_cancel(lambda: execution.request_stop("stopped"))
+            try:
+                outcome = await execution.finish(
+                    limit=timeout, grace=int(live["shell_stop_grace_ms"]) / 1000
+                )
+            finally:
+                unregister()
+                pacer.close()
+                self._foreground.discard(execution)
+                cleanup()
+                if bridge is not None:
+                    await asyncio.shield(bridge.close())
+            checkpoint = None
+            if snapshots:
+                scope = CheckpointScope(
+                    conversation_id=request.conversation_id,
+                    run_id=request.run_id,
+                    user_id=request.caller.user_id,
+                    tool="execute",
+                )
+                kept = await self.checkpoints.after(
+                    snapshots, request.call_id, scope, retention_of(live)
+                )
+                checkpoint = kept.summary()
         finally:
-            unregister()
-            pacer.close()
-            self._foreground.discard(execution)
-            cleanup()
-            if bridge is not None:
-                await asyncio.shield(bridge.close())
-        checkpoint = None
-        if snapshots:
-            scope = CheckpointScope(
-                conversation_id=request.conversation_id,
-                run_id=request.run_id,
-                user_id=request.caller.user_id,
-                tool="execute",
-            )
-            kept = await self.checkpoints.after(
-                snapshots, request.call_id, scope, retention_of(live)
-            )
-            checkpoint = kept.summary()
+            if snapshots:
+                self.checkpoints.release(snapshots)
         text, trimmed = captured_text(outcome.capture, limit)
         notes: list[str] = [unkept] if unkept else []
         egress = None if bridge is None else await self._finish_egress(bridge, notes)
@@ -662,6 +671,7 @@ class ShellService:
             execution.request_stop("stopped")
         await self.background.close()
         await self.settle_egress()
+        self.checkpoints.close()
 
 
 def _policy(policy: SourcePolicy, request: ShellRequest) -> SourcePolicy:
