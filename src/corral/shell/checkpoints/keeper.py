@@ -217,6 +217,7 @@ class CheckpointKeeper:
         for source in self._sources.values():
             source.watch.close()
         self._sources.clear()
+        self.blobs.close()
 
     async def after(
         self,
