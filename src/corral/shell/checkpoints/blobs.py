@@ -47,6 +47,7 @@ class BlobStore:
         """When each packed blob was last kept or reused (clean-up spares recent ones)."""
         self._pack: tuple[str, int] | None = None
         """The pack this process appends to, and its descriptor."""
+        self._index_fd = -1
 
     def path(self, digest: str) -> Path:
         """Where a large blob's own file is."""
@@ -93,15 +94,13 @@ class BlobStore:
             # the content is in the pack before the index names it: a crash between the two
             # leaves unnamed bytes, never a name without its content
             line = f"{name} {pack} {offset} {len(data)}\n"
-            index_fd = os.open(
-                self.packs / "index",
-                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600,
-            )
-            try:
-                os.write(index_fd, line.encode("ascii"))
-            finally:
-                os.close(index_fd)
+            if self._index_fd < 0:
+                self._index_fd = os.open(
+                    self.packs / "index",
+                    os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600,
+                )
+            os.write(self._index_fd, line.encode("ascii"))
             index[name] = _Packed(pack, offset, len(data))
             self._used[name] = time.time()
         return name
@@ -123,6 +122,12 @@ class BlobStore:
             if self._pack is not None:
                 os.close(self._pack[1])
                 self._pack = None
+            self._close_index()
+
+    def _close_index(self) -> None:
+        if self._index_fd >= 0:
+            os.close(self._index_fd)
+            self._index_fd = -1
 
     def put(self, source: Path) -> str:
         """Keep ``source``'s content (once per content) and return its digest.
@@ -214,6 +219,7 @@ class BlobStore:
         with open(os.open(scratch, _NEW, 0o600), "w", encoding="ascii") as out:
             out.write(lines)
         os.replace(scratch, self.packs / "index")
+        self._close_index()  # appends go to the new index from now on
 
     def _read_packed(self, packed: _Packed) -> bytes:
         fd = os.open(self.packs / f"{packed.pack}.pack", os.O_RDONLY | os.O_CLOEXEC)
