@@ -212,3 +212,43 @@ async def test_writes_by_the_sandbox_uid_inside_bubblewrap_are_caught(
     checkpoints = [k.sources[str(root)] for k in kept if k is not None]
     assert restore(root, keeper.blobs, checkpoints) == []
     assert describe(drive) == before
+
+
+@needs_bwrap
+async def test_a_background_shell_is_covered_from_its_start_to_its_end(
+    platform: Platform, drive: Path
+) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    root = drive.resolve()  # noqa: ASYNC240 (a test's own folder)
+    make_tree(drive)
+    give_to_sandbox(drive, platform.kernel.settings.sandbox_uid)
+    before = describe(drive)
+    command = (
+        "echo early >> notes.md && rm -r docs && "
+        "mkdir late && echo late > late/file.txt && chmod 700 run.sh"
+    )
+    result = await platform.call_tool(
+        "execute",
+        {"command": command, "cwd": str(drive), "background": True},
+        conversation_id="conv-bg",
+    )
+    assert result.data is not None, result.text
+    service = shells(platform)
+    record = await service.background.wait_ended(result.data["shell_id"], 30)
+    assert record.exit_code == 0
+    await service.settle_checkpoints()
+    keeper = service.checkpoints
+    assert keeper.rows is not None
+    (row,) = await keeper.rows.for_conversation("conv-bg")
+    kept = keeper.load(row.call_id)
+    assert kept is not None
+    assert set(kept.sources[str(root)].priors) == {
+        "notes.md",
+        "docs",
+        "docs/guide.txt",
+        "late",
+        "late/file.txt",
+        "run.sh",
+    }
+    assert restore(root, keeper.blobs, [kept.sources[str(root)]]) == []
+    assert describe(drive) == before

@@ -131,12 +131,15 @@ class CheckpointKeeper:
         self.rows = rows
         self._sources: dict[Path, _Source] = {}
         self._turns: dict[Path, asyncio.Lock] = {}
+        self._pinned: list[Snapshot] = []
+        """Snapshots taken when a background shell started, until its change set is kept."""
         self._collecting = threading.Lock()
         """Held by clean-up, and by snapshots while they name blobs clean-up must spare."""
 
     @property
     def _last(self) -> dict[Path, Snapshot]:
-        return {root: s.last for root, s in self._sources.items() if s.last is not None}
+        last = {root: s.last for root, s in self._sources.items() if s.last is not None}
+        return {**{Path(f"pinned:{i}"): s for i, s in enumerate(self._pinned)}, **last}
 
     def _scanned(self, source: _Source) -> tuple[dict[str, Entry], set[str] | None]:
         """The source's entries now, and the paths that may have moved since its last
@@ -204,6 +207,35 @@ class CheckpointKeeper:
             for root in held:
                 self._turns[root].release()
             raise
+
+    async def started(self, roots: Sequence[Path], *, max_entries: int = 0) -> list[Snapshot]:
+        """Snapshots of ``roots`` for a background shell about to start: taken in turn with
+        other calls, then held (their contents spared by clean-up) until :meth:`ended`;
+        the shell does not hold the sources while it runs."""
+        snapshots = await self.before(roots, max_entries=max_entries)
+        self.release(snapshots)
+        self._pinned.extend(snapshots)
+        return snapshots
+
+    async def ended(
+        self,
+        snapshots: Sequence[Snapshot],
+        call_id: str | None,
+        scope: CallScope | None = None,
+        retention: Retention | None = None,
+    ) -> CallCheckpoint:
+        """A background shell's change set, from its start to its end: taken in turn
+        with foreground calls (one running now finishes first)."""
+        held: list[Path] = []
+        try:
+            for root in sorted({s.root for s in snapshots}):
+                await self._turns.setdefault(root, asyncio.Lock()).acquire()
+                held.append(root)
+            return await self.after(snapshots, call_id, scope, retention)
+        finally:
+            for root in held:
+                self._turns[root].release()
+            self._pinned = [s for s in self._pinned if all(s is not t for t in snapshots)]
 
     def release(self, snapshots: Sequence[Snapshot]) -> None:
         """Let the next call covering these sources take its snapshot."""
