@@ -252,3 +252,29 @@ async def test_a_background_shell_is_covered_from_its_start_to_its_end(
     }
     assert restore(root, keeper.blobs, [kept.sources[str(root)]]) == []
     assert describe(drive) == before
+
+
+FLOOD = (
+    "import os\n"
+    "for i in range(9000):\n"  # two distinct events per touch, not merged: past the queue
+    "    os.utime('notes.md' if i % 2 else 'run.sh')\n"
+    "open('docs/guide.txt', 'a').write('after the flood')\n"
+)
+
+
+def queue_limit() -> int:
+    return int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+
+
+async def test_a_queue_overflow_falls_back_to_a_whole_scan(
+    tree: Path, keeper: CheckpointKeeper
+) -> None:
+    limit = queue_limit()
+    if limit > 16384:
+        pytest.skip(f"the queue holds {limit} events here; the flood is sized for 16384")
+    before = describe(tree)
+    await one_call(keeper, tree, "true")
+    flooded = await one_call(keeper, tree, sys.executable, "-c", FLOOD)
+    assert set(flooded.sources[str(tree)].priors) == {"notes.md", "run.sh", "docs/guide.txt"}
+    rewound(keeper, tree, flooded)
+    assert describe(tree) == before
