@@ -198,7 +198,10 @@ def measure(
         for path in (source, *source.rglob("*")):
             os.chown(path, SANDBOX_UID, SANDBOX_UID)
     process = spec(files, binary, source, data)
-    run_call = lambda: asyncio.run(call(process))  # noqa: E731
+    # One event loop for every call, as in the platform: a loop (and its thread pool) per
+    # call would add its own start-up to each figure.
+    loop = asyncio.new_event_loop()
+    run_call = lambda: loop.run_until_complete(call(process))  # noqa: E731
     blobs = BlobStore(data / f"blobs-{size}")
     snapshot = take_snapshot(source, blobs)
     # The files were written a moment ago, inside the window where their times cannot be
@@ -207,7 +210,7 @@ def measure(
     snapshot = take_snapshot(source, blobs, previous=snapshot)
     keeper = CheckpointKeeper(data / f"keeper-{size}")
     (data / f"keeper-{size}").mkdir(parents=True)
-    asyncio.run(watched_call(process, keeper, source))  # the first snapshot copies all
+    loop.run_until_complete(watched_call(process, keeper, source))  # the first copies all
     times: dict[str, list[float]] = {
         "none": [],
         "watched": [],
@@ -221,7 +224,7 @@ def measure(
     watched_disk: list[int] = []
 
     def with_watch() -> None:
-        changed = asyncio.run(watched_call(process, keeper, source))
+        changed = loop.run_until_complete(watched_call(process, keeper, source))
         assert changed == CHANGED, changed
 
     def with_cas() -> None:
@@ -234,7 +237,7 @@ def measure(
 
     def with_overlap() -> None:
         nonlocal snapshot
-        snapshot = asyncio.run(overlapped(process, source, blobs, snapshot))
+        snapshot = loop.run_until_complete(overlapped(process, source, blobs, snapshot))
         checkpoint = changes(snapshot)
         assert checkpoint.files_changed == CHANGED, checkpoint
 
@@ -269,6 +272,7 @@ def measure(
     result["disk"] = statistics.median(disk)
     result["watched disk"] = statistics.median(watched_disk)
     keeper.close()
+    loop.close()
     shutil.rmtree(source)
     shutil.rmtree(data, ignore_errors=True)
     return result
