@@ -51,11 +51,11 @@ async def start(platform: Platform, drive: Path) -> str:
     return root
 
 
-def blobs_of(keeper: CheckpointKeeper, call_id: str | None, root: str) -> list[Path]:
+def blobs_of(keeper: CheckpointKeeper, call_id: str | None, root: str) -> list[str]:
     kept = keeper.load(str(call_id))
     assert kept is not None
     priors = kept.sources[root].priors.values()
-    return [keeper.blobs.path(p.digest) for p in priors if p is not None and p.digest]
+    return [p.digest for p in priors if p is not None and p.digest]
 
 
 async def test_each_call_that_changed_files_is_a_row_of_its_conversation(
@@ -85,17 +85,17 @@ async def test_retention_by_count_drops_old_checkpoints_and_their_unneeded_conte
     keeper, rows = keeper_rows(platform)
     ids = [await run(platform, drive, "sed -i s/first/second/ a.txt", "conv-1")]
     (first_version,) = blobs_of(keeper, ids[0], root)
-    assert first_version.exists()
+    assert keeper.blobs.has(first_version)
     ids.append(await run(platform, drive, "sed -i s/second/third/ a.txt", "conv-1"))
     ids.append(await run(platform, drive, "sed -i s/third/fourth/ a.txt", "conv-1"))
     assert [r.call_id for r in await rows.for_conversation("conv-1")] == ids[1:]
     assert keeper.load(str(ids[0])) is None and keeper.load(str(ids[1])) is not None
     # the first version is needed by no kept checkpoint, but was used within the grace
-    assert first_version.exists()
+    assert keeper.blobs.has(first_version)
     assert keeper.collect(unused_for=0) >= 1
-    assert not first_version.exists()
+    assert not keeper.blobs.has(first_version)
     needed = [blob for call_id in ids[1:] for blob in blobs_of(keeper, call_id, root)]
-    assert len(needed) == 2 and all(blob.exists() for blob in needed)
+    assert len(needed) == 2 and all(keeper.blobs.has(blob) for blob in needed)
 
 
 async def test_retention_by_days_drops_checkpoints_past_their_age(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ from corral.tracing.propagation import traced_variables
 __all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
 
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
+log = logging.getLogger("corral.shell")
+
 OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
 EgressCredentials = Callable[[str], Awaitable[Sequence[CredentialBinding]]]
 """A user id to the credentials the egress proxy may inject for that user."""
@@ -171,6 +174,7 @@ class ShellService:
         self.judged = 0
         """Commands judged by both guards since start (analysis runs once per judgement)."""
         self.checkpoints = CheckpointKeeper(settings.data_dir, CheckpointRows(sessions))
+        self._background_checkpoints: set[asyncio.Task[None]] = set()
         self.background = BackgroundShells(
             store=self.store,
             settings=settings,
@@ -430,51 +434,60 @@ class ShellService:
             snapshots, unkept = None, f"No checkpoint was kept for this call: {exc}."
         else:
             unkept = ""
-        network, network_label = self._network(live)
-        bridge = None
-        if not network:
-            egress_policy, network_label = self._egress_policy(live, request.agent)
-            if egress_policy is not None:
-                bindings = await self._bindings(request)
-                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
-        spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
-        redact = Redactor(environment.secrets) if environment.secrets else None
+        # Calls covering the same source take turns from snapshot to change set.
         try:
-            execution = await Execution.start(
-                spec, spawner=self._spawner, capture_limit=limit, sinks=[pacer.feed], redact=redact
-            )
-        except OSError as exc:
-            cleanup()
+            network, network_label = self._network(live)
+            bridge = None
+            if not network:
+                egress_policy, network_label = self._egress_policy(live, request.agent)
+                if egress_policy is not None:
+                    bindings = await self._bindings(request)
+                    bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+            spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
+            redact = Redactor(environment.secrets) if environment.secrets else None
+            try:
+                execution = await Execution.start(
+                    spec,
+                    spawner=self._spawner,
+                    capture_limit=limit,
+                    sinks=[pacer.feed],
+                    redact=redact,
+                )
+            except OSError as exc:
+                cleanup()
+                if bridge is not None:
+                    await bridge.close()
+                raise _spawn_failed(exc) from None
             if bridge is not None:
-                await bridge.close()
-            raise _spawn_failed(exc) from None
-        if bridge is not None:
-            bridge.spawned()
-        self._foreground.add(execution)
-        unregister = on_cancel(lambda: execution.request_stop("stopped"))
-        try:
-            outcome = await execution.finish(
-                limit=timeout, grace=int(live["shell_stop_grace_ms"]) / 1000
-            )
+                bridge.spawned()
+            self._foreground.add(execution)
+            unregister = on_cancel(lambda: execution.request_stop("stopped"))
+            try:
+                outcome = await execution.finish(
+                    limit=timeout, grace=int(live["shell_stop_grace_ms"]) / 1000
+                )
+            finally:
+                unregister()
+                pacer.close()
+                self._foreground.discard(execution)
+                cleanup()
+                if bridge is not None:
+                    await asyncio.shield(bridge.close())
+            checkpoint = None
+            if snapshots:
+                scope = CheckpointScope(
+                    conversation_id=request.conversation_id,
+                    run_id=request.run_id,
+                    user_id=request.caller.user_id,
+                    tool="execute",
+                )
+                kept = await self.checkpoints.after(
+                    snapshots, request.call_id, scope, retention_of(live)
+                )
+                checkpoint = kept.summary()
         finally:
-            unregister()
-            pacer.close()
-            self._foreground.discard(execution)
-            cleanup()
-            if bridge is not None:
-                await asyncio.shield(bridge.close())
-        checkpoint = None
-        if snapshots:
-            scope = CheckpointScope(
-                conversation_id=request.conversation_id,
-                run_id=request.run_id,
-                user_id=request.caller.user_id,
-                tool="execute",
-            )
-            kept = await self.checkpoints.after(
-                snapshots, request.call_id, scope, retention_of(live)
-            )
-            checkpoint = kept.summary()
+            if snapshots:
+                self.checkpoints.release(snapshots)
         text, trimmed = captured_text(outcome.capture, limit)
         notes: list[str] = [unkept] if unkept else []
         egress = None if bridge is None else await self._finish_egress(bridge, notes)
@@ -517,6 +530,8 @@ class ShellService:
         request: ShellRequest,
         policy: SourcePolicy,
         live: Mapping[str, Any],
+        *,
+        background: bool = False,
     ) -> list[Snapshot] | None:
         """Snapshots of the sources the command may write; none for a proven reader."""
         limit = int(live["checkpoint_max_files"])
@@ -527,7 +542,47 @@ class ShellService:
             for s in policy.sources.values()
             if s.connector == "local" and "write" in s.rights_for(request.caller)
         ]
-        return await self.checkpoints.before(roots, max_entries=limit) if roots else None
+        if not roots:
+            return None
+        if background:
+            return await self.checkpoints.started(roots, max_entries=limit)
+        return await self.checkpoints.before(roots, max_entries=limit)
+
+    def _checkpointing(
+        self,
+        cleanup: Callable[[], None],
+        snapshots: list[Snapshot],
+        request: ShellRequest,
+        live: Mapping[str, Any],
+    ) -> Callable[[], None]:
+        """A background shell's cleanup that also keeps its change set, from its start to
+        its end, as one checkpoint of its conversation."""
+        scope = CheckpointScope(
+            conversation_id=request.conversation_id,
+            run_id=request.run_id,
+            user_id=request.caller.user_id,
+            tool="execute",
+        )
+        retention = retention_of(live)
+
+        async def keep() -> None:
+            try:
+                await self.checkpoints.ended(snapshots, request.call_id, scope, retention)
+            except Exception:
+                log.exception("could not keep the checkpoint of a background shell")
+
+        def both() -> None:
+            cleanup()
+            task = asyncio.get_running_loop().create_task(keep())
+            self._background_checkpoints.add(task)
+            task.add_done_callback(self._background_checkpoints.discard)
+
+        return both
+
+    async def settle_checkpoints(self) -> None:
+        """Wait until ended background shells' checkpoints are kept."""
+        while self._background_checkpoints:
+            await asyncio.gather(*list(self._background_checkpoints))
 
     # -- the host plane ---------------------------------------------------------------------
 
@@ -635,6 +690,12 @@ class ShellService:
         if bridge is not None:
             cleanup = self._closing_bridge(cleanup, bridge)
         limit = float(request.timeout or int(live["background_shell_max_seconds"]))
+        try:
+            snapshots = await self._snapshots(checked, request, policy, live, background=True)
+        except (OSError, TooManyEntries):
+            snapshots = None  # the shell still runs, uncovered, as a foreground call would
+        if snapshots:
+            cleanup = self._checkpointing(cleanup, snapshots, request, live)
         launch = ShellLaunch(
             spec=spec,
             user_id=request.caller.user_id,
@@ -662,6 +723,8 @@ class ShellService:
             execution.request_stop("stopped")
         await self.background.close()
         await self.settle_egress()
+        await self.settle_checkpoints()
+        self.checkpoints.close()
 
 
 def _policy(policy: SourcePolicy, request: ShellRequest) -> SourcePolicy:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,15 +62,37 @@ def take_snapshot(
 
     With ``max_entries``, a larger source raises :class:`TooManyEntries` before any copy."""
     taken = time.time_ns()
-    entries = scan(root)
+    return advance(root, blobs, previous, scan(root), None, taken, max_entries=max_entries)
+
+
+def advance(
+    root: Path,
+    blobs: BlobStore,
+    previous: Snapshot | None,
+    entries: dict[str, Entry],
+    touched: set[str] | None,
+    taken_ns: int,
+    *,
+    max_entries: int = 0,
+) -> Snapshot:
+    """The snapshot of ``entries`` (scanned from ``taken_ns`` on): each file's blob reused
+    from ``previous`` when its entry has not moved, kept anew otherwise. ``touched`` names
+    the only paths that may differ from ``previous`` (a watched refresh); None means any."""
     if max_entries and len(entries) > max_entries:
         raise TooManyEntries(
             f"{root} holds {len(entries):,} entries, more than the {max_entries:,} a "
             "checkpoint covers (live setting checkpoint_max_files)"
         )
-    digests: dict[str, str] = {}
-    for path, entry in entries.items():
-        if entry.kind != "file":
+    if previous is None or touched is None:
+        digests: dict[str, str] = {}
+        paths: Iterable[str] = entries
+    else:
+        digests = dict(previous.digests)
+        paths = touched
+    for path in paths:
+        entry = entries.get(path)
+        if entry is None or entry.kind != "file":
+            digests.pop(path, None)
             continue
         if previous is not None:
             old = previous.entries.get(path)
@@ -80,8 +103,8 @@ def take_snapshot(
         try:
             digests[path] = blobs.put(root / path)
         except OSError:
-            continue  # unreadable (mode 000, or gone): its prior content cannot be kept
-    return Snapshot(root=root, entries=entries, digests=digests, taken_ns=taken)
+            digests.pop(path, None)  # unreadable (mode 000, or gone): its content cannot be kept
+    return Snapshot(root=root, entries=entries, digests=digests, taken_ns=taken_ns)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,17 +170,25 @@ def _rewritten(root: Path, path: str, digest: str) -> bool:
 
 def changes(before: Snapshot) -> Checkpoint:
     """Scan the source again and return the prior state of every path that moved."""
-    after = scan(before.root)
+    return diff(before, scan(before.root), None)
+
+
+def diff(before: Snapshot, after: dict[str, Entry], touched: set[str] | None) -> Checkpoint:
+    """The prior state of every path that differs between ``before`` and ``after``;
+    ``touched`` names the only paths that may differ (a watched refresh), None means any."""
     priors: dict[str, Prior | None] = {}
-    for path, old in before.entries.items():
-        new = after.get(path)
+    paths = before.entries.keys() | after.keys() if touched is None else touched
+    for path in paths:
+        old, new = before.entries.get(path), after.get(path)
+        if old is None:
+            if new is not None:
+                priors[path] = None
+            continue
         digest = before.digests.get(path, "")
         if new is None or not old.same(new):
             priors[path] = _prior(old, digest)
         elif _racy(old, before.taken_ns) and _rewritten(before.root, path, digest):
             priors[path] = _prior(old, digest)
-    for path in after.keys() - before.entries.keys():
-        priors[path] = None
     return Checkpoint(priors=priors)
 
 

@@ -15,23 +15,27 @@ import json
 import os
 import re
 import threading
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corral.files import make_private_folder, write_text_atomically
+from corral.files import make_private_folder
 from corral.shell.checkpoints.blobs import BlobStore
 from corral.shell.checkpoints.capture import (
     Checkpoint,
     Snapshot,
+    TooManyEntries,
+    advance,
     changes,
+    diff,
     priors_before_write,
-    take_snapshot,
 )
 from corral.shell.checkpoints.rows import CallScope, CheckpointRows
-from corral.shell.checkpoints.scan import Entry, entry_of
+from corral.shell.checkpoints.scan import Entry, entry_of, scan
+from corral.shell.checkpoints.watch import SourceWatch, Unwatchable
 
 _CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
@@ -88,32 +92,164 @@ def _state(root: Path, path: str) -> Entry | None:
         return None
 
 
+@dataclass(slots=True)
+class _Source:
+    """A source's watch and its last snapshot (the state the last scan found)."""
+
+    watch: SourceWatch
+    last: Snapshot | None = None
+    watched: bool = True
+    """False once the source could not be watched: it is then scanned whole each time."""
+
+
+@contextlib.contextmanager
+def _forgotten_on_failure(source: _Source) -> Iterator[None]:
+    """The watch's events are consumed by a refresh: when what they told is not recorded
+    (too many entries, an unreadable source), the next snapshot must scan whole."""
+    try:
+        yield
+    except BaseException:
+        source.watch.close()
+        source.last = None
+        raise
+
+
 class CheckpointKeeper:
     """Takes the snapshots and keeps the checkpoints under ``data_dir/checkpoints``.
 
-    The last snapshot of each source stays in memory, so the next one copies only what moved
-    since (the platform's own process is the only one taking snapshots)."""
+    The last snapshot of each source stays in memory with an inotify watch on the source
+    (:mod:`corral.shell.checkpoints.watch`), so the next snapshot looks again only at what
+    moved since, and reuses the last one whole when nothing did (the platform's own process
+    is the only one taking snapshots). Calls covering the same source take turns
+    (:meth:`before` to :meth:`release`), so that one call's change set never holds another's
+    changes."""
 
     def __init__(self, data_dir: Path, rows: CheckpointRows | None = None) -> None:
         self.data_dir = data_dir
         self.folder = data_dir / "checkpoints"
         self.blobs = BlobStore(self.folder / "blobs")
         self.rows = rows
-        self._last: dict[Path, Snapshot] = {}
+        self._sources: dict[Path, _Source] = {}
+        self._turns: dict[Path, asyncio.Lock] = {}
+        self._pinned: list[Snapshot] = []
+        """Snapshots taken when a background shell started, until its change set is kept."""
         self._collecting = threading.Lock()
         """Held by clean-up, and by snapshots while they name blobs clean-up must spare."""
+
+    @property
+    def _last(self) -> dict[Path, Snapshot]:
+        last = {root: s.last for root, s in self._sources.items() if s.last is not None}
+        return {**{Path(f"pinned:{i}"): s for i, s in enumerate(self._pinned)}, **last}
+
+    def _scanned(self, source: _Source) -> tuple[dict[str, Entry], set[str] | None]:
+        """The source's entries now, and the paths that may have moved since its last
+        snapshot (None: any)."""
+        if source.watched:
+            try:
+                if source.last is None:
+                    return source.watch.scan(), None
+                return source.watch.refresh(source.last.entries)
+            except Unwatchable:
+                source.watched = False
+        return scan(source.watch.root), None
 
     def _snapshot(self, root: Path, max_entries: int) -> Snapshot:
         make_private_folder(self.data_dir, Path("checkpoints"))
         with self._collecting:
-            previous = self._last.get(root)
-            snapshot = take_snapshot(root, self.blobs, previous, max_entries=max_entries)
-            self._last[root] = snapshot
+            source = self._sources.setdefault(root, _Source(watch=SourceWatch(root)))
+            previous = source.last
+            taken = time.time_ns()
+            with _forgotten_on_failure(source):
+                snapshot = self._next(source, previous, taken, max_entries)
+            source.last = snapshot
         return snapshot
 
+    def _next(
+        self, source: _Source, previous: Snapshot | None, taken: int, max_entries: int
+    ) -> Snapshot:
+        root = source.watch.root
+        entries, touched = self._scanned(source)
+        if previous is not None and touched is not None and not touched:
+            if max_entries and len(previous.entries) > max_entries:
+                raise TooManyEntries(
+                    f"{root} holds {len(previous.entries):,} entries, more than the "
+                    f"{max_entries:,} a checkpoint covers (live setting "
+                    "checkpoint_max_files)"
+                )
+            return previous  # no event since: the source is as the last scan left it
+        return advance(root, self.blobs, previous, entries, touched, taken, max_entries=max_entries)
+
+    def _changes(self, before: Snapshot) -> Checkpoint:
+        """What moved since ``before``; the state found becomes the source's last snapshot
+        (the changed files' content kept now), so the next call's snapshot starts from it."""
+        with self._collecting:
+            source = self._sources.get(before.root)
+            if source is None or source.last is not before:
+                return changes(before)  # another snapshot came between: scan whole
+            taken = time.time_ns()
+            with _forgotten_on_failure(source):
+                entries, touched = self._scanned(source)
+                found = diff(before, entries, touched)
+                moved = set(found.priors) if touched is not None else None
+                source.last = advance(before.root, self.blobs, before, entries, moved, taken)
+        return found
+
     async def before(self, roots: Sequence[Path], *, max_entries: int = 0) -> list[Snapshot]:
-        """Snapshots of ``roots``, taken off the event loop (see :func:`take_snapshot`)."""
-        return [await asyncio.to_thread(self._snapshot, root, max_entries) for root in roots]
+        """Snapshots of ``roots``, taken off the event loop (see :func:`take_snapshot`),
+        once no other call covers them; :meth:`release` them when the call is done."""
+        held: list[Path] = []
+        try:
+            for root in sorted(set(roots)):
+                await self._turns.setdefault(root, asyncio.Lock()).acquire()
+                held.append(root)
+            return [await asyncio.to_thread(self._snapshot, root, max_entries) for root in roots]
+        except BaseException:
+            for root in held:
+                self._turns[root].release()
+            raise
+
+    async def started(self, roots: Sequence[Path], *, max_entries: int = 0) -> list[Snapshot]:
+        """Snapshots of ``roots`` for a background shell about to start: taken in turn with
+        other calls, then held (their contents spared by clean-up) until :meth:`ended`;
+        the shell does not hold the sources while it runs."""
+        snapshots = await self.before(roots, max_entries=max_entries)
+        self.release(snapshots)
+        self._pinned.extend(snapshots)
+        return snapshots
+
+    async def ended(
+        self,
+        snapshots: Sequence[Snapshot],
+        call_id: str | None,
+        scope: CallScope | None = None,
+        retention: Retention | None = None,
+    ) -> CallCheckpoint:
+        """A background shell's change set, from its start to its end: taken in turn
+        with foreground calls (one running now finishes first)."""
+        held: list[Path] = []
+        try:
+            for root in sorted({s.root for s in snapshots}):
+                await self._turns.setdefault(root, asyncio.Lock()).acquire()
+                held.append(root)
+            return await self.after(snapshots, call_id, scope, retention)
+        finally:
+            for root in held:
+                self._turns[root].release()
+            self._pinned = [s for s in self._pinned if all(s is not t for t in snapshots)]
+
+    def release(self, snapshots: Sequence[Snapshot]) -> None:
+        """Let the next call covering these sources take its snapshot."""
+        for root in {s.root for s in snapshots}:
+            turn = self._turns.get(root)
+            if turn is not None and turn.locked():
+                turn.release()
+
+    def close(self) -> None:
+        """Stop watching the sources."""
+        for source in self._sources.values():
+            source.watch.close()
+        self._sources.clear()
+        self.blobs.close()
 
     async def after(
         self,
@@ -123,7 +259,7 @@ class CheckpointKeeper:
         retention: Retention | None = None,
     ) -> CallCheckpoint:
         """The call's change set; kept on disk when it is not empty."""
-        found = [await asyncio.to_thread(changes, snapshot) for snapshot in snapshots]
+        found = [await asyncio.to_thread(self._changes, snapshot) for snapshot in snapshots]
         return await self.keep(
             {str(s.root): c for s, c in zip(snapshots, found, strict=True)},
             call_id,
@@ -166,9 +302,7 @@ class CheckpointKeeper:
                 for root, states in after.items()
             },
         }
-        await asyncio.to_thread(
-            write_text_atomically, self.folder, Path("calls") / f"{name}.json", json.dumps(document)
-        )
+        await asyncio.to_thread(self._write_call, name, json.dumps(document))
         if self.rows is not None:
             await self.rows.add(
                 name,
@@ -179,6 +313,19 @@ class CheckpointKeeper:
             if retention is not None:
                 await self.prune(retention)
         return checkpoint
+
+    def _write_call(self, name: str, text: str) -> None:
+        """The change set's file, written whole then renamed into place. Not synced, as
+        the contents it names are not: an fsync cost 10 to 20 ms per call on this busy
+        disk, more than the rest of the checkpoint."""
+        calls = self.folder / "calls"
+        if not calls.is_dir():
+            make_private_folder(self.folder, Path("calls"))
+        scratch = calls / f".{name}.{os.getpid()}.{threading.get_ident()}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        with open(os.open(scratch, flags, 0o600), "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(scratch, calls / f"{name}.json")
 
     def load(self, call_id: str) -> CallCheckpoint | None:
         """A kept checkpoint, or None when the call changed nothing (or is unknown)."""
