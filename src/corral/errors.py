@@ -32,6 +32,7 @@ __all__ = [
     "AlreadyDecided",
     "ApprovalDenied",
     "ConfigError",
+    "ConversationBusy",
     "CorralError",
     "FeatureMissing",
     "InvalidArguments",
@@ -64,6 +65,11 @@ class NotFound(UsageError):
 class AlreadyDecided(UsageError):
     """A pending decision (approval, question…) was already answered, from any surface, or
     ended (expired, its run over): the first answer wins (HTTP 409)."""
+
+
+class ConversationBusy(UsageError):
+    """The conversation has a run running or parked, and what was asked needs it idle
+    (a rewind); the message says what to do (HTTP 409)."""
 
 
 class ToolError(CorralError):

@@ -34,6 +34,7 @@ from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
+from corral.runtime.rewinds import RewindOverlay
 from corral.runtime.runs import TERMINAL
 from corral.runtime.runtime import Runtime
 from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
@@ -86,6 +87,7 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     questions, goals, compactions = Questions(runtime), Goals(runtime), Compactions(runtime)
     runtime.prompt.add_state_block(goals.block)
     runtime.prompt.add_state_block(compactions.context_map)
+    runtime.prompt.add_overlay(RewindOverlay())  # before the trims: rewound rows are gone
     runtime.prompt.add_overlay(compactions.overlay)
     runtime.run_end_hooks.append(questions.close_for_run)
     tool_search = ToolSearch(runtime)

@@ -18,6 +18,7 @@ from corral.kernel.remembered_rules import Scope
 from corral.platform.direct_calls import DirectCalls
 from corral.platform.fork import ForkOutcome, fork_conversation
 from corral.platform.meta import conversation_meta
+from corral.platform.rewind import RewindPreview, RewindResult, Rewinds
 from corral.platform.rules import PlatformRules, Remember
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
@@ -28,6 +29,7 @@ from corral.runtime.results import ChatTurn
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import TimelineRow
 from corral.runtime.workflows import Workflows
+from corral.shell.checkpoints.rows import StoredCheckpoint
 from corral.shell.verdict import Verdict
 from corral.tools.context import Cancellation, Narrowing, OutputSink
 from corral.tools.dispatch import CallRequest
@@ -63,6 +65,8 @@ class Platform:
         """Approved calls made outside any run, running as tasks of this process."""
         self.decisions = kernel.approvals.decisions
         """Every pending decision (approvals, questions…): ``corral inbox``."""
+        self.rewinds = Rewinds(kernel, runtime)
+        """Checkpoints of a conversation, rewind previews and rewinds: ``corral rewind``."""
 
     @property
     def services(self) -> Services:
@@ -331,6 +335,49 @@ class Platform:
         sources, and write access to ``files_into``."""
         return await fork_conversation(
             self.kernel, self.runtime, conversation_id, at, user=user, files_into=files_into
+        )
+
+    # -- checkpoints and rewind -------------------------------------------------------------
+
+    async def checkpoints(
+        self, conversation_id: str, *, user: str | None = None
+    ) -> list[StoredCheckpoint]:
+        """The conversation's kept checkpoints (the steps a rewind can go back before),
+        oldest first."""
+        return await self.rewinds.checkpoints(conversation_id, user=user)
+
+    async def rewind_preview(
+        self,
+        conversation_id: str,
+        to: str,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        user: str | None = None,
+    ) -> RewindPreview:
+        """What :meth:`rewind` would do (per path, with diffs; the rows it would hide; the
+        conflicts), changing nothing. See :mod:`corral.platform.rewind`."""
+        return await self.rewinds.preview(
+            conversation_id, to, files=files, conversation=conversation, user=user
+        )
+
+    async def rewind(
+        self,
+        conversation_id: str,
+        to: str,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+        user: str | None = None,
+    ) -> RewindResult:
+        """Go back to before ``to`` (a step number, checkpoint id or tool call id): put the
+        files back (``files``) and hide that call's model turn and what followed from the
+        model (``conversation``). Raises :class:`~corral.errors.ConversationBusy` while a
+        run of the conversation is running or parked, PolicyDenied for files ``user`` may
+        not write; returns ``refused`` with the conflicts unless ``force``."""
+        return await self.rewinds.rewind(
+            conversation_id, to, files=files, conversation=conversation, force=force, user=user
         )
 
     # -- live settings ----------------------------------------------------------------------

@@ -3,7 +3,7 @@ copied into a new conversation.
 
 The model turn that made the call is the cut: every row before it is what the model saw
 when it decided the call. Rows keep their sequence numbers and call ids, so compaction
-cards (which name rows by both) apply in the fork exactly as they did then; cards for
+and rewind cards (which name rows by both) apply in the fork exactly as they did then; cards for
 people about the original's runs (approvals, questions, run ends) stay behind, and no run
 id is carried over. Nothing is run again: rows are copied, not replayed."""
 
@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import UsageError
 from corral.runtime.compaction.cards import CARD, TOGGLE
+from corral.runtime.rewinds import CARD as REWIND_CARD
 from corral.runtime.timeline import PROMPT_KINDS, TimelineRow
 from corral.store import runtime_tables as rt
 from corral.store.tables import utcnow
@@ -26,8 +27,8 @@ __all__ = ["FORK_CARD", "copy_history", "cut_before", "history_before"]
 FORK_CARD = "forked"
 """The card a fork starts its own rows with: where it came from."""
 
-_CARRIED_CARDS = frozenset({CARD, TOGGLE})
-"""Cards that change what the model sees, so a fork keeps them."""
+_CARRIED_CARDS = frozenset({CARD, TOGGLE, REWIND_CARD})
+"""Cards that change what the model sees (compactions, rewinds), so a fork keeps them."""
 
 
 def _carried(row: TimelineRow) -> bool:

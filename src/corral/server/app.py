@@ -13,7 +13,14 @@ from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
 import corral
-from corral.errors import AlreadyDecided, InvalidArguments, NotFound, ToolError, UsageError
+from corral.errors import (
+    AlreadyDecided,
+    ConversationBusy,
+    InvalidArguments,
+    NotFound,
+    ToolError,
+    UsageError,
+)
 from corral.packages.core.mcp_servers import CALLBACK_PATH
 from corral.platform import Platform
 from corral.server.access_log import hide_oauth_queries
@@ -94,6 +101,10 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     @app.exception_handler(AlreadyDecided)
     async def already_decided(request: Request, exc: AlreadyDecided) -> JSONResponse:
         return JSONResponse({"detail": str(exc), "code": "already_decided"}, status_code=409)
+
+    @app.exception_handler(ConversationBusy)
+    async def busy(request: Request, exc: ConversationBusy) -> JSONResponse:
+        return JSONResponse({"detail": str(exc), "code": "conversation_busy"}, status_code=409)
 
     @app.exception_handler(UsageError)
     async def bad_request(request: Request, exc: UsageError) -> JSONResponse:

@@ -18,11 +18,23 @@ from pathlib import Path
 from corral.errors import NotFound, PolicyDenied, UsageError
 from corral.shell.checkpoints.capture import Checkpoint, Prior
 from corral.shell.checkpoints.keeper import CallCheckpoint, CheckpointKeeper
+from corral.shell.checkpoints.preview import PathChange, path_changes
 from corral.shell.checkpoints.restore import restore
 from corral.shell.checkpoints.rows import StoredCheckpoint
 from corral.shell.checkpoints.scan import Entry, entry_of, scan
+from corral.shell.checkpoints.settled import SettledStates
 
-__all__ = ["Conflict", "RewindOutcome", "rewind_files"]
+__all__ = [
+    "Conflict",
+    "RewindOutcome",
+    "check_writable",
+    "find_conflicts",
+    "load_calls",
+    "preview_files",
+    "restore_calls",
+    "rewind_files",
+    "step_index",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +45,9 @@ class Conflict:
 
     def describe(self) -> str:
         return f"{os.path.join(self.root, self.path)}: {self.reason}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"root": self.root, "path": self.path, "reason": self.reason}
 
 
 @dataclass(slots=True, kw_only=True)
@@ -48,11 +63,18 @@ class RewindOutcome:
     """Paths that could not be given back (unreadable when their checkpoint was taken)."""
 
 
-def _step(steps: list[StoredCheckpoint], to: str) -> int:
-    """The index in ``steps`` of the step named by number or by call id."""
+def step_index(steps: list[StoredCheckpoint], to: str) -> int | None:
+    """The index in ``steps`` of the step named by number or by checkpoint id, if any."""
     for index, stored in enumerate(steps):
         if to in (str(stored.step), stored.call_id):
             return index
+    return None
+
+
+def _step(steps: list[StoredCheckpoint], to: str) -> int:
+    found = step_index(steps, to)
+    if found is not None:
+        return found
     raise UsageError(
         f"no step {to!r} among this conversation's checkpoints: give a step from 1 to "
         f"{len(steps)} or a checkpoint id"
@@ -71,12 +93,30 @@ def _said(entry: Entry | None) -> str:
     return "absent" if entry is None else f"a {entry.kind}"
 
 
-def _conflicts(root: str, calls: list[CallCheckpoint]) -> list[Conflict]:
+Settled = list[tuple[frozenset[str], dict[str, dict[str, Entry | None]]]]
+"""Per earlier rewind, newest first: the steps it kept and the states it left paths in."""
+
+
+def _left(root: str, calls: list[CallCheckpoint], settled: Settled) -> dict[str, Entry | None]:
+    """Each path as the last of ``calls`` touching it left it, or as a later rewind did."""
     left: dict[str, Entry | None] = {}
+    last: dict[str, str] = {}
+    for call in calls:
+        for path, entry in call.after.get(root, {}).items():
+            left[path], last[path] = entry, call.call_id
+    for path, call_id in last.items():
+        for kept, states in settled:
+            if call_id in kept and path in states.get(root, {}):
+                left[path] = states[root][path]
+                break
+    return left
+
+
+def _conflicts(root: str, calls: list[CallCheckpoint], settled: Settled) -> list[Conflict]:
+    left = _left(root, calls, settled)
     earliest: dict[str, Prior | None] = {}
     for call in calls:
-        left.update(call.after.get(root, {}))
-        for path, prior in call.sources[root].priors.items():
+        for path, prior in call.sources.get(root, Checkpoint()).priors.items():
             earliest.setdefault(path, prior)
     found: list[Conflict] = []
     for path, expected in sorted(left.items()):
@@ -105,18 +145,80 @@ def _conflicts(root: str, calls: list[CallCheckpoint]) -> list[Conflict]:
     return found
 
 
+def _roots(calls: list[CallCheckpoint]) -> list[str]:
+    return sorted({root for call in calls for root in call.sources})
+
+
+def find_conflicts(
+    keeper: CheckpointKeeper, conversation_id: str, calls: list[CallCheckpoint]
+) -> list[Conflict]:
+    """Paths something else changed since the last of ``calls`` (blocking; reads only)."""
+    settled = SettledStates(keeper.data_dir).expected(conversation_id)
+    return [c for root in _roots(calls) for c in _conflicts(root, calls, settled)]
+
+
+def preview_files(keeper: CheckpointKeeper, calls: list[CallCheckpoint]) -> list[PathChange]:
+    """What undoing ``calls`` (oldest first) would change, path by path (blocking)."""
+    return [
+        change
+        for root in _roots(calls)
+        for change in path_changes(
+            Path(root), keeper.blobs, [c.sources[root] for c in calls if root in c.sources]
+        )
+    ]
+
+
+def restore_calls(
+    keeper: CheckpointKeeper,
+    conversation_id: str,
+    calls: list[CallCheckpoint],
+    kept: list[str],
+) -> tuple[int, list[str]]:
+    """Undo ``calls`` (oldest first), the steps ``kept`` staying; the paths put back, and
+    those that could not be (blocking)."""
+    restored, unrestored = 0, []
+    states: dict[str, dict[str, Entry | None]] = {}
+    for root in _roots(calls):
+        mine: list[Checkpoint] = [c.sources[root] for c in calls if root in c.sources]
+        paths = {path for checkpoint in mine for path in checkpoint.priors}
+        restored += len(paths)
+        unrestored += restore(Path(root), keeper.blobs, mine)
+        states[root] = {path: _current(root, path) for path in paths}
+    SettledStates(keeper.data_dir).record(conversation_id, kept, states)
+    return restored, unrestored
+
+
+async def load_calls(
+    keeper: CheckpointKeeper, undone: list[StoredCheckpoint]
+) -> list[CallCheckpoint]:
+    """The change sets of the ``undone`` steps (NotFound when one is gone)."""
+    calls: list[CallCheckpoint] = []
+    for stored in undone:
+        call = await asyncio.to_thread(keeper.load, stored.call_id)
+        if call is None:
+            raise NotFound(f"the change set of step {stored.step} ({stored.call_id}) is gone")
+        calls.append(call)
+    return calls
+
+
+def check_writable(calls: list[CallCheckpoint], writable: Collection[str]) -> None:
+    """PolicyDenied unless every source the calls changed is in ``writable`` (real roots)."""
+    closed = sorted(set(_roots(calls)) - set(writable))
+    if closed:
+        raise PolicyDenied(f"rewinding needs write access to {', '.join(closed)}")
+
+
 def _rewind(
-    keeper: CheckpointKeeper, calls: list[CallCheckpoint], force: bool
+    keeper: CheckpointKeeper,
+    conversation_id: str,
+    calls: list[CallCheckpoint],
+    kept: list[str],
+    force: bool,
 ) -> tuple[list[Conflict], int, list[str]]:
-    roots = sorted({root for call in calls for root in call.sources})
-    conflicts = [c for root in roots for c in _conflicts(root, calls)]
+    conflicts = find_conflicts(keeper, conversation_id, calls)
     if conflicts and not force:
         return conflicts, 0, []
-    restored, unrestored = 0, []
-    for root in roots:
-        mine: list[Checkpoint] = [c.sources[root] for c in calls if root in c.sources]
-        restored += len({path for checkpoint in mine for path in checkpoint.priors})
-        unrestored += restore(Path(root), keeper.blobs, mine)
+    restored, unrestored = restore_calls(keeper, conversation_id, calls, kept)
     return conflicts, restored, unrestored
 
 
@@ -138,17 +240,14 @@ async def rewind_files(
     steps = await keeper.rows.for_conversation(conversation_id)
     if not steps:
         raise NotFound(f"conversation {conversation_id} has no checkpoints to rewind to")
-    undone = steps[_step(steps, to) :]
-    calls: list[CallCheckpoint] = []
-    for stored in undone:
-        call = keeper.load(stored.call_id)
-        if call is None:
-            raise NotFound(f"the change set of step {stored.step} ({stored.call_id}) is gone")
-        calls.append(call)
-    closed = sorted({root for call in calls for root in call.sources} - set(writable))
-    if closed:
-        raise PolicyDenied(f"rewinding needs write access to {', '.join(closed)}")
-    conflicts, restored, unrestored = await asyncio.to_thread(_rewind, keeper, calls, force)
+    first = _step(steps, to)
+    undone = steps[first:]
+    calls = await load_calls(keeper, undone)
+    check_writable(calls, writable)
+    kept = [stored.call_id for stored in steps[:first]]
+    conflicts, restored, unrestored = await asyncio.to_thread(
+        _rewind, keeper, conversation_id, calls, kept, force
+    )
     outcome = RewindOutcome(
         to_step=undone[0].step,
         undone=undone,

@@ -38,6 +38,17 @@ class StoredCheckpoint:
     bytes: int
     created_at: datetime
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "step": self.step,
+            "id": self.call_id,
+            "tool": self.tool,
+            "user_id": self.user_id,
+            "files_changed": self.files_changed,
+            "bytes": self.bytes,
+            "created_at": self.created_at.isoformat(),
+        }
+
 
 class CheckpointRows:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
