@@ -36,6 +36,7 @@ async def two_turns(platform: Platform, drive: Path) -> tuple[Recorder, str, dic
     (project / "sub" / "x.txt").write_text("x\n")
     (project / "a.txt").write_text("one\n")
     (project / "b.txt").write_text("bee\n")
+    (project / "ln").symlink_to("b.txt")
     give_to_sandbox(drive, platform.kernel.settings.sandbox_uid)
     cwd = str(project)
     model = Recorder(
@@ -94,7 +95,13 @@ async def test_a_fork_sees_the_history_up_to_the_call_and_gets_the_files_of_then
     # Before the first call, by its checkpoint step number: the files of the start.
     start = await platform.fork(original, "1", files_into="data://start")
     assert start.at == first_call and start.rows == 1 and start.files[0].steps_undone == [1, 2]
-    assert sorted(describe(drive / "start" / "proj")) == ["a.txt", "b.txt", "sub", "sub/x.txt"]
+    assert sorted(describe(drive / "start" / "proj")) == [
+        "a.txt",
+        "b.txt",
+        "ln",
+        "sub",
+        "sub/x.txt",
+    ]
     assert (drive / "start" / "proj" / "a.txt").read_text() == "one\n"
 
 

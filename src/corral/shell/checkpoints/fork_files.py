@@ -7,6 +7,7 @@ the steps being gone back over are restored onto the copy with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Sequence
@@ -35,39 +36,35 @@ class FilesCopy:
     """Paths unreadable when their checkpoint was taken (left as they are now)."""
 
 
-def _copy(source: str, target: str, *, follow_symlinks: bool = True) -> str:
-    shutil.copy2(source, target, follow_symlinks=follow_symlinks)
-    if _AS_ROOT:
-        info = os.lstat(source)
-        os.lchown(target, info.st_uid, info.st_gid)
-    return target
+def _give_owners(root: Path, into: Path) -> None:
+    """As root, each copied entry (links included) gets the owner of its original."""
+    for folder, folders, files in os.walk(into):
+        for name in (*folders, *files):
+            copied = Path(folder) / name
+            original = root / copied.relative_to(into)
+            with contextlib.suppress(FileNotFoundError):
+                info = os.lstat(original)
+                os.lchown(copied, info.st_uid, info.st_gid)
+    info = os.lstat(root)
+    os.lchown(into, info.st_uid, info.st_gid)
 
 
 def _copy_tree(root: Path, into: Path) -> list[str]:
     """Copy ``root`` into the new folder ``into``; the paths that could not be copied."""
-    skip_top = {PLATFORM_AREA}
 
     def ignored(folder: str, names: list[str]) -> set[str]:
         here = Path(folder)
         left = {n for n in names if here / n == into}
-        return left | (skip_top & set(names) if here == root else set())
+        return left | ({PLATFORM_AREA} & set(names) if here == root else set())
 
+    failed: list[str] = []
     try:
-        shutil.copytree(root, into, symlinks=True, ignore=ignored, copy_function=_copy)
+        shutil.copytree(root, into, symlinks=True, ignore=ignored)
     except shutil.Error as exc:
-        failed = [str(entry[0]) for entry in exc.args[0]]
-        return sorted(os.path.relpath(path, root) for path in failed)
-    finally:
-        if _AS_ROOT and into.is_dir():
-            for folder, folders, _ in os.walk(into):
-                for name in folders:
-                    original = root / Path(folder).relative_to(into) / name
-                    if not original.is_symlink() and original.is_dir():
-                        info = os.lstat(original)
-                        os.lchown(Path(folder) / name, info.st_uid, info.st_gid)
-            info = os.lstat(root)
-            os.lchown(into, info.st_uid, info.st_gid)
-    return []
+        failed = sorted(os.path.relpath(str(entry[0]), root) for entry in exc.args[0])
+    if _AS_ROOT and into.is_dir():
+        _give_owners(root, into)
+    return failed
 
 
 def copy_as_before(
