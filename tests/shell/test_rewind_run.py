@@ -6,6 +6,7 @@ request, and the timeline keeps them, shown as rewound."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from corral.runtime.rewinds import rewound_seqs
 from tests.sandbox_owner import give_to_sandbox
 from tests.shell.conftest import needs_bwrap
 from tests.shell.test_checkpoints import Described, describe
+from tests.shell.test_rewind import rewind
 
 pytestmark = needs_bwrap
 
@@ -170,3 +172,44 @@ async def test_a_parked_run_refuses_the_rewind_and_says_what_to_do(
     with pytest.raises(ConversationBusy, match=r"parked.*corral runs stop"):
         await platform.rewind(turn.conversation_id, "c1")
     assert not (drive / "proj" / "b.txt").exists()
+
+
+async def test_corral_rewind_previews_then_rewinds_files_and_conversation(
+    platform: Platform, drive: Path
+) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    start = project(drive, platform.kernel.settings.sandbox_uid)
+    cwd = str(drive / "proj")
+    model = Script(platform, "script:cli")
+    model.call("c1", "execute", command="sed -i s/one/two/ a.txt && rm -r sub", cwd=cwd)
+    model.call("c2", "execute", command="chmod 700 run.sh", cwd=cwd)
+    model.say("Done.")
+    turn = await platform.chat("go", model=model.name, profile="auto")
+    conversation = turn.conversation_id
+    changed = describe(drive / "proj")
+
+    code, out, err = await rewind(platform, conversation, "--to", "c1", "--preview")
+    assert code == 0, err
+    assert "proj/a.txt: modify: content" in out and "-two\n+one" in out
+    assert "proj/sub/y.bin: recreate (file): binary content" in out
+    assert "proj/run.sh: modify: mode 0700 → 0755" in out
+    assert "conversation: 7 row(s)" in out and "would be hidden" in out
+    assert describe(drive / "proj") == changed
+    for args, expected in [
+        (("--to", "c1", "--files-only", "--conversation-only"), "exclude each other"),
+        (("--to", "nope"), "no step, checkpoint or tool call 'nope'"),
+        (("--preview",), "--to"),
+    ]:
+        code, out, err = await rewind(platform, conversation, *args)
+        assert code == 2 and expected in err and "Traceback" not in err, (args, out, err)
+
+    (drive / "proj" / "run.sh").chmod(0o711)  # a person changes it after the run
+    code, out, err = await rewind(platform, conversation, "--to", "c2")
+    assert code == 1 and "proj/run.sh: changed since" in err, out + err
+    code, out, err = await rewind(platform, conversation, "--to", "c1", "--force", "--json")
+    assert code == 0, err
+    done = json.loads(out)
+    assert not done["refused"] and done["forced"] and done["conversation"]["marker_seq"]
+    assert describe(drive / "proj") == start
+    code, out, err = await rewind(platform, conversation, "--to", "c2", "--conversation-only")
+    assert code == 0 and "hidden from the model" in out, err

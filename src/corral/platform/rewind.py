@@ -225,15 +225,15 @@ class Rewinds:
                 f"give a step from 1 to {len(steps)} (`corral rewind {conversation_id}` "
                 "lists them), a checkpoint id or a tool call id"
                 if steps
-                else f"no tool call {to!r} in conversation {conversation_id!r} (it has no "
-                "checkpoints either): give a tool call id"
+                else f"conversation {conversation_id!r} has no checkpoints and no tool call "
+                f"{to!r}: give a tool call id"
             )
         part = None
         if conversation:
             if call_id not in calls_by_id:
                 raise UsageError(
                     f"step {to} was not made by a tool call of this conversation's timeline, "
-                    "so there is no history to rewind: rewind its files only"
+                    "so there is no history to rewind: rewind its files only (`--files-only`)"
                 )
             assert call_id is not None
             first, hidden = rewind_span(rows, call_id)
