@@ -129,3 +129,28 @@ def test_bad_rewind_requests_get_clear_messages(
         )
         assert 400 <= answer.status < 500, (path, form, answer.status, answer.text())
         assert "Traceback" not in answer.text()
+
+
+def test_conflicts_are_listed_and_refuse_until_overwritten(
+    session: Session, server: LiveServer, tmp_path: Path
+) -> None:
+    conversation, project = _changed_project(server, tmp_path, "conflicted")
+    (project / "notes.txt").write_text("alpha\ngamma\nby a person\n")
+    page = session.page
+    card = _open(session, server, conversation)
+    card.get_by_role("link", name="Rewind to here").click()
+    conflicts = page.locator(".conflicts-box .conflicts")
+    expect(conflicts).to_contain_text("conflicted/notes.txt")
+    expect(conflicts).to_contain_text("changed since")
+
+    page.get_by_role("button", name="Rewind files only").click()
+    refused = page.locator(".action-error .rewind-refused")
+    expect(refused).to_contain_text("Not rewound")
+    expect(refused).to_contain_text("conflicted/notes.txt")
+    assert (project / "notes.txt").read_text() == "alpha\ngamma\nby a person\n"
+
+    page.get_by_label("Overwrite them").check()
+    page.get_by_role("button", name="Rewind files only").click()
+    expect(page).to_have_url(re.compile(rf"/ui/c/{conversation}$"))
+    assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
+    assert page.locator("[data-rewound]").count() == 0  # files only: the history stays
