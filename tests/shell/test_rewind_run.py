@@ -45,9 +45,11 @@ class Script:
         self.name = name
         self.responses: list[ModelResponse] = []
         self.seen: list[list[ModelMessage]] = []
+        self.systems: list[str] = []
 
         def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             self.seen.append(list(messages))
+            self.systems.append(info.instructions or "")
             return self.responses.pop(0)
 
         platform.runtime.models.register(name, FunctionModel(respond, model_name=name))
@@ -112,13 +114,14 @@ async def test_rewinding_a_scripted_run_to_the_middle_and_to_its_start(
 
     model.call("c4", "execute", command="chmod 600 run.sh", cwd=cwd)
     model.call("c5", "execute", command="ln -s moved.txt link && ln -sfn a.txt old-link", cwd=cwd)
-    model.call("c6", "execute", command="python3 gen.py", cwd=cwd)
+    model.call("c6", "execute", command="python3 gen.py && seq 1 2000", cwd=cwd)
     model.call("c7", "fs_edit", uri="data://proj/a.txt", old="two\nline", new="2\nline")
     model.say("All done.")
     turn = await platform.chat("second half", model=model.name, conversation_id=conversation)
     assert turn.status == "finished" and turn.text == "All done.", turn
     changed = describe(drive / "proj")
     assert changed["a.txt"][2] == b"2\nline two\n" and "gen/deep/f199.txt" in changed
+    assert "tool_use_id c6" in model.systems[-1]  # its long output is on the context map
     steps = await platform.checkpoints(conversation)
     assert [(s.step, s.call_id) for s in steps] == [(n, f"c{n}") for n in range(1, 8)], steps
 
@@ -141,6 +144,7 @@ async def test_rewinding_a_scripted_run_to_the_middle_and_to_its_start(
     shown = texts(sent)
     assert "Half done." in shown and "All done." not in shown and "where are we?" in shown
     assert "second half" in shown  # the user's message came before the rewound turn
+    assert "c6" not in model.systems[-1]  # nor is a rewound output on the context map
     rows = await platform.rows(conversation)
     rewound = rewound_seqs(rows)
     later = [r for r in rows if r.call_id in {"c4", "c5", "c6", "c7"}]

@@ -87,7 +87,9 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     questions, goals, compactions = Questions(runtime), Goals(runtime), Compactions(runtime)
     runtime.prompt.add_state_block(goals.block)
     runtime.prompt.add_state_block(compactions.context_map)
-    runtime.prompt.add_overlay(RewindOverlay())  # before the trims: rewound rows are gone
+    rewinds = RewindOverlay()
+    compactions.context_map.rewinds = rewinds
+    runtime.prompt.add_overlay(rewinds)  # before the trims: rewound rows are gone
     runtime.prompt.add_overlay(compactions.overlay)
     runtime.run_end_hooks.append(questions.close_for_run)
     tool_search = ToolSearch(runtime)

@@ -26,7 +26,7 @@ from corral.runtime.conversations import (
     claim_conversation,
     release_conversation,
 )
-from corral.runtime.rewinds import CARD, HiddenRow, rewind_span
+from corral.runtime.rewinds import CARD, HiddenRow, holder_for, rewind_span
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.shell.checkpoints.keeper import CallCheckpoint, CheckpointKeeper
 from corral.shell.checkpoints.preview import PathChange
@@ -302,7 +302,7 @@ class Rewinds:
         parked; returns ``refused`` with the conflicts when something else changed the
         files since, unless ``force``."""
         info = await self._runtime.conversation(conversation_id, user=user)
-        holder = "rewind_" + secrets.token_hex(8)
+        holder = holder_for(self._runtime.worker)
         async with self._kernel.sessions.begin() as session:
             claimed = await claim_conversation(session, conversation_id, holder)
         if not claimed:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 
 from corral.runtime.endings import Outcome, end_run
+from corral.runtime.rewinds import REWIND_HOLDER
 from corral.runtime.runs import TERMINAL
 from corral.runtime.workers import worker_alive
 from corral.store import runtime_tables as rt_tables
@@ -60,7 +61,8 @@ async def recover(rt: RunHost) -> list[str]:
 
 
 async def _free_conversations(rt: RunHost) -> None:
-    """Free conversations still claimed by a run that already ended (a crash between)."""
+    """Free conversations still claimed by a run that already ended (a crash between), or
+    by a rewind of a process that is gone."""
     c, r = rt_tables.Conversation, rt_tables.Run
     async with rt.kernel.sessions.begin() as session:
         stuck = list(
@@ -68,5 +70,8 @@ async def _free_conversations(rt: RunHost) -> None:
                 select(c).join(r, r.id == c.active_run_id).where(r.status.in_(list(TERMINAL)))
             )
         )
+        held = await session.scalars(select(c).where(c.active_run_id.like(f"{REWIND_HOLDER}%")))
+        gone = [h for h in held if not worker_alive(str(h.active_run_id)[len(REWIND_HOLDER) :])]
+        stuck += gone
         for conversation in stuck:
             conversation.active_run_id = None

@@ -12,6 +12,7 @@ them, marked by :func:`rewound_seqs`. Rows after the card reach the model again.
 
 from __future__ import annotations
 
+import secrets
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,14 +24,29 @@ from corral.runtime.timeline import PROMPT_KINDS, TimelineRow
 
 __all__ = [
     "CARD",
+    "REWIND_HOLDER",
     "HiddenRow",
     "RewindOverlay",
+    "holder_for",
     "rewind_span",
     "rewound_ranges",
     "rewound_seqs",
 ]
 
 CARD = "rewind"
+
+REWIND_HOLDER = "rewind:"
+"""A rewind holds its conversation (``active_run_id``) as this prefix and its worker id, so
+no run starts meanwhile; recovery frees it when that process is gone."""
+_HOLDER_MAX = 64
+
+
+def holder_for(worker: str) -> str:
+    """The ``active_run_id`` a rewind made by ``worker`` holds its conversation under."""
+    holder = REWIND_HOLDER + worker
+    if len(holder) > _HOLDER_MAX:  # the column's width: keep it unparsable, never freed
+        return REWIND_HOLDER + "?" + secrets.token_hex(8)
+    return holder
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +144,10 @@ class RewindOverlay:
             self._indexes.move_to_end(conversation_id)
         index.update()
         return index
+
+    def ranges(self, view: PromptView) -> list[tuple[int, int]]:
+        """The (first, last) sequence numbers rewinds hide in the conversation of ``view``."""
+        return self._index(view.conversation_id, view.rows).ranges
 
     def __call__(self, rows: Sequence[TimelineRow], view: PromptView) -> Sequence[TimelineRow]:
         ranges = self._index(view.conversation_id, view.rows).ranges

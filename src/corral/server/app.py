@@ -39,6 +39,7 @@ from corral.server.routes import (
     delegates,
     forks,
     hooks,
+    rewind,
     rules,
     settings,
     shells,
@@ -141,6 +142,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(shells.router)
     app.include_router(conversations.router)
     app.include_router(forks.router)
+    app.include_router(rewind.router)
     app.include_router(context.router)
     app.include_router(delegates.router)
     app.include_router(workflows.router)

@@ -7,8 +7,11 @@ pays nothing for it.
 
 from __future__ import annotations
 
+import sys
+
 from corral.runtime.compaction.overlay import CompactionOverlay
 from corral.runtime.prompt import PromptView
+from corral.runtime.rewinds import RewindOverlay
 
 __all__ = ["ContextMap"]
 
@@ -21,9 +24,17 @@ class ContextMap:
 
     def __init__(self, overlay: CompactionOverlay) -> None:
         self._overlay = overlay
+        self.rewinds: RewindOverlay | None = None
+        """Rows a rewind hid are not in the model's context: they are left off the map."""
 
     async def render(self, view: PromptView) -> str | None:
-        items = self._overlay.index(view.conversation_id, view.rows).large_items(ITEMS)
+        index = self._overlay.index(view.conversation_id, view.rows)
+        ranges = self.rewinds.ranges(view) if self.rewinds is not None else []
+        if ranges:
+            every = index.large_items(sys.maxsize)
+            items = [i for i in every if not any(a <= i.seq <= b for a, b in ranges)][:ITEMS]
+        else:
+            items = index.large_items(ITEMS)
         if not items:
             return None
         lines = [f"- {item.handle} ({item.label}): ~{item.tokens:,} tokens" for item in items]
