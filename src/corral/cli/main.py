@@ -27,6 +27,7 @@ from corral.cli import (
     delegates,
     doctor,
     egress,
+    fork,
     goals,
     hooks,
     host_broker,
@@ -118,4 +119,5 @@ app.add_typer(mcp.app, name="mcp")
 app.add_typer(channels.app, name="channels")
 app.command("summarize")(summarize.summarize)
 app.command("rewind")(rewind.rewind)
+app.command("fork")(fork.fork)
 app.command("inbox")(inbox.inbox)

@@ -16,6 +16,7 @@ from corral.kernel import DEFAULT_AGENT, ApprovalRecord, Decision, Kernel
 from corral.kernel.decisions import Surface, check_surface
 from corral.kernel.remembered_rules import Scope
 from corral.platform.direct_calls import DirectCalls
+from corral.platform.fork import ForkOutcome, fork_conversation
 from corral.platform.meta import conversation_meta
 from corral.platform.rewind import RewindPreview, RewindResult, Rewinds
 from corral.platform.rules import PlatformRules, Remember
@@ -316,6 +317,25 @@ class Platform:
     ) -> dict[str, Any]:
         """See :func:`corral.platform.meta.conversation_meta`."""
         return await conversation_meta(self.runtime, self.services, conversation_id, user=user)
+
+    async def fork(
+        self,
+        conversation_id: str,
+        at: str,
+        user: str | None = None,
+        files_into: str | None = None,
+    ) -> ForkOutcome:
+        """Start a new conversation of ``user`` (None: the local owner) from conversation
+        ``conversation_id`` before its call ``at`` (a call id, or a checkpoint step number):
+        it holds the history the model had seen before that call, and nothing is run again.
+
+        With ``files_into`` (a URI of a new folder, e.g. ``data://fork``) the files the
+        conversation changed are copied there as they were before that call; the original
+        files are only read. ``user`` needs read access to the conversation and its
+        sources, and write access to ``files_into``."""
+        return await fork_conversation(
+            self.kernel, self.runtime, conversation_id, at, user=user, files_into=files_into
+        )
 
     # -- checkpoints and rewind -------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from corral.server.routes import (
     conversations,
     decisions,
     delegates,
+    forks,
     hooks,
     rewind,
     rules,
@@ -140,6 +141,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(settings.router)
     app.include_router(shells.router)
     app.include_router(conversations.router)
+    app.include_router(forks.router)
     app.include_router(rewind.router)
     app.include_router(context.router)
     app.include_router(delegates.router)

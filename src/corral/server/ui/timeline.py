@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from corral.runtime.rewinds import rewound_ranges
 from corral.runtime.timeline import TimelineRow
 
 __all__ = ["CallCard", "Change", "CompactionCard", "Item", "TimelineView"]
@@ -69,6 +70,10 @@ class CallCard:
     """A waiting delegate's child run: its id and status."""
     followed: list[str] = field(default_factory=list)
     """The child conversations read to fill :attr:`inner` (the stream follows them)."""
+    call_seq: int = 0
+    """The sequence number of the call's own row (``seq`` follows its latest row)."""
+    rewound: bool = False
+    """A conversation rewind hides it from the model; the page still shows it, marked."""
 
     kind = "call"
 
@@ -138,6 +143,7 @@ class CompactionCard:
     seq: int
     data: dict[str, Any]
     applied: bool = True
+    rewound: bool = False
 
     kind = "compaction"
 
@@ -153,6 +159,7 @@ class Item:
     kind: str
     seq: int
     row: TimelineRow
+    rewound: bool = False
 
     @property
     def element_id(self) -> str:
@@ -188,10 +195,18 @@ class TimelineView:
 
     @classmethod
     def of(cls, rows: Iterable[TimelineRow]) -> TimelineView:
+        rows = list(rows)
         view = cls()
         for row in rows:
             view.add(row)
+        view.mark_rewound(rewound_ranges(rows))
         return view
+
+    def mark_rewound(self, ranges: list[tuple[int, int]]) -> None:
+        """Mark the entries rewind cards hid from the model (``ranges`` of sequence numbers)."""
+        for entry in self.entries:
+            seq = entry.call_seq if isinstance(entry, CallCard) else entry.seq
+            entry.rewound = any(first <= seq <= last for first, last in ranges)
 
     def _new(self, entry: Entry) -> Change:
         self.entries.append(entry)
@@ -208,6 +223,7 @@ class TimelineView:
                 args=dict(data.get("args") or {}),
                 run_id=row.run_id,
                 seq=row.seq,
+                call_seq=row.seq,
             )
             self.calls[row.call_id] = card
             return self._new(card)
@@ -243,6 +259,6 @@ class TimelineView:
                 return None
             found.applied = bool(data.get("applied"))
             return Change(found, new=False)
-        if name == "run_ended" or name == "workflow":
+        if name in ("run_ended", "workflow", "rewind", "forked"):
             return self._new(Item(kind=f"card:{name}", seq=row.seq, row=row))
         return None
