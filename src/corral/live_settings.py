@@ -59,6 +59,14 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "decisions only.",
     ),
     LiveSettingDef(
+        key="trace_keep_days",
+        type=float,
+        default=7.0,
+        minimum=0.01,
+        description="Days the local trace store keeps a span (corral trace RUN, the web "
+        "UI's Trace tab); older spans are deleted.",
+    ),
+    LiveSettingDef(
         key="trace_stages",
         type=str,
         default="notable",
