@@ -46,6 +46,7 @@ from corral.cli import (
     summarize,
     tokens,
     tools,
+    trace,
     users,
     worker,
     workflows,
@@ -85,6 +86,7 @@ def main(
 
 app.command("serve")(serve.serve)
 app.command("worker")(worker.worker)
+app.command("trace")(trace.trace)
 app.add_typer(tools.app, name="tools")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(settings.app, name="settings")
