@@ -54,9 +54,9 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         key="trace_content",
         type=bool,
         default=False,
-        description="Trace spans also record content: tool arguments and results (secret "
-        "arguments left out, known secrets redacted as in rows). Off: names, ids and "
-        "decisions only.",
+        description="Trace spans also record content: tool arguments and results, model "
+        "prompts and responses (secret arguments left out, known secrets redacted as in "
+        "rows). Off: names, ids and decisions only.",
     ),
     LiveSettingDef(
         key="trace_keep_days",
