@@ -453,3 +453,19 @@ async def test_chat_spans_carry_prompt_and_response_only_when_content_is_on(
     assert response["parts"][0]["id"] == tool_call["id"]
     every = [str(v) for s in exporter.get_finished_spans() for v in (s.attributes or {}).values()]
     assert not any(SECRET in v for v in every)
+
+
+async def test_a_slow_handler_does_not_make_the_stages_around_it_notable(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    result = await traced.call_tool("execute", {"command": "sleep 0.2"})
+    assert not result.is_error, result.text
+    spans = exporter.get_finished_spans()
+    stages = {(s.attributes or {})[Attr.STAGE]: s for s in named(spans, "stage ")}
+    assert (stages["handler"].attributes or {})[Attr.STAGE_DECISION] == "ran"
+    chained = [stage.name for stage in traced.kernel.dispatcher.chained]
+    wrapping = chained[: chained.index("handler")]
+    # Each of these spans 200 ms; only its own time (a millisecond on a loaded machine,
+    # the policy step's analysis) could make it notable.
+    shown = [name for name in wrapping if name in stages]
+    assert len(shown) <= len(wrapping) // 2, shown

@@ -68,7 +68,7 @@ class Kernel:
             slow_calls=self.logs,
             settings=settings,
         )
-        self.traces = TraceStore(sessions, self._trace_settings)
+        self.traces = TraceStore(sessions, self._trace_settings, self.writer)
         """The local trace store: the spans of recent runs (on while the platform traces)."""
         self.traces.attach()
         self.command_rules = CommandRules.in_data_dir(settings.data_dir, sessions)

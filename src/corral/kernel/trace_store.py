@@ -4,7 +4,8 @@ Trace tab) without any collector.
 
 The hot path only appends the ended span to a bounded queue (:class:`LocalSpans`, a span
 processor on the SDK provider); a background task of the platform turns the queued spans
-into rows and inserts them in one statement per batch, every :data:`FLUSH_SECONDS`, and
+into rows and inserts them in one statement per batch, every :data:`FLUSH_SECONDS` (on a
+SQLite file in the store writer's thread, conversion included), and
 deletes the spans older than the live setting ``trace_keep_days``. String attributes go
 through the platform's redactor on the way in, as rows do; content attributes exist only
 while ``trace_content`` is on (:mod:`corral.tools.call_spans`).
@@ -14,17 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.secrets import Redactor
+from corral.store.pg_writer import PgWriter
 from corral.store.trace_tables import TraceSpan
+from corral.store.writer import SqliteWriter
 from corral.tracing.stored import StoredSpan
 from corral.tracing.tracers import sdk_provider
 
@@ -53,8 +59,11 @@ class TraceStore:
         self,
         sessions: async_sessionmaker[AsyncSession],
         settings: Callable[[], Awaitable[tuple[Redactor, float]]],
+        writer: SqliteWriter | PgWriter | None = None,
     ) -> None:
         self._sessions = sessions
+        self._writer = writer
+        """A SQLite file's writer takes the inserts to its thread; elsewhere SQLAlchemy."""
         self._settings = settings
         """The redactor and ``trace_keep_days`` now."""
         self._queue: deque[Any] = deque(maxlen=QUEUE_MAX)
@@ -104,6 +113,10 @@ class TraceStore:
         if not spans:
             return 0
         redact, _ = await self._settings()
+        if isinstance(self._writer, SqliteWriter):
+            # Rows built and inserted in the writer's thread: the event loop only hands over.
+            await self._writer.submit(partial(_insert, spans, redact))
+            return len(spans)
         rows = [_row(span, redact) for span in spans]
         async with self._sessions.begin() as session:
             await session.execute(insert(TraceSpan), rows)
@@ -137,6 +150,24 @@ class TraceStore:
                     await self.prune()
             except Exception:  # a failed write loses those spans, never the loop
                 log.exception("writing spans to the local trace store failed")
+
+
+_INSERT = (
+    "INSERT INTO trace_spans (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, "
+    "status, attributes, events) VALUES (:trace_id, :span_id, :parent_id, :name, :kind, "
+    ":start_ns, :end_ns, :status, :attributes, :events)"
+)
+
+
+def _insert(spans: list[Any], redact: Redactor, db: sqlite3.Connection) -> None:
+    """The writer's work: the spans' rows in one statement (JSON as SQLAlchemy stores it)."""
+    rows = []
+    for span in spans:
+        row = _row(span, redact)
+        row["attributes"] = json.dumps(row["attributes"], ensure_ascii=False)
+        row["events"] = json.dumps(row["events"], ensure_ascii=False)
+        rows.append(row)
+    db.executemany(_INSERT, rows)
 
 
 def _row(span: Any, redact: Redactor) -> dict[str, Any]:
