@@ -16,6 +16,11 @@ Off against today's code (target: within 1 µs): :func:`dispatch_before` is the 
 ``Dispatcher.dispatch`` as it was before tracing (the two differ only by the ``is None``
 test), run on the same dispatcher in interleaved rounds.
 
+Every traced platform also keeps its spans in the local trace store (its processor only
+queues them; a background task writes them every second); a third figure measures the store
+alone (``OTEL_TRACES_EXPORTER=corral``): on the call's path, and its batched write (in the
+SQLite writer's thread, off the event loop) per call.
+
 Targets: tracing off within 1 µs of before; traced dispatch (default stage spans) adds
 under 15 µs per call over untraced dispatch.
 """
@@ -147,6 +152,27 @@ async def measure(calls: int, rounds: int) -> list[Figure]:
                         for _ in range(3 * rounds):
                             untraced.append(await best_of(calls, off))
                             batched.append(await best_of(calls, queued))
+                    # The local trace store alone (OTEL_TRACES_EXPORTER=corral): a provider
+                    # with no exporter, the store's processor added by the kernel; each round
+                    # is followed by the store's write, timed on its own.
+                    from opentelemetry.sdk.trace import TracerProvider
+
+                    use_provider(TracerProvider())
+                    async with corral.open(
+                        Path(tmp) / "local", package_paths=[package]
+                    ) as local_platform:
+                        assert local_platform.kernel.traces.on
+                        stored = await piped(local_platform)
+                        traces = local_platform.kernel.traces
+                        await traces.flush()
+
+                        kept, kept_off, writes = [], [], []
+                        for _ in range(3 * rounds):
+                            kept_off.append(await best_of(calls, off))
+                            kept.append(await best_of(calls, stored))
+                            started = time.perf_counter()
+                            await traces.flush()
+                            writes.append((time.perf_counter() - started) / calls * 1e6)
                     await on_platform.admin.set_live("trace_stages", "all")
                     await on()  # the setting reaches the dispatch state
                     for _ in range(3 * rounds):
@@ -165,6 +191,7 @@ async def measure(calls: int, rounds: int) -> list[Figure]:
     added = spanned - plain
     added_batched = min(batched) - min(untraced)
     off_added = min(now) - min(then)
+    added_local = min(kept) - min(kept_off)
     return [
         Figure(
             name="tracing off, dispatch now minus before tracing",
@@ -189,6 +216,17 @@ async def measure(calls: int, rounds: int) -> list[Figure]:
             value=added_batched,
             unit="µs",
             baseline=plain,
+        ),
+        Figure(
+            name="tracing on, local trace store only, on the call's path, minus off",
+            value=added_local,
+            unit="µs",
+            baseline=plain,
+        ),
+        Figure(
+            name="local trace store: its batched write, per call (writer thread)",
+            value=min(writes),
+            unit="µs",
         ),
         Figure(
             name=f"tracing on (trace_stages=all, {stages + 1} spans a call) minus off",

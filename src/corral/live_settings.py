@@ -54,9 +54,17 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         key="trace_content",
         type=bool,
         default=False,
-        description="Trace spans also record content: tool arguments and results (secret "
-        "arguments left out, known secrets redacted as in rows). Off: names, ids and "
-        "decisions only.",
+        description="Trace spans also record content: tool arguments and results, model "
+        "prompts and responses (secret arguments left out, known secrets redacted as in "
+        "rows). Off: names, ids and decisions only.",
+    ),
+    LiveSettingDef(
+        key="trace_keep_days",
+        type=float,
+        default=7.0,
+        minimum=0.01,
+        description="Days the local trace store keeps a span (corral trace RUN, the web "
+        "UI's Trace tab); older spans are deleted.",
     ),
     LiveSettingDef(
         key="trace_stages",

@@ -345,3 +345,127 @@ async def test_a_shell_call_gets_the_traceparent_of_its_span(
 async def test_untraced_a_shell_call_gets_no_traceparent(platform: Platform) -> None:
     result = await platform.call_tool("execute", {"command": 'echo "tp=${TRACEPARENT-unset}."'})
     assert not result.is_error and "tp=unset." in result.text, result.text
+
+
+async def test_a_workflow_run_is_an_invoke_workflow_span_with_its_run_inside(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    model = write_script({"text": "Digest done."})
+    made = await traced.call_tool(
+        "workflow", {"set": {"title": "Digest", "instruction": "Summarise.", "model": model}}
+    )
+    workflow_id = made.data["workflow"]["workflow_id"]
+    ran = await traced.call_tool(
+        "workflow", {"run": {"workflow_id": workflow_id, "wait_seconds": 60}}
+    )
+    assert ran.data["run"]["status"] == "finished", ran.data
+    spans = exporter.get_finished_spans()
+    (workflow,) = named(spans, "invoke_workflow ")
+    assert workflow.name == "invoke_workflow Digest" and workflow.attributes is not None
+    assert workflow.attributes[gen_ai.GEN_AI_OPERATION_NAME] == (
+        gen_ai.GenAiOperationNameValues.INVOKE_WORKFLOW.value
+    )
+    assert workflow.attributes[gen_ai.GEN_AI_WORKFLOW_NAME] == "Digest"
+    assert workflow.attributes[Attr.WORKFLOW_ID] == workflow_id
+    assert workflow.attributes[Attr.WORKFLOW_TRIGGER] == "manual"
+    assert workflow.attributes[Attr.RUN_ID] == ran.data["run"]["run_id"]
+    (agent,) = children(spans, workflow)
+    assert agent.name.startswith("invoke_agent ") and agent.attributes is not None
+    assert agent.attributes[Attr.RUN_KIND] == "workflow"
+    assert agent.attributes[Attr.RUN_ID] == ran.data["run"]["run_id"]
+    # Started by a tool call: the call's span holds the workflow's.
+    (caller,) = [s for s in spans if s in ancestors(spans, workflow)][:1]
+    assert caller.name == "execute_tool workflow"
+
+
+async def test_a_shell_calls_analysis_gate_and_spawn_are_spans_of_its_call(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    result = await traced.call_tool("execute", {"command": "echo hi"})
+    assert not result.is_error, result.text
+    spans = exporter.get_finished_spans()
+    (call_span,) = named(spans, "execute_tool execute")
+    steps = sorted(named(spans, "shell "), key=lambda s: s.start_time or 0)
+    assert [s.name for s in steps] == ["shell analysis", "shell gate", "shell spawn"]
+    for step in steps:
+        assert step.parent is not None and step.parent.span_id == call_span.context.span_id
+        assert step.attributes is not None
+        assert step.attributes[Attr.SHELL_STEP] == step.name.removeprefix("shell ")
+    analysis, gate, spawn = steps
+    assert (analysis.attributes or {})[Attr.SHELL_OUTCOME] == "allowed"
+    assert (gate.attributes or {})[Attr.SHELL_OUTCOME] == "allowed"
+    assert (spawn.attributes or {})[Attr.SHELL_PLANE] == "app"
+    assert (spawn.attributes or {})[Attr.SHELL_CONFINEMENT]
+
+    exporter.clear()
+    refused = await traced.call_tool("execute", {"command": "cat /etc/shadow > data://x"})
+    assert refused.is_error
+    spans = exporter.get_finished_spans()
+    refusing = [s for s in named(spans, "shell ") if s.status.status_code is StatusCode.ERROR]
+    assert len(refusing) == 1, [(s.name, s.attributes) for s in named(spans, "shell ")]
+    assert (refusing[0].attributes or {})[Attr.SHELL_OUTCOME] == "refused"
+    assert (refusing[0].attributes or {})[Attr.SHELL_RULE]
+    assert not named(spans, "shell spawn")
+
+
+async def test_chat_spans_carry_prompt_and_response_only_when_content_is_on(
+    traced: Platform, exporter: InMemorySpanExporter, write_script: ScriptWriter
+) -> None:
+    assert Attr.INPUT_MESSAGES == gen_ai.GEN_AI_INPUT_MESSAGES
+    assert Attr.OUTPUT_MESSAGES == gen_ai.GEN_AI_OUTPUT_MESSAGES
+    assert Attr.SYSTEM_INSTRUCTIONS == gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS
+    assert Attr.WORKFLOW_NAME == gen_ai.GEN_AI_WORKFLOW_NAME
+    model = write_script(
+        {"text": "Echoing.", "tool_calls": [call("echo", text=f"key={SECRET}")]},
+        {"when_result_contains": "redacted", "text": "Done."},
+    )
+    off = await traced.chat("say the quiet words", model=model)
+    assert off.status == "finished"
+    for chat in named(exporter.get_finished_spans(), "chat "):
+        keys = set(chat.attributes or {})
+        assert not keys & {Attr.INPUT_MESSAGES, Attr.OUTPUT_MESSAGES, Attr.SYSTEM_INSTRUCTIONS}
+
+    exporter.clear()
+    await traced.admin.set_live("trace_content", True)
+    on = await traced.chat("say the quiet words", model=model)
+    assert on.status == "finished"
+    first, second = sorted(
+        named(exporter.get_finished_spans(), "chat "), key=lambda s: s.start_time or 0
+    )
+    attributes = first.attributes or {}
+    system = json.loads(str(attributes[gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS]))
+    assert system and all(part["type"] == "text" for part in system)
+    given = json.loads(str(attributes[gen_ai.GEN_AI_INPUT_MESSAGES]))
+    assert given[-1] == {
+        "role": "user",
+        "parts": [{"type": "text", "content": "say the quiet words"}],
+    }
+    (answer,) = json.loads(str(attributes[gen_ai.GEN_AI_OUTPUT_MESSAGES]))
+    assert answer["role"] == "assistant" and answer["finish_reason"]
+    text, tool_call = answer["parts"]
+    assert text == {"type": "text", "content": "Echoing."}
+    assert tool_call["type"] == "tool_call" and tool_call["name"] == "echo"
+    assert json.loads(tool_call["arguments"]) == {"text": "key=[redacted]"}
+    # The second request sees the tool's answer, redacted.
+    later = json.loads(str((second.attributes or {})[gen_ai.GEN_AI_INPUT_MESSAGES]))
+    (response,) = [m for m in later if m["role"] == "tool"]
+    assert response["parts"][0]["type"] == "tool_call_response"
+    assert response["parts"][0]["id"] == tool_call["id"]
+    every = [str(v) for s in exporter.get_finished_spans() for v in (s.attributes or {}).values()]
+    assert not any(SECRET in v for v in every)
+
+
+async def test_a_slow_handler_does_not_make_the_stages_around_it_notable(
+    traced: Platform, exporter: InMemorySpanExporter
+) -> None:
+    result = await traced.call_tool("execute", {"command": "sleep 0.2"})
+    assert not result.is_error, result.text
+    spans = exporter.get_finished_spans()
+    stages = {(s.attributes or {})[Attr.STAGE]: s for s in named(spans, "stage ")}
+    assert (stages["handler"].attributes or {})[Attr.STAGE_DECISION] == "ran"
+    chained = [stage.name for stage in traced.kernel.dispatcher.chained]
+    wrapping = chained[: chained.index("handler")]
+    # Each of these spans 200 ms; only its own time (a millisecond on a loaded machine,
+    # the policy step's analysis) could make it notable.
+    shown = [name for name in wrapping if name in stages]
+    assert len(shown) <= len(wrapping) // 2, shown

@@ -48,6 +48,7 @@ from corral.cli import (
     summarize,
     tokens,
     tools,
+    trace,
     users,
     worker,
     workflows,
@@ -87,6 +88,7 @@ def main(
 
 app.command("serve")(serve.serve)
 app.command("worker")(worker.worker)
+app.command("trace")(trace.trace)
 app.add_typer(tools.app, name="tools")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(settings.app, name="settings")

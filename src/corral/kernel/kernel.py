@@ -21,7 +21,9 @@ from corral.kernel.bootstrap import bootstrap, prepare_folders
 from corral.kernel.command_rules import CommandRules
 from corral.kernel.config import ConfigCache
 from corral.kernel.logs import LogStore
+from corral.kernel.trace_store import TraceStore
 from corral.policy.identity import Caller
+from corral.secrets import Redactor
 from corral.settings import Settings
 from corral.store import check_reachable, make_engine, make_sessionmaker, upgrade
 from corral.store.meta_reads import meta_reader
@@ -66,6 +68,9 @@ class Kernel:
             slow_calls=self.logs,
             settings=settings,
         )
+        self.traces = TraceStore(sessions, self._trace_settings, self.writer)
+        """The local trace store: the spans of recent runs (on while the platform traces)."""
+        self.traces.attach()
         self.command_rules = CommandRules.in_data_dir(settings.data_dir, sessions)
         """Permission rules: the rule files and the remembered ones (the ``rules`` stage)."""
         self.services = Services()
@@ -93,7 +98,12 @@ class Kernel:
     async def live_settings(self) -> dict[str, Any]:
         return dict((await self.config.dispatch_state()).live)
 
+    async def _trace_settings(self) -> tuple[Redactor, float]:
+        state = await self.config.dispatch_state()
+        return state.redactor, float(state.live["trace_keep_days"])
+
     async def close(self) -> None:
+        await self.traces.close()
         await self.identity.tokens.settle()
         if self._meta_reader is not None:
             self._meta_reader.close()
@@ -114,4 +124,6 @@ async def open_kernel(settings: Settings) -> Kernel:
     except BaseException:
         await engine.dispose()
         raise
-    return Kernel(settings, engine, sessions, discover(settings.package_paths))
+    kernel = Kernel(settings, engine, sessions, discover(settings.package_paths))
+    kernel.traces.start()
+    return kernel

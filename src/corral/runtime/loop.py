@@ -38,6 +38,7 @@ from corral.runtime.appends import Fenced
 from corral.runtime.approved_calls import run_approved_calls
 from corral.runtime.budgets.keeper import BudgetKeeper, Unpriced, open_budget
 from corral.runtime.calls import StepScope, run_calls
+from corral.runtime.chat_content import record_input, record_output
 from corral.runtime.endings import Outcome, end_run, park_run
 from corral.runtime.hooks import permission_mode
 from corral.runtime.models import ResolvedModel
@@ -66,6 +67,7 @@ from corral.store.outages import database_unavailable
 from corral.tools.context import Cancellation
 from corral.tools.results import ToolResult
 from corral.tools.secret_arguments import storable
+from corral.tracing import content_recorded
 
 if TYPE_CHECKING:
     from corral.policy.identity import Caller
@@ -567,8 +569,16 @@ class _Loop:
         if tracer is None:
             return await self._ask(resolved, prompt)
         with chat_span(tracer, resolved.model) as span:
+            state = await self.rt.kernel.config.dispatch_state()
+            content = content_recorded(state.live)
+            if content:
+                system = [part.content for part in prompt.instructions]
+                registry = self.rt.kernel.registry
+                record_input(span, system, prompt.messages, registry, state.redactor)
             response = await self._ask(resolved, prompt)
             end_chat_span(span, response)
+            if content:
+                record_output(span, response, self.rt.kernel.registry, state.redactor)
             return response
 
     async def _ask(self, resolved: ResolvedModel, prompt: Prompt) -> ModelResponse:

@@ -20,6 +20,7 @@ from corral.shell.analysis import Analysis, analyze
 from corral.shell.gate import UriGate
 from corral.shell.plane import Plane, choose_plane
 from corral.shell.sandbox import SANDBOX_HOME
+from corral.shell.step_spans import note_verdict, step_span
 from corral.shell.verdict import Verdict
 
 __all__ = [
@@ -136,14 +137,18 @@ def check_command(
         home = SANDBOX_HOME
     else:  # landlock and unconfined: a real temporary HOME, climbed out of exactly
         home = unconfined_home()
-    analysis = analyze(
-        command,
-        protected_paths=platform_protected(settings),
-        home=home,
-        cwd=cwd_path,
-        unconfined=not sandboxed,
-        allowed_invocations=settings.unconfined_allowed_commands,
-    )
+    with step_span("analysis") as span:
+        analysis = analyze(
+            command,
+            protected_paths=platform_protected(settings),
+            home=home,
+            cwd=cwd_path,
+            unconfined=not sandboxed,
+            allowed_invocations=settings.unconfined_allowed_commands,
+        )
+        if span is not None:
+            refusal = Verdict(allowed=False, guard="analysis", rule=analysis.rule)
+            note_verdict(span, None if analysis.allowed else refusal)
     if not analysis.allowed:
         verdict = Verdict(
             allowed=False,
@@ -166,7 +171,9 @@ def check_command(
         data_dir=os.path.realpath(settings.data_dir),
         confinement=label,
     )
-    refused = gate.check(analysis, cwd_path)
+    with step_span("gate") as span:
+        refused = gate.check(analysis, cwd_path)
+        note_verdict(span, refused)
     if refused is not None:
         verdict = dataclasses.replace(refused, cwd=cwd_path)
     else:

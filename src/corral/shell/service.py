@@ -49,6 +49,7 @@ from corral.shell.live import LivePacer, LiveSink
 from corral.shell.records import ShellRecord, ShellStore
 from corral.shell.runner import Execution, ProcessSpec, Spawner, spawn_process
 from corral.shell.sandbox import BoundSource, SandboxFiles
+from corral.shell.step_spans import note_spawn, step_span
 from corral.shell.verdict import Verdict
 from corral.tracing.propagation import traced_variables
 
@@ -446,13 +447,15 @@ class ShellService:
             spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
             redact = Redactor(environment.secrets) if environment.secrets else None
             try:
-                execution = await Execution.start(
-                    spec,
-                    spawner=self._spawner,
-                    capture_limit=limit,
-                    sinks=[pacer.feed],
-                    redact=redact,
-                )
+                with step_span("spawn") as span:
+                    execution = await Execution.start(
+                        spec,
+                        spawner=self._spawner,
+                        capture_limit=limit,
+                        sinks=[pacer.feed],
+                        redact=redact,
+                    )
+                    note_spawn(span, "app", self.confinement)
             except OSError as exc:
                 cleanup()
                 if bridge is not None:
@@ -713,7 +716,9 @@ class ShellService:
             spawned=bridge.spawned if bridge is not None else lambda: None,
         )
         try:
-            record = await self.background.start(launch)
+            with step_span("spawn") as span:
+                record = await self.background.start(launch)
+                note_spawn(span, "app", self.confinement)
         except OSError as exc:
             raise _spawn_failed(exc) from None
         return record, [d.describe() for d in environment.call_drops()]

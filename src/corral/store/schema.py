@@ -14,6 +14,7 @@ from corral.store import (
     shell_tables,
     skill_tables,
     tables,
+    trace_tables,
     workflow_tables,
 )
 from corral.store.tables import Base
@@ -32,5 +33,6 @@ __all__ = [
     "shell_tables",
     "skill_tables",
     "tables",
+    "trace_tables",
     "workflow_tables",
 ]

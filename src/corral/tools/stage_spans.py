@@ -17,9 +17,10 @@ Each span says the stage's decision (:attr:`~corral.tracing.Attr.STAGE_DECISION`
 
 An SDK span costs microseconds, a dozen per call more than a fast tool takes, so by
 default (live setting ``trace_stages`` = ``notable``) only the stages worth a look get one:
-any that did not pass the call on (or the handler that failed), and any whose span would
-last :data:`NOTABLE_MS` or more (a wait
-in approval, a slow analysis, the handler of a slow tool). ``all`` gives every stage one.
+any that did not pass the call on (or the handler that failed), and any that took
+:data:`NOTABLE_MS` or more of its own (a wait in approval, a slow analysis, the handler of a
+slow tool); a middleware stage's own time leaves out the stages after it, so a slow handler
+does not make every stage wrapping it notable. ``all`` gives every stage one.
 """
 
 from __future__ import annotations
@@ -65,11 +66,21 @@ class _Spans:
         self._name = name
         self._tracer = tracer
 
-    def record(self, call: ToolCall, started: int, decision: str, code: str | None = None) -> None:
+    def record(
+        self,
+        call: ToolCall,
+        started: int,
+        decision: str,
+        code: str | None = None,
+        *,
+        inner: int = 0,
+    ) -> None:
+        """``inner``: nanoseconds the stage spent in the stages after it, which are not its
+        own time (a slow handler makes no stage wrapping it notable)."""
         ended = time_ns()
         if (
             decision in _ROUTINE
-            and ended - started < _NOTABLE_NS
+            and ended - started - inner < _NOTABLE_NS
             and call.state.live.get("trace_stages") != "all"
         ):
             return
@@ -87,15 +98,21 @@ class _Spans:
 class _PassMark:
     """The rest of the chain as one stage's ``next``: notes that the stage called it."""
 
-    __slots__ = ("_rest", "passed")
+    __slots__ = ("_rest", "inner", "passed")
 
     def __init__(self, rest: Next) -> None:
         self._rest = rest
         self.passed = False
+        self.inner = 0
+        """Nanoseconds spent in the rest of the chain."""
 
     async def __call__(self, call: ToolCall) -> ToolResult:
         self.passed = True
-        return await self._rest(call)
+        entered = time_ns()
+        try:
+            return await self._rest(call)
+        finally:
+            self.inner += time_ns() - entered
 
 
 class _TracedStage:
@@ -114,12 +131,12 @@ class _TracedStage:
             result = await self._stage(call, mark)
         except ToolError as error:
             if mark.passed:
-                self._spans.record(call, started, "passed")
+                self._spans.record(call, started, "passed", inner=mark.inner)
             else:
                 self._spans.record(call, started, "refused", error.code)
             raise
         if mark.passed:
-            self._spans.record(call, started, "passed")
+            self._spans.record(call, started, "passed", inner=mark.inner)
         else:
             decision = _decision(self._name, result)
             failed = decision in ("refused", "failed")

@@ -2,8 +2,10 @@
 development, as published in 2026: ``invoke_agent``, ``chat``, ``execute_tool``) and
 Corral's own ``corral.*`` names for what the conventions do not cover (pipeline stages).
 
-Content attributes (``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``) are opt-in
-in the conventions; Corral sets them only when the ``trace_content`` live setting is on.
+Content attributes (``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``,
+``gen_ai.system_instructions``, ``gen_ai.input.messages``, ``gen_ai.output.messages``) are
+opt-in in the conventions; Corral sets them only when the ``trace_content`` live setting is
+on.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ class Op:
     INVOKE_AGENT = "invoke_agent"
     CHAT = "chat"
     EXECUTE_TOOL = "execute_tool"
+    INVOKE_WORKFLOW = "invoke_workflow"
 
 
 class Attr:
@@ -31,6 +34,10 @@ class Attr:
     FINISH_REASONS = "gen_ai.response.finish_reasons"
     INPUT_TOKENS = "gen_ai.usage.input_tokens"
     OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+    WORKFLOW_NAME = "gen_ai.workflow.name"
+    INPUT_MESSAGES = "gen_ai.input.messages"
+    OUTPUT_MESSAGES = "gen_ai.output.messages"
+    SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
     TOOL_NAME = "gen_ai.tool.name"
     TOOL_CALL_ID = "gen_ai.tool.call.id"
     TOOL_TYPE = "gen_ai.tool.type"
@@ -53,3 +60,13 @@ class Attr:
     DECISION = "corral.decision"
     DECIDED_BY = "corral.decision.by"
     DECISION_SURFACE = "corral.decision.surface"
+    SHELL_STEP = "corral.shell.step"
+    SHELL_OUTCOME = "corral.shell.outcome"
+    SHELL_RULE = "corral.shell.rule"
+    SHELL_PLANE = "corral.shell.plane"
+    SHELL_CONFINEMENT = "corral.shell.confinement"
+    HOOK_EVENT = "corral.hook.event"
+    HOOK_KIND = "corral.hook.kind"
+    HOOK_OUTCOME = "corral.hook.outcome"
+    WORKFLOW_ID = "corral.workflow.id"
+    WORKFLOW_TRIGGER = "corral.workflow.trigger"

@@ -12,10 +12,20 @@ from typing import Any
 
 from opentelemetry import trace
 
-__all__ = ["configure_from_environment", "content_recorded", "tracer", "use_provider"]
+__all__ = [
+    "LOCAL_EXPORTER",
+    "configure_from_environment",
+    "content_recorded",
+    "sdk_provider",
+    "tracer",
+    "use_provider",
+]
 
 SCOPE = "corral"
 """The instrumentation scope name of every span Corral emits."""
+
+LOCAL_EXPORTER = "corral"
+"""The ``OTEL_TRACES_EXPORTER`` name that traces into the local trace store only."""
 
 _override: trace.TracerProvider | None = None
 
@@ -28,12 +38,24 @@ def use_provider(provider: trace.TracerProvider | None) -> None:
     _override = provider
 
 
-def tracer() -> trace.Tracer | None:
-    """The tracer for a platform being built now; None when nothing would record spans."""
+def _provider() -> trace.TracerProvider | None:
     provider = _override if _override is not None else trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
-    return provider.get_tracer(SCOPE)
+    return provider
+
+
+def tracer() -> trace.Tracer | None:
+    """The tracer for a platform being built now; None when nothing would record spans."""
+    provider = _provider()
+    return None if provider is None else provider.get_tracer(SCOPE)
+
+
+def sdk_provider() -> Any | None:
+    """The provider of :func:`tracer` when it takes span processors (the SDK's); None
+    otherwise. The local trace store adds its processor there."""
+    provider = _provider()
+    return provider if hasattr(provider, "add_span_processor") else None
 
 
 def content_recorded(live: Mapping[str, Any]) -> bool:
@@ -44,18 +66,20 @@ def content_recorded(live: Mapping[str, Any]) -> bool:
 def configure_from_environment(environ: Mapping[str, str] | None = None) -> bool:
     """Set the global provider from the standard ``OTEL_*`` variables when the SDK is
     installed (``corral[otel]``) and an exporter is named or an OTLP endpoint given;
-    whether it did. ``OTEL_SDK_DISABLED=true`` keeps tracing off."""
+    whether it did. ``OTEL_TRACES_EXPORTER`` is a comma-separated list: ``otlp``,
+    ``console`` and ``corral`` (the local trace store only, which every traced platform
+    writes anyway); ``none`` or ``OTEL_SDK_DISABLED=true`` keeps tracing off."""
     env = os.environ if environ is None else environ
     if env.get("OTEL_SDK_DISABLED", "").lower() == "true":
         return False
-    exporter = env.get("OTEL_TRACES_EXPORTER", "")
+    names = {n.strip() for n in env.get("OTEL_TRACES_EXPORTER", "").split(",") if n.strip()}
     endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get(
         "OTEL_EXPORTER_OTLP_ENDPOINT"
     )
-    if exporter in ("", "none") and not endpoint:
+    if "none" in names or (not names and not endpoint):
         return False
-    if exporter == "none":
-        return False
+    if not names:
+        names = {"otlp"}
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -64,9 +88,9 @@ def configure_from_environment(environ: Mapping[str, str] | None = None) -> bool
         return False
     named = "OTEL_SERVICE_NAME" in env or "service.name=" in env.get("OTEL_RESOURCE_ATTRIBUTES", "")
     provider = TracerProvider(resource=Resource.create({} if named else {"service.name": "corral"}))
-    if exporter == "console":
+    if "console" in names:
         provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
-    else:
+    if names - {"console", LOCAL_EXPORTER}:
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError:

@@ -11,9 +11,24 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 import corral
+from corral.platform import Platform
 from corral.tracing import use_provider
+from corral.tracing.stored import StoredSpan, trace_id_of
 from tests.otlp_collector import running_collector
 from tests.runtime.cluster.conftest import Cluster, call, read_started
+
+
+async def stored_jobs(platform: Platform, traceparent: str | None) -> list[StoredSpan]:
+    """The run's two ``invoke_agent`` spans once the worker's store wrote them (it writes
+    every second)."""
+    trace_id = trace_id_of(traceparent)
+    assert trace_id is not None
+    while True:
+        spans = await platform.kernel.traces.spans(trace_id)
+        jobs = [s for s in spans if s.name == "invoke_agent default"]
+        if len(jobs) == 2:
+            return jobs
+        await asyncio.sleep(0.1)
 
 
 async def test_a_workers_jobs_continue_the_trace_that_queued_the_run(
@@ -37,10 +52,14 @@ async def test_a_workers_jobs_continue_the_trace_that_queued_the_run(
                 assert parked.status == "parked", own_cluster.logs()
                 await platform.decide_approval(parked.waiting[0].id, "approve")
                 settled = await asyncio.wait_for(rt.wait_run(parked.run_id), 60)
+                # The worker keeps its spans in the local trace store on PostgreSQL too.
+                run = await rt.run(parked.run_id)
+                stored = await asyncio.wait_for(stored_jobs(platform, run.trace_parent), 30)
         finally:
             use_provider(None)
             provider.shutdown()
         assert settled.status == "finished", own_cluster.logs()
+        assert len(stored) == 2
         launch = await asyncio.to_thread(collector.wait_for, "execute_tool launch")
         jobs = await asyncio.to_thread(collector.wait_for_all, "invoke_agent default", 2)
     context = request.get_span_context()

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.trace import StatusCode
+
 from corral.errors import ConfigError, UsageError
 from corral.runtime.hooks.config import (
     EVENTS,
@@ -47,6 +49,8 @@ from corral.runtime.hooks.outcome import (
     read_reply,
     stronger,
 )
+from corral.tracing import Attr
+from corral.tracing.children import child_span
 
 __all__ = ["LIVE_KEY", "Hooks", "MatchedHook", "permission_mode"]
 
@@ -292,6 +296,19 @@ class Hooks:
         return outcome
 
     async def _one(self, hook: MatchedHook, data: dict[str, Any]) -> tuple[Verdict, HookRecord]:
+        """One hook, in a span ``hook {event} {name}`` with its outcome while traced."""
+        event = hook.group.event
+        attributes = {Attr.HOOK_EVENT: event, Attr.HOOK_KIND: hook.handler.kind}
+        with child_span(f"hook {event} {hook.name}", attributes) as span:
+            verdict, record = await self._answer(hook, data)
+            if span is not None:
+                span.set_attribute(Attr.HOOK_OUTCOME, record.outcome)
+                if record.error:
+                    span.set_attribute(Attr.ERROR_TYPE, "hook_failed")
+                    span.set_status(StatusCode.ERROR, record.error[:500])
+        return verdict, record
+
+    async def _answer(self, hook: MatchedHook, data: dict[str, Any]) -> tuple[Verdict, HookRecord]:
         event = hook.group.event
         started = time.perf_counter()
         error = ""

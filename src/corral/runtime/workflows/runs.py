@@ -27,9 +27,11 @@ from corral.runtime.prompt_hooks import PromptBlocked, prompt_hooks
 from corral.runtime.runs import TERMINAL, RunRecord
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.turns import TurnSpec, start_turn
+from corral.runtime.workflows.spans import workflow_span
 from corral.runtime.workflows.store import WorkflowRecord, WorkflowRunLink, WorkflowStore
 from corral.store.tables import utcnow
 from corral.tools.narrowing import Narrowing
+from corral.tracing import Attr
 
 if TYPE_CHECKING:
     from corral.runtime.goals import Goals
@@ -63,6 +65,21 @@ async def start_workflow_run(
     start: RunStart,
 ) -> RunRecord:
     """Create the run's conversation, set the workflow's goal in it, and queue the run."""
+    tracer = rt.kernel.dispatcher.tracer
+    with workflow_span(tracer, workflow.id, workflow.setup["title"], start.trigger) as span:
+        run = await _start(rt, store, goals, workflow, start)
+        if span is not None:
+            span.set_attribute(Attr.RUN_ID, run.id)
+        return run
+
+
+async def _start(
+    rt: RunHost,
+    store: WorkflowStore,
+    goals: Goals | None,
+    workflow: WorkflowRecord,
+    start: RunStart,
+) -> RunRecord:
     setup = workflow.setup
     owner = await rt.kernel.caller(workflow.owner_id)
     if not owner.grants.has("workflow.dispatch"):

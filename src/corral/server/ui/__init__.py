@@ -22,6 +22,7 @@ from corral.server.ui import (
     pages_rewind,
     pages_rules,
     pages_tabs,
+    pages_trace,
     pages_waiting,
 )
 from corral.server.ui.access import UiState
@@ -46,6 +47,7 @@ def install_ui(app: FastAPI, platform: Platform) -> None:
         pages_chat,
         pages_actions,
         pages_tabs,
+        pages_trace,
         pages_delegates,
         pages_files,
         pages_panels,
