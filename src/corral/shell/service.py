@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,13 +29,14 @@ from corral.shell.background import BackgroundShells, ConversationAccess, ShellL
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
+from corral.shell.egress.ask import ApprovedHosts, EgressQuestion, asker_for
 from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
 from corral.shell.egress.ca import CertificateAuthority, trust_environment
 from corral.shell.egress.credentials import CredentialBinding
 from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog, EgressStore
 from corral.shell.egress.policy import EgressPolicy, egress_policy_for
-from corral.shell.egress.proxy import EgressProxy, Interceptor
+from corral.shell.egress.proxy import Asker, EgressProxy, Interceptor
 from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.environment import Environment, build_environment, call_env_problem
@@ -88,6 +90,9 @@ class ShellRequest:
     checked: CheckedCommand | None = field(default=None, repr=False)
     """Both guards' judgement of this very command, cwd, caller and sources, reached by the
     pipeline's policy step of the same call: the service then does not judge it again."""
+    egress_question: EgressQuestion | None = field(default=None, repr=False)
+    """Who is asked about a domain no egress rule matches (policy ``ask``): the person of
+    the call's run; None refuses such a domain."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -152,6 +157,7 @@ class ShellService:
         self._foreground: set[Execution] = set()
         self.store = ShellStore(sessions)
         self.egress_store = EgressStore(sessions)
+        self.egress_approved = ApprovedHosts(sessions)
         self.egress_upstream: UpstreamConnector | None = None
         """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
         self.egress_interceptor: Interceptor | None = TlsInterceptor(
@@ -301,16 +307,17 @@ class ShellService:
         return on, "on (live setting shell_network)" if on else "off"
 
     def _egress_policy(
-        self, live: Mapping[str, Any], agent: str
+        self, live: Mapping[str, Any], agent: str, remembered: Sequence[str] = ()
     ) -> tuple[EgressPolicy | None, str]:
-        """Network mode proxy for this call: its policy, or None and why it is off."""
+        """Network mode proxy for this call: its policy (with the hosts ``remembered`` for
+        the agent), or None and why it is off."""
         if live["shell_network_mode"] != "proxy":
             return None, "off"
         if self.confinement != "bubblewrap" or self.status.tier != "bubblewrap":
             return None, "off (network mode proxy needs the bubblewrap tier)"
         if self.egress_upstream is None or bridge_python() is None:
             return None, "off (the egress proxy is not available here)"
-        policy = egress_policy_for(live["egress"], agent=agent)
+        policy = egress_policy_for(live["egress"], agent=agent).with_remembered(remembered)
         if not policy.permits_anything:
             return None, "off"  # the egress policy allows no domain
         return policy, "proxy (egress policy)"
@@ -350,6 +357,7 @@ class ShellService:
         scope: CallScope,
         handoff: Literal["fd", "path"] = "fd",
         bindings: Sequence[CredentialBinding] = (),
+        asker: Asker | None = None,
     ) -> EgressBridge:
         assert self.egress_upstream is not None
         python = bridge_python()
@@ -361,8 +369,32 @@ class ShellService:
             log=EgressLog(scope),
             interceptor=self.egress_interceptor,
             credentials=bindings,
+            asker=asker,
         )
         return EgressBridge(proxy, python, handoff=handoff)
+
+    async def _call_bridge(
+        self, live: Mapping[str, Any], request: ShellRequest, seconds: float
+    ) -> tuple[EgressBridge | None, str]:
+        """A shell call's proxy bridge (None: no network) and its network label; an unmatched
+        domain is asked about for at most ``seconds``, the call's own limit."""
+        user = request.caller.user_id
+        remembered = await self.egress_approved.hosts(user, request.agent)
+        policy, label = self._egress_policy(live, request.agent, remembered)
+        if policy is None:
+            return None, label
+        asker = None
+        if policy.unmatched == "ask" and request.egress_question is not None:
+            asker = asker_for(
+                request.egress_question,
+                approved=self.egress_approved,
+                user_id=user,
+                agent=request.agent,
+                wait_seconds=float(live["egress_ask_seconds"]),
+                deadline=time.monotonic() + seconds,
+            )
+        bindings = await self._bindings(request)
+        return self._bridge(policy, _scope(request), bindings=bindings, asker=asker), label
 
     def _closing_bridge(
         self, cleanup: Callable[[], None], bridge: EgressBridge
@@ -418,10 +450,7 @@ class ShellService:
         network, network_label = self._network(live)
         bridge = None
         if not network:
-            egress_policy, network_label = self._egress_policy(live, request.agent)
-            if egress_policy is not None:
-                bindings = await self._bindings(request)
-                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+            bridge, network_label = await self._call_bridge(live, request, timeout)
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         redact = Redactor(environment.secrets) if environment.secrets else None
         try:
@@ -570,15 +599,12 @@ class ShellService:
         live = state.live
         network, _ = self._network(live)
         bridge = None
+        limit = float(request.timeout or int(live["background_shell_max_seconds"]))
         if not network:
-            egress_policy, _ = self._egress_policy(live, request.agent)
-            if egress_policy is not None:
-                bindings = await self._bindings(request)
-                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+            bridge, _ = await self._call_bridge(live, request, limit)
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         if bridge is not None:
             cleanup = self._closing_bridge(cleanup, bridge)
-        limit = float(request.timeout or int(live["background_shell_max_seconds"]))
         launch = ShellLaunch(
             spec=spec,
             user_id=request.caller.user_id,

@@ -23,6 +23,7 @@ from typing import Any
 from corral.connect import CredentialStore
 from corral.errors import InvalidArguments, ToolError
 from corral.packages.core.connect_git import GitRemotes
+from corral.packages.core.egress_asker import RunEgressQuestion
 from corral.packages.core.git_credentials import mentions_git, staged_tokens
 from corral.shell.check import CheckedCommand
 from corral.shell.records import ShellRecord
@@ -144,6 +145,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         sources=binding.sources,
         variables=binding.env,
         checked=checked,
+        egress_question=RunEgressQuestion.of(ctx),
     )
     if args.get("background"):
         record, dropped = await service.start_background(request)
