@@ -35,12 +35,14 @@ from corral.shell.egress.ca import CertificateAuthority, trust_environment
 from corral.shell.egress.credentials import CredentialBinding
 from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog, EgressStore
+from corral.shell.egress.loopback import LoopbackProxy
 from corral.shell.egress.policy import EgressPolicy, egress_policy_for
 from corral.shell.egress.proxy import Asker, EgressProxy, Interceptor
 from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.environment import Environment, build_environment, call_env_problem
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
+from corral.shell.landlock import landlock_abi
 from corral.shell.live import LivePacer, LiveSink
 from corral.shell.records import ShellRecord, ShellStore
 from corral.shell.runner import Execution, ProcessSpec, Spawner, spawn_process
@@ -49,6 +51,10 @@ from corral.shell.verdict import Verdict
 from corral.tracing.propagation import traced_variables
 
 __all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
+
+Bridge = EgressBridge | LoopbackProxy
+"""A call's way to the egress proxy: bridged into bubblewrap's namespace, or on the host's
+loopback for the Landlock tier."""
 
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
 OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
@@ -263,7 +269,7 @@ class ShellService:
         request: ShellRequest,
         policy: SourcePolicy,
         network: bool,
-        bridge: EgressBridge | None = None,
+        bridge: Bridge | None = None,
     ) -> tuple[ProcessSpec, Environment, Callable[[], None]]:
         assert checked.cwd is not None
         bound = [
@@ -284,13 +290,14 @@ class ShellService:
             call_env=request.env,
             declared=request.declared,
             variables=traced_variables(request.variables),
+            proxy_port=bridge.port if isinstance(bridge, LoopbackProxy) else None,
         )
         spec = prepared.spec
         if bridge is not None:
             spec.env.update(proxy_environment(bridge.port))
             if trust is not None:
                 spec.env.update(trust_environment(str(trust)))
-            spec = dataclasses.replace(spec, pass_fds=(*spec.pass_fds, bridge.child_fd))
+            spec = dataclasses.replace(spec, pass_fds=(*spec.pass_fds, *bridge.pass_fds))
         return spec, prepared.environment, prepared.cleanup
 
     def _trust_bundle(self) -> Path | None:
@@ -313,9 +320,12 @@ class ShellService:
         the agent), or None and why it is off."""
         if live["shell_network_mode"] != "proxy":
             return None, "off"
-        if self.confinement != "bubblewrap" or self.status.tier != "bubblewrap":
-            return None, "off (network mode proxy needs the bubblewrap tier)"
-        if self.egress_upstream is None or bridge_python() is None:
+        tier = self.status.tier
+        if self.confinement != tier or tier not in ("bubblewrap", "landlock"):
+            return None, "off (network mode proxy needs the bubblewrap or Landlock tier)"
+        if tier == "landlock" and landlock_abi() < 4:
+            return None, "off (network mode proxy needs Landlock ABI 4 for its TCP rules)"
+        if self.egress_upstream is None or (tier == "bubblewrap" and bridge_python() is None):
             return None, "off (the egress proxy is not available here)"
         policy = egress_policy_for(live["egress"], agent=agent).with_remembered(remembered)
         if not policy.permits_anything:
@@ -342,6 +352,7 @@ class ShellService:
         policy, label = self._egress_policy(live, agent)
         scope = CallScope(agent=agent, conversation_id=conversation_id)
         bridge = None if policy is None else self._bridge(policy, scope, handoff)
+        assert bridge is None or isinstance(bridge, EgressBridge)  # the bubblewrap tier's
         trust = self._trust_bundle() if bridge is not None else None
         return HelperNetwork(
             binary,
@@ -358,10 +369,8 @@ class ShellService:
         handoff: Literal["fd", "path"] = "fd",
         bindings: Sequence[CredentialBinding] = (),
         asker: Asker | None = None,
-    ) -> EgressBridge:
+    ) -> Bridge:
         assert self.egress_upstream is not None
-        python = bridge_python()
-        assert python is not None
         hosts = frozenset(host for binding in bindings for host in binding.hosts)
         proxy = EgressProxy(
             policy=dataclasses.replace(policy, credential_hosts=policy.credential_hosts | hosts),
@@ -371,11 +380,15 @@ class ShellService:
             credentials=bindings,
             asker=asker,
         )
+        if self.status.tier == "landlock":
+            return LoopbackProxy(proxy)
+        python = bridge_python()
+        assert python is not None
         return EgressBridge(proxy, python, handoff=handoff)
 
     async def _call_bridge(
         self, live: Mapping[str, Any], request: ShellRequest, seconds: float
-    ) -> tuple[EgressBridge | None, str]:
+    ) -> tuple[Bridge | None, str]:
         """A shell call's proxy bridge (None: no network) and its network label; an unmatched
         domain is asked about for at most ``seconds``, the call's own limit."""
         user = request.caller.user_id
@@ -396,9 +409,7 @@ class ShellService:
         bindings = await self._bindings(request)
         return self._bridge(policy, _scope(request), bindings=bindings, asker=asker), label
 
-    def _closing_bridge(
-        self, cleanup: Callable[[], None], bridge: EgressBridge
-    ) -> Callable[[], None]:
+    def _closing_bridge(self, cleanup: Callable[[], None], bridge: Bridge) -> Callable[[], None]:
         """A background shell's cleanup that also ends its proxy and stores its log."""
 
         def both() -> None:
@@ -414,7 +425,7 @@ class ShellService:
         if self._closing:
             await asyncio.wait(list(self._closing), timeout=5.0)
 
-    async def _finish_egress(self, bridge: EgressBridge, notes: list[str]) -> dict[str, Any]:
+    async def _finish_egress(self, bridge: Bridge, notes: list[str]) -> dict[str, Any]:
         await bridge.close()
         log = bridge.proxy.log
         await self.egress_store.save(log)
