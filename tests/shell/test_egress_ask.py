@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,12 @@ from sqlalchemy import select
 from corral.platform import Platform
 from corral.runtime.questions import Questions
 from corral.server.app import create_app
+from corral.shell.egress.log import CallScope, EgressLog
+from corral.shell.egress.policy import HostDecision, egress_policy_for
+from corral.shell.egress.proxy import EgressProxy
+from corral.shell.egress.upstream import UpstreamConnector
 from corral.store.shell_tables import EgressApprovedHost, EgressConnection
+from corral.web.fetch.addresses import AddressRules
 from tests.server.loopback import serving
 from tests.shell.conftest import BWRAP
 from tests.shell.test_egress import Site, sandboxed, site, world
@@ -176,3 +182,54 @@ async def test_no_answer_in_time_refuses_and_says_what_to_do(
     (question,) = await platform.services.require(Questions).list_questions(status=None)
     decision = await platform.decisions.get(question.id)
     assert decision.status == "expired"
+
+
+async def test_concurrent_connections_to_one_host_share_one_question() -> None:
+    """The proxy itself: two connections to the same host while the question is open wait
+    on the same answer; the asker is called once."""
+    asked: list[str] = []
+    called, answer = asyncio.Event(), asyncio.Event()
+
+    async def asker(host: str, port: int) -> HostDecision:
+        asked.append(host)
+        called.set()
+        await answer.wait()
+        return HostDecision(allowed=True, rule="asked: allow once", reason="allowed once")
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await reader.readexactly(2))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    proxy = EgressProxy(
+        policy=egress_policy_for({"unmatched": "ask", "ports": [port]}),
+        upstream=UpstreamConnector.unsafe_mapping(
+            {"new.test": "127.0.0.1"}, judge=AddressRules().refusal
+        ),
+        log=EgressLog(CallScope()),
+        asker=asker,
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    await proxy.serve(listener)
+
+    async def tunnel() -> bytes:
+        reader, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        writer.write(f"CONNECT new.test:{port} HTTP/1.1\r\nHost: new.test\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"hi")
+        body = await reader.read()
+        writer.close()
+        return head + body
+
+    async with asyncio.timeout(30):
+        both = asyncio.gather(tunnel(), tunnel())
+        await called.wait()
+        answer.set()
+        first, second = await both
+    await proxy.close()
+    server.close()
+    assert asked == ["new.test"]
+    assert first.endswith(b"hi") and second.endswith(b"hi"), (first, second)
+    assert [r.rule for r in proxy.log.records] == ["asked: allow once"] * 2
