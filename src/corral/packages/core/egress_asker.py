@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from corral.runtime.questions import AskedQuestion, Questions
 from corral.runtime.questions.elicitation import EGRESS_MARK
-from corral.shell.egress.ask import ASK_OPTIONS, AskAnswer
+from corral.shell.egress.ask import ASK_OPTIONS, Answer, AskAnswer
 from corral.store.tables import utcnow
 from corral.tools.context import CallContext
 
@@ -25,7 +25,11 @@ __all__ = ["RunEgressQuestion"]
 _FIRST_LOOK = 0.05
 _LONGEST_LOOK = 1.0
 """Seconds between looks at the question for its answer: doubling up to this."""
-_ANSWERS = {ASK_OPTIONS[0]: "once", ASK_OPTIONS[1]: "agent", ASK_OPTIONS[2]: "deny"}
+_ANSWERS: dict[str, Answer] = {
+    ASK_OPTIONS[0]: "once",
+    ASK_OPTIONS[1]: "agent",
+    ASK_OPTIONS[2]: "deny",
+}
 
 
 class RunEgressQuestion:
@@ -48,7 +52,7 @@ class RunEgressQuestion:
         store = self._questions.store
         asked = AskedQuestion(
             question=f"The command of agent {ctx.agent!r} wants to reach {host}:{port}, which "
-            "no egress rule allows. Allow it?",
+            "no egress rule allows. Allow it? (Any answer but the first two denies.)",
             options=ASK_OPTIONS,
         )
         record = await store.create(
@@ -76,7 +80,7 @@ class RunEgressQuestion:
                     picked = current.answers[0]
                     answer = _ANSWERS.get(picked if isinstance(picked, str) else "", "deny")
                     ctx.output("stdout", f"[egress] {host}: {picked}\n")
-                    return AskAnswer(answer=answer, decision_id=record.id)  # type: ignore[arg-type]
+                    return AskAnswer(answer=answer, decision_id=record.id)
                 if current.status != "open":
                     return AskAnswer(
                         answer="unanswered",

@@ -25,6 +25,7 @@ from corral.store.shell_tables import EgressApprovedHost
 
 __all__ = [
     "ASK_OPTIONS",
+    "Answer",
     "ApprovedHosts",
     "AskAnswer",
     "EgressQuestion",
