@@ -702,3 +702,17 @@ async def test_syncing_a_helpers_log_keeps_every_connection_past_the_memory_limi
     async with platform.kernel.sessions() as session:
         rows = list(await session.scalars(select(EgressConnection)))
     assert [(r.host, r.bytes_down) for r in rows] == [(f"h{n}.test", 20) for n in range(5)]
+
+
+async def test_a_permission_profiles_section_applies_to_its_calls(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    allowed = {"allowed_domains": [{"domain": "api.test", "ports": [site.tls_port]}]}
+    curl = f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt"
+    await platform.admin.set_live("egress", {"profiles": {"auto": allowed}})
+    through = await _run(platform, curl)  # call_tool's profile is auto
+    assert "hello from api.test" in through.text, through.text
+    await platform.admin.set_live("egress", {"profiles": {"balanced": allowed}})
+    other = await _run(platform, curl)
+    assert other.data["network"] == "off" and "hello" not in other.text

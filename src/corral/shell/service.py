@@ -83,6 +83,8 @@ class ShellRequest:
     """Seconds; None means the default (120 s in the foreground, the background ceiling)."""
     reason: str = ""
     agent: str = "default"
+    profile: str | None = None
+    """The call's permission profile: its section of the egress policy, when it has one."""
     conversation_id: str | None = None
     run_id: str | None = None
     call_id: str | None = None
@@ -314,7 +316,11 @@ class ShellService:
         return on, "on (live setting shell_network)" if on else "off"
 
     def _egress_policy(
-        self, live: Mapping[str, Any], agent: str, remembered: Sequence[str] = ()
+        self,
+        live: Mapping[str, Any],
+        agent: str,
+        remembered: Sequence[str] = (),
+        profile: str | None = None,
     ) -> tuple[EgressPolicy | None, str]:
         """Network mode proxy for this call: its policy (with the hosts ``remembered`` for
         the agent), or None and why it is off."""
@@ -327,7 +333,8 @@ class ShellService:
             return None, "off (network mode proxy needs Landlock ABI 4 for its TCP rules)"
         if self.egress_upstream is None or (tier == "bubblewrap" and bridge_python() is None):
             return None, "off (the egress proxy is not available here)"
-        policy = egress_policy_for(live["egress"], agent=agent).with_remembered(remembered)
+        section = egress_policy_for(live["egress"], agent=agent, profile=profile)
+        policy = section.with_remembered(remembered)
         if not policy.permits_anything:
             return None, "off"  # the egress policy allows no domain
         return policy, "proxy (egress policy)"
@@ -393,7 +400,7 @@ class ShellService:
         domain is asked about for at most ``seconds``, the call's own limit."""
         user = request.caller.user_id
         remembered = await self.egress_approved.hosts(user, request.agent)
-        policy, label = self._egress_policy(live, request.agent, remembered)
+        policy, label = self._egress_policy(live, request.agent, remembered, request.profile)
         if policy is None:
             return None, label
         asker = None

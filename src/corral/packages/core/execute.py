@@ -138,6 +138,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         timeout=args.get("timeout"),
         reason=str(args.get("reason") or ""),
         agent=ctx.agent,
+        profile=ctx.profile,
         conversation_id=ctx.conversation_id,
         run_id=ctx.run_id,
         call_id=ctx.call_id,
