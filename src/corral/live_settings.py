@@ -269,6 +269,16 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
         "no network), 'off' no network at all.",
     ),
     LiveSettingDef(
+        key="egress_ask_seconds",
+        type=float,
+        default=120.0,
+        minimum=1,
+        maximum=3600,
+        description="How long a sandboxed connection to a domain no egress rule matches is "
+        "held while the person is asked (egress unmatched 'ask'); never beyond the call's own "
+        "timeout. Unanswered by then, the connection is refused.",
+    ),
+    LiveSettingDef(
         key="egress",
         type=dict,
         default={},

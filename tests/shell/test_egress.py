@@ -39,8 +39,8 @@ from corral.server.ui.render import templates
 from corral.server.ui.sessions import COOKIE_NAME
 from corral.server.ui.timeline import TimelineView
 from corral.shell.egress.helpers import HelperNetwork
-from corral.shell.egress.log import CallScope, EgressLog
-from corral.shell.egress.policy import check_egress_setting, egress_policy_for
+from corral.shell.egress.log import CallScope, EgressLog, EgressStore
+from corral.shell.egress.policy import HostDecision, check_egress_setting, egress_policy_for
 from corral.shell.egress.proxy import EgressProxy
 from corral.shell.egress.upstream import UpstreamConnector, resolve
 from corral.store.shell_tables import EgressConnection
@@ -652,3 +652,67 @@ async def test_stdio_mcp_servers_run_under_the_egress_policy(
     async with platform.kernel.sessions() as session:
         rows = list(await session.scalars(select(EgressConnection)))
     assert [(r.host, r.allowed) for r in rows] == [("api.test", True), ("nope.test", False)]
+
+
+async def test_a_long_lived_mcp_servers_connections_are_logged_while_it_runs(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, work = sandboxed
+    data = platform.kernel.settings.data_dir
+    command = [server_python(), str(FIXTURES / "mcp_egress_server.py")]
+    added = await platform.call_tool(
+        "connect", {"add": [{"kind": "mcp", "name": "out", "command": command}]}
+    )
+    assert not added.is_error, added.text
+    url = f"https://api.test:{site.tls_port}/hello.txt"
+    fetched = await platform.call_tool("out_fetch", {"url": url, "cafile": f"{work}/ca.pem"})
+    assert "hello from api.test" in fetched.text, fetched.text
+    async with asyncio.timeout(60):
+        while True:  # stored in batches (about every second) while the server lives on
+            code, out, err = await cli(data, "egress", "log")
+            assert code == 0, err
+            if "api.test" in out:
+                break
+    assert "api.test" in out and "allowed" in out, out
+    other = await platform.call_tool("out_fetch", {"url": f"https://nope.test:{site.tls_port}/"})
+    assert "403" in other.text, other.text
+    await platform.call_tool("connect", {"remove": [{"kind": "mcp", "name": "out"}]})
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    # Each connection once, with its final counts, however many batches stored it.
+    assert [(r.host, r.allowed) for r in rows] == [("api.test", True), ("nope.test", False)]
+    assert rows[0].bytes_down > 0 and rows[0].duration_s > 0
+
+
+async def test_syncing_a_helpers_log_keeps_every_connection_past_the_memory_limit(
+    sandboxed: tuple[Platform, Path],
+) -> None:
+    platform, _ = sandboxed
+    store = EgressStore(platform.kernel.sessions)
+    log = EgressLog(CallScope(agent="helper"), limit=2)
+    allowed = HostDecision(allowed=True, rule="allowed_domains: a.test", reason="allowed")
+    for number in range(5):
+        record = log.open("connect", f"h{number}.test", 443, allowed)
+        record.bytes_down = 10
+        await store.sync(log)  # stored while open
+        record.bytes_down = 20
+        record.close()
+        await store.sync(log)  # updated, then let go of
+    assert log.records == [] and log.dropped == 0
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert [(r.host, r.bytes_down) for r in rows] == [(f"h{n}.test", 20) for n in range(5)]
+
+
+async def test_a_permission_profiles_section_applies_to_its_calls(
+    sandboxed: tuple[Platform, Path], site: Site
+) -> None:
+    platform, _ = sandboxed
+    allowed = {"allowed_domains": [{"domain": "api.test", "ports": [site.tls_port]}]}
+    curl = f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt"
+    await platform.admin.set_live("egress", {"profiles": {"auto": allowed}})
+    through = await _run(platform, curl)  # call_tool's profile is auto
+    assert "hello from api.test" in through.text, through.text
+    await platform.admin.set_live("egress", {"profiles": {"balanced": allowed}})
+    other = await _run(platform, curl)
+    assert other.data["network"] == "off" and "hello" not in other.text

@@ -159,12 +159,19 @@ class Confiner:
     protected: Sequence[str]
     sandbox_uid: int
     _programs: dict[tuple[int, ...] | None, bytes] = field(default_factory=dict)
+    _tcp: bytes | None = None
 
     def seccomp_program(self, families: tuple[int, ...] | None) -> bytes:
         """The filter, built once per socket policy (None: every family allowed)."""
         if families not in self._programs:
             self._programs[families] = _program(families)
         return self._programs[families]
+
+    def tcp_program(self) -> bytes:
+        """The filter of the Landlock tier's proxy mode: TCP sockets only."""
+        if self._tcp is None:
+            self._tcp = build_filter(tcp_only=True)
+        return self._tcp
 
     def command(
         self,
@@ -176,9 +183,12 @@ class Confiner:
         call_env: Mapping[str, str],
         declared: Mapping[str, str],
         variables: Mapping[str, str] | None = None,
+        proxy_port: int | None = None,
     ) -> CommandSpec:
         """``argv`` in ``cwd`` seeing ``sources``, under the tier start-up chose;
-        ``variables`` are the platform's own plain ones (a skill's ``SKILL_DIR``…)."""
+        ``variables`` are the platform's own plain ones (a skill's ``SKILL_DIR``…).
+        ``proxy_port`` (Landlock tier, network off): TCP sockets only, and a connect only
+        to that port (the egress proxy's, on the host's loopback)."""
         tier = self.status.tier
         if tier == "bubblewrap" and self.status.binary is not None:
             environment = build_environment(
@@ -206,7 +216,9 @@ class Confiner:
             )
             return CommandSpec(spec=spec, environment=environment)
         if tier == "landlock":
-            return self._landlock(argv, cwd, sources, network, call_env, declared, variables)
+            return self._landlock(
+                argv, cwd, sources, network, call_env, declared, variables, proxy_port
+            )
         if tier != "unconfined":
             # Never a silent fall to no boundary: only the operator's opt-in runs bare.
             raise ToolError(self.status.refusal(), code="sandbox_unavailable")
@@ -233,6 +245,7 @@ class Confiner:
         call_env: Mapping[str, str],
         declared: Mapping[str, str],
         variables: Mapping[str, str] | None,
+        proxy_port: int | None = None,
     ) -> CommandSpec:
         uid = _sandbox_uid(self.sandbox_uid)
         home = tempfile.mkdtemp(prefix="corral-home-")
@@ -246,7 +259,11 @@ class Confiner:
             variables=variables,
         )
         environment.values["TMPDIR"] = home
-        program = self.seccomp_program(_NETWORK_FAMILIES if network else ())
+        proxied = proxy_port is not None and not network
+        if proxied:
+            program = self.tcp_program()
+        else:
+            program = self.seccomp_program(_NETWORK_FAMILIES if network else ())
         namespaced = uid is not None and _UNSHARE is not None
         masks = maskable(self.protected) if namespaced else []
         plan = landlock_plan(
@@ -256,6 +273,7 @@ class Confiner:
             protected=self.protected,
             network=network,
             masked=masks,
+            connect_ports=(proxy_port,) if proxied and proxy_port is not None else (),
         )
         spec, scratch = landlock_spec(
             argv, cwd=cwd, env=environment.values, plan=plan, program=program, uid=uid,
@@ -314,6 +332,7 @@ def landlock_spec(
         rules=tuple(plan.pairs()),
         seccomp=program,
         reaper=not namespaced,
+        ports=plan.ports(),
     ).write(payload)
     launcher = [sys.executable, "-I", "-S", LAUNCHER, payload, "--", *argv]
     if not namespaced:
@@ -333,6 +352,7 @@ def landlock_plan(
     network: bool,
     abi: int | None = None,
     masked: Sequence[str] = (),
+    connect_ports: tuple[int, ...] = (),
 ) -> LandlockPlan:
     """The Landlock rules of one command: toolchain, home, devices and the caller's sources."""
     toolchain = [*TOOLCHAIN, *host_entries(network=network), "/etc/nsswitch.conf"]
@@ -347,6 +367,7 @@ def landlock_plan(
         protected=protected,
         network=network,
         masked=masked,
+        connect_ports=connect_ports,
     )
 
 

@@ -13,7 +13,9 @@ folder and protected files are carved out of any source that covers them: the co
 directory then gets no rule of its own, each of its other children gets the source's rights,
 and the way down to the protected path is walked the same way.
 
-From ABI 4 TCP ``bind``/``connect`` are handled too (all refused unless the network is on);
+From ABI 4 TCP ``bind``/``connect`` are handled too (all refused unless the network is on,
+but for a connect to ``connect_ports``: the egress proxy's, in network mode proxy; Landlock
+rules name a port only, so a connect to that port on any address passes);
 from ABI 6 the process may not signal, nor reach the abstract UNIX sockets of, processes
 outside its domain.
 """
@@ -91,6 +93,8 @@ class LandlockPlan:
     rules: tuple[Rule, ...]
     network: bool
     scopes: bool = field(default=True)
+    connect_ports: tuple[int, ...] = ()
+    """TCP ports a connect may reach with the network off (ABI 4 and later)."""
 
     @property
     def handled_fs(self) -> int:
@@ -108,7 +112,12 @@ class LandlockPlan:
 
     def apply(self) -> None:  # pragma: no cover - runs in the child between fork and exec
         """Restrict the calling process for good; raises :class:`OSError` on any failure."""
-        restrict_landlock(self.ruleset_attr(), self.pairs(), self.handled_fs)
+        restrict_landlock(self.ruleset_attr(), self.pairs(), self.handled_fs, self.ports())
+
+    def ports(self) -> tuple[int, ...]:
+        """The connect ports the kernel can hold to (none before ABI 4, none with the
+        network on: then nothing is refused)."""
+        return () if self.abi < 4 or self.network else self.connect_ports
 
     def pairs(self) -> list[tuple[str, int]]:
         """The rules as ``(path, access)`` pairs, as the launcher receives them."""
@@ -139,6 +148,7 @@ def plan_landlock(
     protected: Iterable[str],
     network: bool,
     masked: Iterable[str] = (),
+    connect_ports: tuple[int, ...] = (),
 ) -> LandlockPlan:
     """The rules of one command: ``sources`` are ``(real root, writable)`` pairs.
 
@@ -161,4 +171,4 @@ def plan_landlock(
         # around it is not, whichever source covers it.
         forbidden = secret if _within(root, data_real) else [data_real, *secret]
         _carve(root, everything if writable else READ, forbidden, rules)
-    return LandlockPlan(abi=abi, rules=tuple(rules), network=network)
+    return LandlockPlan(abi=abi, rules=tuple(rules), network=network, connect_ports=connect_ports)

@@ -45,11 +45,13 @@ class LaunchPayload:
     One file of NUL-separated fields (no JSON: the launcher's start is on every call's path,
     and a path may hold any byte but NUL): cwd, uid, mask file, the ruleset attribute, the
     handled rights, the seccomp program, whether to stay as a reaper, the number of masks,
-    the masks, then path and access of each rule. ``uid`` -1 keeps the caller's uid.
+    the connect ports (comma-separated), the number of masks, the masks, then path and
+    access of each rule. ``uid`` -1 keeps the caller's uid.
     """
 
     __slots__ = (
-        "attr", "cwd", "handled", "mask_file", "masks", "reaper", "rules", "seccomp", "uid",
+        "attr", "cwd", "handled", "mask_file", "masks", "ports", "reaper", "rules", "seccomp",
+        "uid",
     )  # fmt: skip
 
     def __init__(
@@ -64,14 +66,16 @@ class LaunchPayload:
         rules: tuple[tuple[str, int], ...],
         seccomp: bytes,
         reaper: bool = False,
+        ports: tuple[int, ...] = (),
     ) -> None:
         self.cwd, self.uid, self.masks, self.mask_file = cwd, uid, masks, mask_file
         self.attr, self.handled, self.rules, self.seccomp = attr, handled, rules, seccomp
-        self.reaper = reaper
+        self.reaper, self.ports = reaper, ports
 
     def write(self, path: str) -> None:
         fields = [self.cwd, str(self.uid), self.mask_file, self.attr.hex(), str(self.handled)]
-        fields += [self.seccomp.hex(), "1" if self.reaper else "0", str(len(self.masks))]
+        fields += [self.seccomp.hex(), "1" if self.reaper else "0"]
+        fields += [",".join(str(p) for p in self.ports), str(len(self.masks))]
         fields += self.masks
         for rule_path, access in self.rules:
             fields += [rule_path, str(access)]
@@ -85,8 +89,8 @@ class LaunchPayload:
     def read(cls, path: str) -> LaunchPayload:
         with open(path, "rb") as handle:
             fields = handle.read().decode("utf-8", "surrogateescape").split("\0")
-        count = int(fields[7])
-        masks, rest = fields[8 : 8 + count], fields[8 + count :]
+        count = int(fields[8])
+        masks, rest = fields[9 : 9 + count], fields[9 + count :]
         return cls(
             cwd=fields[0],
             uid=int(fields[1]),
@@ -95,6 +99,7 @@ class LaunchPayload:
             handled=int(fields[4]),
             seccomp=bytes.fromhex(fields[5]),
             reaper=fields[6] == "1",
+            ports=tuple(int(p) for p in fields[7].split(",") if p),
             masks=tuple(masks),
             rules=tuple((rest[i], int(rest[i + 1])) for i in range(0, len(rest), 2)),
         )
@@ -151,7 +156,7 @@ def launch(payload: LaunchPayload, argv: list[str]) -> int:
     # A uid change clears the parent-death signal (unshare --kill-child's, or the
     # runner's): set it again.
     _check(libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
-    restrict["restrict_landlock"](payload.attr, list(payload.rules), payload.handled)
+    restrict["restrict_landlock"](payload.attr, list(payload.rules), payload.handled, payload.ports)
     restrict["install_filter"](payload.seccomp)
     if payload.reaper:
         return reap(libc, argv, environment)

@@ -24,6 +24,8 @@ __all__ = [
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _VERSION = 1
 _RULE_PATH_BENEATH = 1
+_RULE_NET_PORT = 2
+_CONNECT_TCP = 1 << 1
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 
@@ -67,10 +69,11 @@ def drop_to(uid: int) -> None:
 
 
 def restrict_landlock(
-    attr: bytes, rules: list[tuple[str, int]], handled_fs: int
+    attr: bytes, rules: list[tuple[str, int]], handled_fs: int, connect_ports: tuple[int, ...] = ()
 ) -> None:  # pragma: no cover - runs in the child or the launcher, before exec
-    """Restrict the calling process for good to ``rules``; raises :class:`OSError` on any
-    failure. ``attr`` is the ``struct landlock_ruleset_attr`` of the kernel's ABI."""
+    """Restrict the calling process for good to ``rules`` (and TCP connect to
+    ``connect_ports``); raises :class:`OSError` on any failure. ``attr`` is the
+    ``struct landlock_ruleset_attr`` of the kernel's ABI."""
     buffer = ctypes.create_string_buffer(attr)
     ruleset = _syscall(_CREATE_RULESET, buffer, len(buffer.raw), 0)
     if ruleset < 0:
@@ -78,6 +81,11 @@ def restrict_landlock(
     try:
         for path, access in rules:
             _add_rule(ruleset, path, access & handled_fs)
+        for port in connect_ports:
+            # struct landlock_net_port_attr: allowed_access, port (any address: by port only).
+            net = ctypes.create_string_buffer(struct.pack("<QQ", _CONNECT_TCP, port))
+            if _syscall(_ADD_RULE, ruleset, _RULE_NET_PORT, net, 0) != 0:
+                _fail(f"landlock_add_rule(connect port {port})")
         if no_new_privs() != 0:
             _fail("prctl(PR_SET_NO_NEW_PRIVS)")
         if _syscall(_RESTRICT_SELF, ruleset, 0) != 0:

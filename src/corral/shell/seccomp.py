@@ -274,6 +274,29 @@ def _socket_rule(families: Iterable[int]) -> list[tuple[int, int, int, int]]:
     return body
 
 
+_AF_INET, _AF_INET6, _IPPROTO_TCP = 2, 10, 6
+
+
+def _tcp_socket_rule() -> list[tuple[int, int, int, int]]:
+    """Only TCP sockets: AF_INET or AF_INET6, stream, protocol 0 or TCP (no UDP, no ICMP,
+    no MPTCP): what Landlock's network rules cover, and nothing they would not."""
+    return [
+        (_LD_W_ABS, 0, 0, _arg_low(0)),
+        (_JEQ_K, 1, 0, _AF_INET),
+        (_JEQ_K, 0, 8, _AF_INET6),
+        (_LD_W_ABS, 0, 0, _arg_low(1)),
+        (_ALU_AND_K, 0, 0, _SOCK_TYPE_MASK),
+        (_JEQ_K, 0, 4, _SOCK_STREAM),
+        (_LD_W_ABS, 0, 0, _arg_low(2)),
+        (_JEQ_K, 4, 0, 0),
+        (_JEQ_K, 3, 0, _IPPROTO_TCP),
+        (_RET_K, 0, 0, _errno(errno.EPROTONOSUPPORT)),
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
+        (_RET_K, 0, 0, _errno(errno.EAFNOSUPPORT)),
+        (_RET_K, 0, 0, _RET_ALLOW),
+    ]
+
+
 def _socketpair_rule() -> list[tuple[int, int, int, int]]:
     """Refuse socket pairs of any type but stream and seqpacket.
 
@@ -291,13 +314,20 @@ def _socketpair_rule() -> list[tuple[int, int, int, int]]:
     ]
 
 
-def build_filter(arch: str | None = None, *, socket_families: Iterable[int] | None = None) -> bytes:
+def build_filter(
+    arch: str | None = None,
+    *,
+    socket_families: Iterable[int] | None = None,
+    tcp_only: bool = False,
+) -> bytes:
     """The filter as bytes of ``struct sock_filter`` (what ``bwrap --seccomp FD`` reads).
 
     ``socket_families``: when given, ``socket()`` for any other address family fails with
     ``EAFNOSUPPORT``; without ``AF_UNIX`` among them, ``socketpair()`` is kept to stream
     and seqpacket pairs, so no call creates a UNIX socket that can address a path (a host
-    daemon's socket in a source, ``/dev/log``...) or an abstract name.
+    daemon's socket in a source, ``/dev/log``...) or an abstract name. ``tcp_only``
+    (instead of ``socket_families``): TCP sockets only, no UNIX socket either (the Landlock
+    tier's proxy mode, whose Landlock rules limit TCP connect to the proxy's port).
     """
     table = ARCHES.get(arch or native_arch())
     if table is None:
@@ -346,7 +376,10 @@ def build_filter(arch: str | None = None, *, socket_families: Iterable[int] | No
         personality.append((_JEQ_K, len(_PERSONALITIES) - position, 0, value))
     personality += [(_RET_K, 0, 0, _errno(errno.EPERM)), (_RET_K, 0, 0, _RET_ALLOW)]
     program.when_nr(numbers["personality"], personality)
-    if socket_families is not None:
+    if tcp_only:
+        program.when_nr(numbers["socket"], _tcp_socket_rule())
+        program.when_nr(numbers["socketpair"], _socketpair_rule())
+    elif socket_families is not None:
         families = set(socket_families)
         program.when_nr(numbers["socket"], _socket_rule(families))
         if _AF_UNIX not in families:

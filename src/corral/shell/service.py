@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,17 +35,20 @@ from corral.shell.checkpoints.read_only import proven_read_only
 from corral.shell.checkpoints.rows import CallScope as CheckpointScope
 from corral.shell.checkpoints.rows import CheckpointRows
 from corral.shell.confinement import Confinement, Confiner, SandboxStatus
+from corral.shell.egress.ask import ApprovedHosts, EgressQuestion, asker_for
 from corral.shell.egress.bridge import EgressBridge, bridge_python, proxy_environment
 from corral.shell.egress.ca import CertificateAuthority, trust_environment
 from corral.shell.egress.credentials import CredentialBinding
 from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog, EgressStore
+from corral.shell.egress.loopback import LoopbackProxy
 from corral.shell.egress.policy import EgressPolicy, egress_policy_for
-from corral.shell.egress.proxy import EgressProxy, Interceptor
+from corral.shell.egress.proxy import Asker, EgressProxy, Interceptor
 from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.environment import Environment, build_environment, call_env_problem
 from corral.shell.host.client import BrokerRefused, BrokerUnavailable, HostBrokerClient
+from corral.shell.landlock import landlock_abi
 from corral.shell.live import LivePacer, LiveSink
 from corral.shell.records import ShellRecord, ShellStore
 from corral.shell.runner import Execution, ProcessSpec, Spawner, spawn_process
@@ -54,6 +58,10 @@ from corral.shell.verdict import Verdict
 from corral.tracing.propagation import traced_variables
 
 __all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
+
+Bridge = EgressBridge | LoopbackProxy
+"""A call's way to the egress proxy: bridged into bubblewrap's namespace, or on the host's
+loopback for the Landlock tier."""
 
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
 log = logging.getLogger("corral.shell")
@@ -84,6 +92,8 @@ class ShellRequest:
     """Seconds; None means the default (120 s in the foreground, the background ceiling)."""
     reason: str = ""
     agent: str = "default"
+    profile: str | None = None
+    """The call's permission profile: its section of the egress policy, when it has one."""
     conversation_id: str | None = None
     run_id: str | None = None
     call_id: str | None = None
@@ -97,6 +107,9 @@ class ShellRequest:
     checked: CheckedCommand | None = field(default=None, repr=False)
     """Both guards' judgement of this very command, cwd, caller and sources, reached by the
     pipeline's policy step of the same call: the service then does not judge it again."""
+    egress_question: EgressQuestion | None = field(default=None, repr=False)
+    """Who is asked about a domain no egress rule matches (policy ``ask``): the person of
+    the call's run; None refuses such a domain."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -164,6 +177,7 @@ class ShellService:
         self._foreground: set[Execution] = set()
         self.store = ShellStore(sessions)
         self.egress_store = EgressStore(sessions)
+        self.egress_approved = ApprovedHosts(sessions)
         self.egress_upstream: UpstreamConnector | None = None
         """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
         self.egress_interceptor: Interceptor | None = TlsInterceptor(
@@ -271,7 +285,7 @@ class ShellService:
         request: ShellRequest,
         policy: SourcePolicy,
         network: bool,
-        bridge: EgressBridge | None = None,
+        bridge: Bridge | None = None,
     ) -> tuple[ProcessSpec, Environment, Callable[[], None]]:
         assert checked.cwd is not None
         bound = [
@@ -292,13 +306,14 @@ class ShellService:
             call_env=request.env,
             declared=request.declared,
             variables=traced_variables(request.variables),
+            proxy_port=bridge.port if isinstance(bridge, LoopbackProxy) else None,
         )
         spec = prepared.spec
         if bridge is not None:
             spec.env.update(proxy_environment(bridge.port))
             if trust is not None:
                 spec.env.update(trust_environment(str(trust)))
-            spec = dataclasses.replace(spec, pass_fds=(*spec.pass_fds, bridge.child_fd))
+            spec = dataclasses.replace(spec, pass_fds=(*spec.pass_fds, *bridge.pass_fds))
         return spec, prepared.environment, prepared.cleanup
 
     def _trust_bundle(self) -> Path | None:
@@ -315,16 +330,25 @@ class ShellService:
         return on, "on (live setting shell_network)" if on else "off"
 
     def _egress_policy(
-        self, live: Mapping[str, Any], agent: str
+        self,
+        live: Mapping[str, Any],
+        agent: str,
+        remembered: Sequence[str] = (),
+        profile: str | None = None,
     ) -> tuple[EgressPolicy | None, str]:
-        """Network mode proxy for this call: its policy, or None and why it is off."""
+        """Network mode proxy for this call: its policy (with the hosts ``remembered`` for
+        the agent), or None and why it is off."""
         if live["shell_network_mode"] != "proxy":
             return None, "off"
-        if self.confinement != "bubblewrap" or self.status.tier != "bubblewrap":
-            return None, "off (network mode proxy needs the bubblewrap tier)"
-        if self.egress_upstream is None or bridge_python() is None:
+        tier = self.status.tier
+        if self.confinement != tier or tier not in ("bubblewrap", "landlock"):
+            return None, "off (network mode proxy needs the bubblewrap or Landlock tier)"
+        if tier == "landlock" and landlock_abi() < 4:
+            return None, "off (network mode proxy needs Landlock ABI 4 for its TCP rules)"
+        if self.egress_upstream is None or (tier == "bubblewrap" and bridge_python() is None):
             return None, "off (the egress proxy is not available here)"
-        policy = egress_policy_for(live["egress"], agent=agent)
+        section = egress_policy_for(live["egress"], agent=agent, profile=profile)
+        policy = section.with_remembered(remembered)
         if not policy.permits_anything:
             return None, "off"  # the egress policy allows no domain
         return policy, "proxy (egress policy)"
@@ -349,6 +373,7 @@ class ShellService:
         policy, label = self._egress_policy(live, agent)
         scope = CallScope(agent=agent, conversation_id=conversation_id)
         bridge = None if policy is None else self._bridge(policy, scope, handoff)
+        assert bridge is None or isinstance(bridge, EgressBridge)  # the bubblewrap tier's
         trust = self._trust_bundle() if bridge is not None else None
         return HelperNetwork(
             binary,
@@ -364,10 +389,9 @@ class ShellService:
         scope: CallScope,
         handoff: Literal["fd", "path"] = "fd",
         bindings: Sequence[CredentialBinding] = (),
-    ) -> EgressBridge:
+        asker: Asker | None = None,
+    ) -> Bridge:
         assert self.egress_upstream is not None
-        python = bridge_python()
-        assert python is not None
         hosts = frozenset(host for binding in bindings for host in binding.hosts)
         proxy = EgressProxy(
             policy=dataclasses.replace(policy, credential_hosts=policy.credential_hosts | hosts),
@@ -375,12 +399,38 @@ class ShellService:
             log=EgressLog(scope),
             interceptor=self.egress_interceptor,
             credentials=bindings,
+            asker=asker,
         )
+        if self.status.tier == "landlock":
+            return LoopbackProxy(proxy)
+        python = bridge_python()
+        assert python is not None
         return EgressBridge(proxy, python, handoff=handoff)
 
-    def _closing_bridge(
-        self, cleanup: Callable[[], None], bridge: EgressBridge
-    ) -> Callable[[], None]:
+    async def _call_bridge(
+        self, live: Mapping[str, Any], request: ShellRequest, seconds: float
+    ) -> tuple[Bridge | None, str]:
+        """A shell call's proxy bridge (None: no network) and its network label; an unmatched
+        domain is asked about for at most ``seconds``, the call's own limit."""
+        user = request.caller.user_id
+        remembered = await self.egress_approved.hosts(user, request.agent)
+        policy, label = self._egress_policy(live, request.agent, remembered, request.profile)
+        if policy is None:
+            return None, label
+        asker = None
+        if policy.unmatched == "ask" and request.egress_question is not None:
+            asker = asker_for(
+                request.egress_question,
+                approved=self.egress_approved,
+                user_id=user,
+                agent=request.agent,
+                wait_seconds=float(live["egress_ask_seconds"]),
+                deadline=time.monotonic() + seconds,
+            )
+        bindings = await self._bindings(request)
+        return self._bridge(policy, _scope(request), bindings=bindings, asker=asker), label
+
+    def _closing_bridge(self, cleanup: Callable[[], None], bridge: Bridge) -> Callable[[], None]:
         """A background shell's cleanup that also ends its proxy and stores its log."""
 
         def both() -> None:
@@ -396,7 +446,7 @@ class ShellService:
         if self._closing:
             await asyncio.wait(list(self._closing), timeout=5.0)
 
-    async def _finish_egress(self, bridge: EgressBridge, notes: list[str]) -> dict[str, Any]:
+    async def _finish_egress(self, bridge: Bridge, notes: list[str]) -> dict[str, Any]:
         await bridge.close()
         log = bridge.proxy.log
         await self.egress_store.save(log)
@@ -440,10 +490,7 @@ class ShellService:
             network, network_label = self._network(live)
             bridge = None
             if not network:
-                egress_policy, network_label = self._egress_policy(live, request.agent)
-                if egress_policy is not None:
-                    bindings = await self._bindings(request)
-                    bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+                bridge, network_label = await self._call_bridge(live, request, timeout)
             spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
             redact = Redactor(environment.secrets) if environment.secrets else None
             try:
@@ -684,15 +731,12 @@ class ShellService:
         live = state.live
         network, _ = self._network(live)
         bridge = None
+        limit = float(request.timeout or int(live["background_shell_max_seconds"]))
         if not network:
-            egress_policy, _ = self._egress_policy(live, request.agent)
-            if egress_policy is not None:
-                bindings = await self._bindings(request)
-                bridge = self._bridge(egress_policy, _scope(request), bindings=bindings)
+            bridge, _ = await self._call_bridge(live, request, limit)
         spec, environment, cleanup = self._prepare(checked, request, policy, network, bridge)
         if bridge is not None:
             cleanup = self._closing_bridge(cleanup, bridge)
-        limit = float(request.timeout or int(live["background_shell_max_seconds"]))
         try:
             snapshots = await self._snapshots(checked, request, policy, live, background=True)
         except (OSError, TooManyEntries):

@@ -6,12 +6,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from corral.store.tables import Base, utcnow
 
-__all__ = ["CheckpointRecord", "EgressConnection", "Shell"]
+__all__ = ["CheckpointRecord", "EgressApprovedHost", "EgressConnection", "Shell"]
 
 
 class Shell(Base):
@@ -93,4 +103,19 @@ class CheckpointRecord(Base):
     files_changed: Mapped[int] = mapped_column(Integer, default=0)
     bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     """Bytes of prior content kept for the call (before sharing between checkpoints)."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class EgressApprovedHost(Base):
+    """A host a person allowed for an agent when a sandboxed command asked ("allow for this
+    agent"): that person's later calls through that agent reach it without asking."""
+
+    __tablename__ = "egress_approved_hosts"
+    __table_args__ = (UniqueConstraint("user_id", "agent", "host"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(64), index=True)
+    agent: Mapped[str] = mapped_column(String(100))
+    host: Mapped[str] = mapped_column(String(255))
+    decision_id: Mapped[str] = mapped_column(String(64))
+    """The answered question that allowed it (who, from where and when: ``decisions``)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -23,6 +23,7 @@ from typing import Any
 from corral.connect import CredentialStore
 from corral.errors import InvalidArguments, ToolError
 from corral.packages.core.connect_git import GitRemotes
+from corral.packages.core.egress_asker import RunEgressQuestion
 from corral.packages.core.git_credentials import mentions_git, staged_tokens
 from corral.shell.check import CheckedCommand
 from corral.shell.records import ShellRecord
@@ -137,6 +138,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         timeout=args.get("timeout"),
         reason=str(args.get("reason") or ""),
         agent=ctx.agent,
+        profile=ctx.profile,
         conversation_id=ctx.conversation_id,
         run_id=ctx.run_id,
         call_id=ctx.call_id,
@@ -144,6 +146,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         sources=binding.sources,
         variables=binding.env,
         checked=checked,
+        egress_question=RunEgressQuestion.of(ctx),
     )
     if args.get("background"):
         record, dropped = await service.start_background(request)

@@ -23,6 +23,7 @@ from typing import Any
 from corral.errors import UsageError
 
 __all__ = [
+    "EGRESS_MARK",
     "ELICITATION_MARK",
     "NOT_GIVEN",
     "check_elicited",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 ELICITATION_MARK = "#elicitation-"
+EGRESS_MARK = "#egress-"
+"""A sandboxed command's question about a domain: its proxy holds the connection and reads
+the answer from the record, as an MCP connection does."""
 NOT_GIVEN = "-"
 _ACTIONS = ("accept", "decline", "cancel")
 _TRUE = {"true", "yes", "y", "1", "on"}
@@ -42,7 +46,8 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
 def is_elicitation(call_id: str) -> bool:
-    return ELICITATION_MARK in call_id
+    """Whether a live call reads the question's answer itself (nothing in the run waits)."""
+    return ELICITATION_MARK in call_id or EGRESS_MARK in call_id
 
 
 def _choices(schema: Mapping[str, Any]) -> list[tuple[str, str]]:

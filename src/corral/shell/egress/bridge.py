@@ -39,21 +39,19 @@ __all__ = [
 
 PROXY_PORT = 3128
 LISTENER_SECONDS = 30.0
-BRIDGE = (
-    "import os,socket,sys\n"
-    "c=socket.socket(fileno=int(sys.argv[1]))\n"
-    "s=socket.socket(socket.AF_INET,socket.SOCK_STREAM)\n"
+# The C modules only (``_socket``, ``posix``): the pure-Python ``socket`` and ``os`` imports
+# would add to every proxied call's start-up.
+_SEND = (
+    "s=_socket.socket(_socket.AF_INET,_socket.SOCK_STREAM)\n"
     "s.bind(('127.0.0.1',int(sys.argv[2])));s.listen(256)\n"
-    "socket.send_fds(c,[b'L'],[s.fileno()]);s.close();c.close()\n"
-    "os.execv(sys.argv[3],sys.argv[3:])\n"
+    "c.sendmsg([b'L'],[(_socket.SOL_SOCKET,_socket.SCM_RIGHTS,"
+    "s.fileno().to_bytes(4,sys.byteorder))]);s.close();c.close()\n"
+    "posix.execv(sys.argv[3],sys.argv[3:])\n"
 )
+BRIDGE = "import _socket,posix,sys\nc=_socket.socket(fileno=int(sys.argv[1]))\n" + _SEND
 BRIDGE_BY_PATH = (
-    "import os,socket,sys\n"
-    "c=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM);c.connect(sys.argv[1])\n"
-    "s=socket.socket(socket.AF_INET,socket.SOCK_STREAM)\n"
-    "s.bind(('127.0.0.1',int(sys.argv[2])));s.listen(256)\n"
-    "socket.send_fds(c,[b'L'],[s.fileno()]);s.close();c.close()\n"
-    "os.execv(sys.argv[3],sys.argv[3:])\n"
+    "import _socket,posix,sys\n"
+    "c=_socket.socket(_socket.AF_UNIX,_socket.SOCK_STREAM);c.connect(sys.argv[1])\n" + _SEND
 )
 _PYTHONS = ("/usr/bin/python3", "/bin/python3")
 

@@ -93,6 +93,7 @@ class CertificateAuthority:
         self._ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate] | None = None
         self._leaf_key = ec.generate_private_key(ec.SECP256R1())
         self._leaves: OrderedDict[str, tuple[ssl.SSLContext, dt.datetime]] = OrderedDict()
+        self._stamp: tuple[object, ...] | None = None
         self.minted = 0
         """How many leaf certificates this process minted (the cache keeps the rest)."""
 
@@ -103,7 +104,13 @@ class CertificateAuthority:
         return self._load()[1].public_bytes(serialization.Encoding.PEM)
 
     def ensure_bundle(self) -> Path:
-        """Write the trust bundle (system CAs + ours) when missing or stale; its path."""
+        """Write the trust bundle (system CAs + ours) when missing or stale; its path.
+
+        Every proxied call asks: while neither file changed since the last look (their
+        stat), nothing is read again."""
+        seen = self._bundle_stamp()
+        if seen is not None and seen == self._stamp:
+            return self.bundle_path
         system = _system_bundle()
         text = (system + "\n" if system else "") + self.certificate_pem().decode("ascii")
         current = self.bundle_path.read_text("ascii") if self.bundle_path.exists() else None
@@ -111,7 +118,21 @@ class CertificateAuthority:
             self.trust_root.mkdir(parents=True, exist_ok=True, mode=0o700)
             make_folders(self.trust_root, self.bundle_path.parent, mode=0o755)
             write_text_atomically(self.trust_root, self.bundle_path, text, mode=0o644)
+        self._stamp = self._bundle_stamp()
         return self.bundle_path
+
+    def _bundle_stamp(self) -> tuple[object, ...] | None:
+        try:
+            ours = self.bundle_path.stat()
+        except OSError:
+            return None
+        source = _system_bundle_path()
+        theirs = Path(source).stat() if source else None
+        return (
+            source,
+            theirs and (theirs.st_mtime_ns, theirs.st_size, theirs.st_ino),
+            (ours.st_mtime_ns, ours.st_size, ours.st_ino),
+        )
 
     def _load(self) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
         if self._ca is None:
@@ -271,9 +292,14 @@ def _san(host: str) -> x509.GeneralName:
         return x509.DNSName(host)
 
 
-def _system_bundle() -> str:
+def _system_bundle_path() -> str | None:
     paths = ssl.get_default_verify_paths()
     for candidate in (paths.cafile, paths.openssl_cafile, *_SYSTEM_BUNDLES):
         if candidate and Path(candidate).is_file():
-            return Path(candidate).read_text("ascii", errors="ignore").rstrip("\n")
-    return ""
+            return candidate
+    return None
+
+
+def _system_bundle() -> str:
+    path = _system_bundle_path()
+    return Path(path).read_text("ascii", errors="ignore").rstrip("\n") if path else ""

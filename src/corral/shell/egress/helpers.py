@@ -4,16 +4,26 @@ A helper keeps the host's file view and identity rules (:mod:`corral.shell.launc
 changes is its network: bubblewrap gives it a namespace of its own (``--unshare-net`` over
 ``--dev-bind / /``), and, when the egress policy allows some domain, the egress bridge puts
 the platform's proxy on ``127.0.0.1:3128`` inside it, exactly as for a sandboxed command.
+A helper may live long (an MCP server): its connections are stored as they happen, in
+batches every :data:`SYNC_SECONDS`, not only when it ends.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import Mapping, Sequence
 
 from corral.shell.egress.bridge import EgressBridge, proxy_environment
 from corral.shell.egress.log import EgressStore
 
-__all__ = ["HelperNetwork"]
+__all__ = ["SYNC_SECONDS", "HelperNetwork"]
+
+SYNC_SECONDS = 1.0
+"""How often a live helper's new and changed connections are stored."""
+
+log = logging.getLogger("corral.shell.egress")
 
 
 class HelperNetwork:
@@ -35,6 +45,8 @@ class HelperNetwork:
         self._store = store
         self.label = label
         """What the helper's network is, as a shell call's result says it."""
+        self._syncing: asyncio.Task[None] | None = None
+        self._ended = asyncio.Event()
 
     def wrap(self, argv: Sequence[str], cwd: str) -> list[str]:
         inner = list(argv) if self.bridge is None else self.bridge.wrap(argv)
@@ -55,9 +67,24 @@ class HelperNetwork:
     def spawned(self) -> None:
         if self.bridge is not None:
             self.bridge.spawned()
+            self._syncing = asyncio.get_running_loop().create_task(self._sync_while_alive())
+
+    async def _sync_while_alive(self) -> None:
+        assert self.bridge is not None
+        while not self._ended.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended.wait(), SYNC_SECONDS)
+            try:
+                await self._store.sync(self.bridge.proxy.log)
+            except Exception:  # the store is away for a moment: the next round tries again
+                log.exception("storing a helper's egress connections failed")
 
     async def finish(self) -> None:
-        """Close the proxy and store its connections (after the helper ended)."""
+        """Close the proxy and store the rest of its connections (after the helper ended)."""
+        if self._syncing is not None:
+            # Not cancelled: a sync cut off inside its transaction would lose rows.
+            self._ended.set()
+            await asyncio.shield(self._syncing)
         if self.bridge is not None:
             await self.bridge.close()
-            await self._store.save(self.bridge.proxy.log)
+            await self._store.sync(self.bridge.proxy.log)

@@ -4,7 +4,8 @@
 decision and counts bytes, and the TLS interception side fills method and path (and the
 later decision) through :meth:`ConnectionLog.note_request`. :class:`EgressLog` holds a
 call's records, says which were refused for the tool result, and writes them to the
-``egress_connections`` table.
+``egress_connections`` table: once at a call's end (:meth:`EgressStore.save`), or as the
+connections happen for a long-lived helper (:meth:`EgressStore.sync`, batched).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.shell.egress.policy import HostDecision
@@ -49,6 +50,11 @@ class ConnectionLog:
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     started: float = field(default_factory=time.monotonic)
     duration: float = 0.0
+    ended: bool = False
+    row_id: int | None = None
+    """Its row once stored by :meth:`EgressStore.sync`."""
+    stored: tuple[object, ...] | None = None
+    """What :meth:`EgressStore.sync` stored last (:meth:`state`)."""
 
     def decide(self, decision: HostDecision) -> None:
         self.allowed, self.rule, self.reason = decision.allowed, decision.rule, decision.reason
@@ -61,6 +67,32 @@ class ConnectionLog:
 
     def close(self) -> None:
         self.duration = time.monotonic() - self.started
+        self.ended = True
+
+    def state(self) -> tuple[object, ...]:
+        """What a stored row holds that may still change."""
+        return (self.allowed, self.rule, self.reason, self.method, self.path, self.bytes_up,
+                self.bytes_down, self.duration)  # fmt: skip
+
+    def row(self, scope: CallScope) -> dict[str, Any]:
+        return {
+            "conversation_id": scope.conversation_id,
+            "run_id": scope.run_id,
+            "call_id": scope.call_id,
+            "agent": scope.agent,
+            "protocol": self.protocol,
+            "host": self.host[:255],
+            "port": self.port,
+            "method": self.method,
+            "path": self.path,
+            "allowed": self.allowed,
+            "rule": self.rule,
+            "reason": self.reason,
+            "bytes_up": self.bytes_up,
+            "bytes_down": self.bytes_down,
+            "started_at": self.started_at,
+            "duration_s": self.duration,
+        }
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"host": self.host, "port": self.port, "rule": self.rule}
@@ -121,31 +153,37 @@ class EgressStore:
         self._sessions = sessions
 
     async def save(self, log: EgressLog) -> None:
+        """Store a finished call's connections."""
         if not log.records:
             return
-        scope = log.scope
         async with self._sessions.begin() as session:
             for record in log.records:
-                session.add(
-                    EgressConnection(
-                        conversation_id=scope.conversation_id,
-                        run_id=scope.run_id,
-                        call_id=scope.call_id,
-                        agent=scope.agent,
-                        protocol=record.protocol,
-                        host=record.host[:255],
-                        port=record.port,
-                        method=record.method,
-                        path=record.path,
-                        allowed=record.allowed,
-                        rule=record.rule,
-                        reason=record.reason,
-                        bytes_up=record.bytes_up,
-                        bytes_down=record.bytes_down,
-                        started_at=record.started_at,
-                        duration_s=record.duration,
-                    )
-                )
+                session.add(EgressConnection(**record.row(log.scope)))
+
+    async def sync(self, log: EgressLog) -> None:
+        """Store what changed since the last sync (a long-lived helper's log): new
+        connections are added, changed ones updated; ended (or refused) ones, once stored,
+        leave ``log.records``, so its limit bounds only what is not stored yet."""
+        changed = [r for r in log.records if r.state() != r.stored]
+        if changed:
+            async with self._sessions.begin() as session:
+                for record in changed:
+                    state = record.state()
+                    if record.row_id is None:
+                        row = EgressConnection(**record.row(log.scope))
+                        session.add(row)
+                        await session.flush()
+                        record.row_id = row.id
+                    else:
+                        await session.execute(
+                            update(EgressConnection)
+                            .where(EgressConnection.id == record.row_id)
+                            .values(**record.row(log.scope))
+                        )
+                    record.stored = state
+        log.records = [
+            r for r in log.records if not ((r.ended or not r.allowed) and r.stored == r.state())
+        ]
 
     async def for_conversation(
         self, conversation_id: str | None, *, limit: int = 500

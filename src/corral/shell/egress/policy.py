@@ -135,7 +135,9 @@ class EgressPolicy:
     """Hosts a stored credential is bound to (set by the credential side): intercepted;
     ``*.domain`` matches the names below it, as the credential's own hosts do."""
     remembered: frozenset[str] = field(default_factory=frozenset)
-    """Hosts allowed by an answered approval (allow once or remembered for the agent)."""
+    """Hosts allowed by an answered question (remembered for the agent)."""
+    ports: tuple[int, ...] = DEFAULT_PORTS
+    """The section's ports: those of remembered hosts and of the ones an ``ask`` asks about."""
 
     @property
     def permits_anything(self) -> bool:
@@ -173,8 +175,12 @@ class EgressPolicy:
             )
         rules = [r for r in self.allowed if r.matches(name)]
         if not rules:
-            if name in self.remembered and port in DEFAULT_PORTS:
-                return HostDecision(allowed=True, rule="approved", reason=f"{name} was approved")
+            if name in self.remembered and port in self.ports:
+                return HostDecision(
+                    allowed=True,
+                    rule="remembered for the agent",
+                    reason=f"{name} was allowed for this agent when a command asked",
+                )
             return HostDecision(
                 allowed=False,
                 rule="unmatched",
@@ -308,7 +314,11 @@ def _section(value: Any, where: str, private: frozenset[str]) -> EgressPolicy:
     if unmatched not in ("refuse", "ask"):
         raise _fail(f"{where}.unmatched", f"must be 'refuse' or 'ask', not {unmatched!r}")
     return EgressPolicy(
-        allowed=allowed, denied=denied, unmatched=unmatched, allowed_private_hosts=private
+        allowed=allowed,
+        denied=denied,
+        unmatched=unmatched,
+        allowed_private_hosts=private,
+        ports=ports,
     )
 
 

@@ -21,7 +21,7 @@ import contextlib
 import importlib
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -42,8 +42,8 @@ _HOP_HEADERS = frozenset(
      "upgrade"}
 )  # fmt: skip
 
-Asker = Callable[[str, int], Awaitable[bool]]
-"""Asks whether an unmatched host may be reached (the approval flow); True: allowed."""
+Asker = Callable[[str, int], Coroutine[Any, Any, HostDecision]]
+"""Asks whether an unmatched host may be reached (a pending decision); its answer decides."""
 
 
 class Interceptor(Protocol):
@@ -91,7 +91,8 @@ class EgressProxy:
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
     _servers: list[asyncio.Server] = field(default_factory=list)
-    _asked: dict[str, bool] = field(default_factory=dict)
+    _asked: dict[str, asyncio.Task[HostDecision]] = field(default_factory=dict)
+    """One question per host and call: a second connection waits on the first's answer."""
 
     async def serve(self, listener: Any) -> None:
         """Accept connections on ``listener`` (a listening socket) until :meth:`close`."""
@@ -99,9 +100,12 @@ class EgressProxy:
         self._servers.append(server)
 
     async def close(self) -> None:
-        """Stop accepting, drop every open connection (both sides), end their handlers."""
+        """Stop accepting, drop every open connection (both sides), end their handlers and
+        any question still waiting for an answer."""
         for server in self._servers:
             server.close()
+        for asked in self._asked.values():
+            asked.cancel()
         for writer in list(self._writers):
             writer.transport.abort()
         if self._tasks:
@@ -149,18 +153,25 @@ class EgressProxy:
             return HostDecision(
                 allowed=False,
                 rule="unmatched (ask)",
-                reason=f"{decision.reason}; the policy says ask, but a shell call cannot wait "
-                "for an answer yet, so it is refused: an admin adds the domain to "
-                "egress.allowed_domains",
+                reason=f"{decision.reason}; the policy says ask, but this call has no person "
+                "to ask (it is not part of a conversation run), so it is refused: an admin adds "
+                "the domain to egress.allowed_domains",
             )
-        key = f"{host.lower()}:{port}"
-        if key not in self._asked:
-            self._asked[key] = await self.asker(host, port)
-        if self._asked[key]:
-            return HostDecision(allowed=True, rule="approved", reason=f"{host} was approved")
-        return HostDecision(
-            allowed=False, rule="unmatched (declined)", reason=f"reaching {host} was declined"
-        )
+        if port not in self.policy.ports:
+            return HostDecision(
+                allowed=False,
+                rule="unmatched (ports)",
+                reason=f"{decision.reason}, and port {port} is not one of the policy's ports "
+                f"{list(self.policy.ports)}, so nobody was asked: an admin adds the domain "
+                "with its ports to egress.allowed_domains",
+            )
+        key = host.lower()
+        asked = self._asked.get(key)
+        if asked is None:
+            asked = asyncio.get_running_loop().create_task(self.asker(host, port))
+            self._asked[key] = asked
+        # Shielded: one connection going away must not cancel the question the others share.
+        return await asyncio.shield(asked)
 
     async def _open(
         self, protocol: str, host: str, port: int, *, seen: bool = False

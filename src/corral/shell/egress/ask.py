@@ -1,0 +1,131 @@
+"""Asking a person about a domain no egress rule matches (the policy says ``ask``).
+
+The proxy holds the connection while :class:`EgressQuestion` (put by the caller of the shell
+call, which knows the person and the run) offers a pending decision on every surface; the
+answer is one of "allow once" (this call), "allow for this agent" (kept in
+:class:`ApprovedHosts`, so that person's later calls through that agent reach the host
+without asking) or "deny". With no answer within the wait (the live setting
+``egress_ask_seconds``, never beyond the call's timeout) the connection is refused, and the
+reason says what to do.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from corral.shell.egress.policy import HostDecision, normalise_host
+from corral.shell.egress.proxy import Asker
+from corral.store.shell_tables import EgressApprovedHost
+
+__all__ = [
+    "ASK_OPTIONS",
+    "Answer",
+    "ApprovedHosts",
+    "AskAnswer",
+    "EgressQuestion",
+    "asker_for",
+]
+
+ASK_OPTIONS = ("allow once", "allow for this agent", "deny")
+"""The answers offered, in this order (a person may answer with the number, from 1)."""
+
+Answer = Literal["once", "agent", "deny", "unanswered"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AskAnswer:
+    answer: Answer
+    decision_id: str = ""
+    """The pending decision that was offered (empty when none could be)."""
+    detail: str = ""
+    """Why there was no answer (the wait ran out, the call ended)."""
+
+
+class EgressQuestion(Protocol):
+    """Offers the pending decision for ``host``:``port`` and waits up to ``wait_seconds``."""
+
+    async def __call__(self, host: str, port: int, *, wait_seconds: float) -> AskAnswer: ...
+
+
+class ApprovedHosts:
+    """Hosts people allowed for an agent ("allow for this agent"), kept in the store."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def hosts(self, user_id: str, agent: str) -> list[str]:
+        row = EgressApprovedHost
+        query = select(row.host).where(row.user_id == user_id, row.agent == agent)
+        async with self._sessions() as session:
+            return list(await session.scalars(query))
+
+    async def remember(self, user_id: str, agent: str, host: str, decision_id: str) -> None:
+        try:
+            async with self._sessions.begin() as session:
+                session.add(
+                    EgressApprovedHost(
+                        user_id=user_id,
+                        agent=agent,
+                        host=normalise_host(host)[:255],
+                        decision_id=decision_id,
+                    )
+                )
+        except IntegrityError:
+            pass  # already allowed for this agent (another call's answer came first)
+
+
+def asker_for(
+    question: EgressQuestion,
+    *,
+    approved: ApprovedHosts,
+    user_id: str,
+    agent: str,
+    wait_seconds: float,
+    deadline: float,
+) -> Asker:
+    """The proxy's asker for one call: waits at most ``wait_seconds`` and never past
+    ``deadline`` (``time.monotonic()``, the call's own timeout)."""
+
+    async def ask(host: str, port: int) -> HostDecision:
+        wait = min(wait_seconds, deadline - time.monotonic())
+        if wait <= 0:
+            return _unanswered(host, "the call's timeout leaves no time to ask")
+        got = await question(host, port, wait_seconds=wait)
+        where = f" (decision {got.decision_id})" if got.decision_id else ""
+        if got.answer == "once":
+            return HostDecision(
+                allowed=True, rule="asked: allow once", reason=f"{host} was allowed once{where}"
+            )
+        if got.answer == "agent":
+            await approved.remember(user_id, agent, host, got.decision_id)
+            return HostDecision(
+                allowed=True,
+                rule="asked: allow for this agent",
+                reason=f"{host} was allowed for agent {agent!r}{where}",
+            )
+        if got.answer == "deny":
+            return HostDecision(
+                allowed=False,
+                rule="asked: denied",
+                reason=f"reaching {host} was denied when asked{where}; do not retry it, go on "
+                "without it or ask the person why",
+            )
+        return _unanswered(host, got.detail or "no answer came in time", where)
+
+    return ask
+
+
+def _unanswered(host: str, why: str, where: str = "") -> HostDecision:
+    return HostDecision(
+        allowed=False,
+        rule="asked: no answer",
+        reason=f"{host} matches no allowed domain and {why}{where}, so it was refused: ask the "
+        "person to allow it (they answer the pending decision with 'allow for this agent' "
+        "when you retry), or an admin adds it to egress.allowed_domains",
+    )
