@@ -224,8 +224,7 @@ class Walker:
                 stdin = None if index == 0 else Stdin("pipe", text=text, carries=carries)
                 last = tail if index == len(parts) - 1 else ()
                 before = len(self.recorder.commands)
-                self.recorder.last_output = None
-                self.recorder.output_sets += 1
+                self.recorder.clear_output()
                 self.stmt(child, frame, ctx.spawned(stdin=stdin), bases, last)
                 fed = self.recorder.commands[before:]
                 text = self.recorder.last_output if len(fed) == 1 else None
