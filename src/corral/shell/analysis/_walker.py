@@ -427,7 +427,8 @@ class Walker:
             redirs = _redirects.resolve(self, frame, gathered.files, bases)
             self.recorder.record_redirects(redirs, "", bases)
             return self._continue(gathered, frame, ctx, bases, (bases, bases))
-        literal = name_node.named_children[0] if name_node.named_children else name_node
+        named = name_node.named_children
+        literal = named[0] if named else name_node
         groups = adjacent([literal, *args])
         argv = [_argv.merged(self, groups[0], frame), *self.expand_words(groups[1:], frame)]
         for child in extra:
