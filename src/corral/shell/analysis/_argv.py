@@ -22,8 +22,8 @@ def expand_words(
     out: list[ResolvedWord] = []
     for group in groups:
         node = group[0]
-        if len(group) == 1:
-            splat = _splat(walker, node, frame) if node.is_named else None
+        if len(group) == 1 and node.type in _SPLAT_TYPES:
+            splat = _splat(walker, node, frame)
             if splat is not None:
                 out.extend(splat)
                 continue
@@ -67,8 +67,16 @@ def merged(walker: Walking, group: Sequence[Node], frame: Frame) -> ResolvedWord
     return ResolvedWord(text, "".join(parts), procsub and len(group) == 1, split)
 
 
+_SPLAT_TYPES = frozenset({"string", "simple_expansion"})
+"""The only node types :func:`_splat` can take (each named): a word of another type is
+never ``"$@"``, and most words are plain ``word`` nodes."""
+
+
 def _splat(walker: Walking, node: Node, frame: Frame) -> list[ResolvedWord] | None:
     """``"$@"``/``$*`` as a whole word: the bound positional words."""
+    raw = frame.src[node.start_byte : node.end_byte]
+    if b"$@" not in raw and b"$*" not in raw:
+        return None
     target, quoted = node, False
     if node.type == "string":
         inner = [c for c in node.children if c.type != '"']

@@ -399,7 +399,7 @@ def _socat(walker: Walking, call: Call, base: str) -> None:
         for address in value.split("!!"):
             head, colon, rest = address.partition(":")
             kind = head.strip().lower()
-            if not colon or kind not in ("exec", *_SOCAT_SHELL):
+            if not colon or (kind != "exec" and kind not in _SOCAT_SHELL):
                 continue
             command = _socat_command(rest)
             nested(walker, call, text_word(command, word.text), word.text)

@@ -192,6 +192,15 @@ class Recorder:
                     if ref.access == "write":
                         self._written(ref, None)
 
+    def clear_output(self) -> None:
+        """Forget what the last command printed (a new pipeline stage starts).
+
+        A method, not an assignment at the call site: there the type checker would keep
+        :attr:`last_output` narrowed to ``None`` across the stage's walk, which sets it.
+        """
+        self.last_output = None
+        self.output_sets += 1
+
     def record(
         self,
         call: Call,

@@ -224,8 +224,7 @@ class Walker:
                 stdin = None if index == 0 else Stdin("pipe", text=text, carries=carries)
                 last = tail if index == len(parts) - 1 else ()
                 before = len(self.recorder.commands)
-                self.recorder.last_output = None
-                self.recorder.output_sets += 1
+                self.recorder.clear_output()
                 self.stmt(child, frame, ctx.spawned(stdin=stdin), bases, last)
                 fed = self.recorder.commands[before:]
                 text = self.recorder.last_output if len(fed) == 1 else None
@@ -428,7 +427,8 @@ class Walker:
             redirs = _redirects.resolve(self, frame, gathered.files, bases)
             self.recorder.record_redirects(redirs, "", bases)
             return self._continue(gathered, frame, ctx, bases, (bases, bases))
-        literal = name_node.named_children[0] if name_node.named_children else name_node
+        named = name_node.named_children
+        literal = named[0] if named else name_node
         groups = adjacent([literal, *args])
         argv = [_argv.merged(self, groups[0], frame), *self.expand_words(groups[1:], frame)]
         for child in extra:
