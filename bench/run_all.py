@@ -1,6 +1,7 @@
 """Run every bench and print one table.
 
-    .venv/bin/python bench/run_all.py [--runs 3] [--only a,b] [--skip a,b] [--timeout S]
+    .venv/bin/python bench/run_all.py [--runs 3] [--issue 39] [--only a,b] [--skip a,b]
+        [--timeout S]
 
 Every script in ``bench/`` except the shared helpers runs ``--runs`` times, one after the
 other (never in parallel: they measure time). Each one reports through
@@ -8,7 +9,9 @@ other (never in parallel: they measure time). Each one reports through
 that only prints JSON with ``met``/``ratio`` (``sandbox_spawn.py``) or nothing machine
 readable still gets a row with its exit status. The table shows, per figure, the min and
 median of its values over the runs, the ratio to its same-run baseline (median), the
-target and how many runs met it. Exits 1 when any target was missed in any run, else 0.
+target and how many runs met it, then how many targets every run met. ``--issue N`` runs
+the benches an issue's figure table names (:data:`ISSUES`). Exits 1 when any target was
+missed in any run, else 0.
 """
 
 from __future__ import annotations
@@ -26,6 +29,17 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 HELPERS = frozenset({"run_all", "outcome", "noop_package", "long_conversation", "cluster_workers"})
 """Modules in bench/ that are not benches."""
+ISSUES = {
+    "39": (
+        "execute_call",
+        "shell_analysis",
+        "startup",
+        "loop",
+        "http_calls",
+        "embedded_concurrency",
+    ),
+}
+"""The benches whose figures an issue asks for, in its items' order."""
 
 
 @dataclass(slots=True)
@@ -42,7 +56,12 @@ class Row:
     note: str = ""
 
 
-def benches(only: set[str], skip: set[str]) -> list[Path]:
+def benches(only: set[str], skip: set[str], issue: str | None = None) -> list[Path]:
+    if issue is not None:
+        if issue not in ISSUES:
+            raise SystemExit(f"no bench set for issue {issue}; known: {', '.join(ISSUES)}")
+        named = [BENCH / f"{name}.py" for name in ISSUES[issue]]
+        return [p for p in named if (not only or p.stem in only) and p.stem not in skip]
     found = sorted(p for p in BENCH.glob("*.py") if p.stem not in HELPERS)
     return [p for p in found if (not only or p.stem in only) and p.stem not in skip]
 
@@ -130,12 +149,17 @@ def print_table(rows: list[Row], runs: int) -> bool:
         print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
         if index == 0:
             print("  ".join("-" * w for w in widths))
+    targets = [[v for v in r.verdicts if v is not None] for r in rows]
+    judged = [t for t in targets if t]
+    always = sum(1 for t in judged if all(t))
+    print(f"\ntargets met in every run: {always} of {len(judged)}")
     return missed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--issue", help="run the benches of this issue's figure table (39)")
     parser.add_argument("--only", default="", help="comma-separated bench names")
     parser.add_argument("--skip", default="", help="comma-separated bench names")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
@@ -143,7 +167,7 @@ def main() -> None:
     names = {n for n in options.only.split(",") if n}
     skipped = {n for n in options.skip.split(",") if n}
     rows: dict[tuple[str, str], Row] = {}
-    for script in benches(names, skipped):
+    for script in benches(names, skipped, options.issue):
         for attempt in range(options.runs):
             code, output, seconds = run_once(script, options.timeout)
             print(f"{script.stem} run {attempt + 1}: exit {code} in {seconds:.1f} s", flush=True)
