@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 MODEL_STACK = ("pydantic_ai", "corral.runtime.loop", "corral.runtime.prompt.history")
+LOADED_WHEN_USED = ("alembic",)
+"""Modules that load only when their work is due: Alembic when the database is behind the
+newest migration."""
 
 COMMAND = """
 import json, runpy, sys
@@ -53,6 +56,10 @@ def model_stack_among(modules: list[str]) -> list[str]:
     return [m for m in modules if m.startswith(MODEL_STACK)]
 
 
+def loaded_when_used_among(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(f"{n}.") for n in LOADED_WHEN_USED)]
+
+
 def run_command(data: Path, *argv: str) -> tuple[str, list[str]]:
     done = subprocess.run(
         [sys.executable, "-c", COMMAND, "--data-dir", str(data), *argv],
@@ -87,6 +94,7 @@ def test_listing_commands_leave_the_model_stack_unloaded(
     assert shown in out
     assert "corral.platform" in loaded and "corral.runtime.runtime" in loaded
     assert model_stack_among(loaded) == []
+    assert loaded_when_used_among(loaded) == []
 
 
 def test_showing_a_conversation_leaves_the_model_stack_unloaded(
@@ -96,6 +104,7 @@ def test_showing_a_conversation_leaves_the_model_stack_unloaded(
     out, loaded = run_command(data, "conversations", "show", conversation_id, "--json")
     assert json.loads(out)["conversation"]["id"] == conversation_id
     assert model_stack_among(loaded) == []
+    assert loaded_when_used_among(loaded) == []
 
 
 def test_a_chat_still_loads_the_model_stack_when_it_needs_it(
