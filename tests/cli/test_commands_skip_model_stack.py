@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 MODEL_STACK = ("pydantic_ai", "corral.runtime.loop", "corral.runtime.prompt.history")
-LOADED_WHEN_USED = ("alembic",)
+LOADED_WHEN_USED = ("alembic", "corral.shell.analysis")
 """Modules that load only when their work is due: Alembic when the database is behind the
-newest migration."""
+newest migration, the command analyser (hundreds of patterns compiled) with the first
+command analysed."""
 
 COMMAND = """
 import json, runpy, sys
