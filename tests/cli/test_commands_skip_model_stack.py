@@ -12,12 +12,21 @@ from pathlib import Path
 import pytest
 
 MODEL_STACK = ("pydantic_ai", "corral.runtime.loop", "corral.runtime.prompt.history")
-LOADED_WHEN_USED = ("alembic", "corral.shell.analysis", "jsonschema", "croniter", "yaml", "asyncpg")
+LOADED_WHEN_USED = (
+    "alembic",
+    "corral.shell.analysis",
+    "jsonschema",
+    "croniter",
+    "yaml",
+    "asyncpg",
+    "cryptography",
+)
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
 command analysed, jsonschema with the first tool call or tool file changed since it was
 last checked, croniter with the first cron schedule, yaml with the first skill read, asyncpg
-with a PostgreSQL store."""
+with a PostgreSQL store, cryptography with the first credential, sealed approval or egress
+certificate."""
 
 COMMAND = """
 import json, runpy, sys
