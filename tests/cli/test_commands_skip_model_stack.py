@@ -12,6 +12,21 @@ from pathlib import Path
 import pytest
 
 MODEL_STACK = ("pydantic_ai", "corral.runtime.loop", "corral.runtime.prompt.history")
+LOADED_WHEN_USED = (
+    "alembic",
+    "corral.shell.analysis",
+    "jsonschema",
+    "croniter",
+    "yaml",
+    "asyncpg",
+    "cryptography",
+)
+"""Modules that load only when their work is due: Alembic when the database is behind the
+newest migration, the command analyser (hundreds of patterns compiled) with the first
+command analysed, jsonschema with the first tool call or tool file changed since it was
+last checked, croniter with the first cron schedule, yaml with the first skill read, asyncpg
+with a PostgreSQL store, cryptography with the first credential, sealed approval or egress
+certificate."""
 
 COMMAND = """
 import json, runpy, sys
@@ -53,6 +68,10 @@ def model_stack_among(modules: list[str]) -> list[str]:
     return [m for m in modules if m.startswith(MODEL_STACK)]
 
 
+def loaded_when_used_among(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(f"{n}.") for n in LOADED_WHEN_USED)]
+
+
 def run_command(data: Path, *argv: str) -> tuple[str, list[str]]:
     done = subprocess.run(
         [sys.executable, "-c", COMMAND, "--data-dir", str(data), *argv],
@@ -72,21 +91,27 @@ def data_with_a_conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[
 
 
 @pytest.mark.parametrize(
-    ("argv", "shown"),
+    ("argv", "shown", "uses"),
     [
-        (("tools", "list", "--json"), '"execute"'),
-        (("approvals", "list", "--json"), "["),
-        (("skills", "list", "--json"), '"execute"'),
+        (("tools", "list", "--json"), '"execute"', ()),
+        (("approvals", "list", "--json"), "[", ()),
+        # Listing skills reads their SKILL.md front matter: that is yaml's work.
+        (("skills", "list", "--json"), '"execute"', ("yaml",)),
     ],
 )
 def test_listing_commands_leave_the_model_stack_unloaded(
-    data_with_a_conversation: tuple[Path, str], argv: tuple[str, ...], shown: str
+    data_with_a_conversation: tuple[Path, str],
+    argv: tuple[str, ...],
+    shown: str,
+    uses: tuple[str, ...],
 ) -> None:
     data, _ = data_with_a_conversation
     out, loaded = run_command(data, *argv)
     assert shown in out
     assert "corral.platform" in loaded and "corral.runtime.runtime" in loaded
     assert model_stack_among(loaded) == []
+    unused = [m for m in loaded_when_used_among(loaded) if m.split(".")[0] not in uses]
+    assert unused == []
 
 
 def test_showing_a_conversation_leaves_the_model_stack_unloaded(
@@ -96,6 +121,7 @@ def test_showing_a_conversation_leaves_the_model_stack_unloaded(
     out, loaded = run_command(data, "conversations", "show", conversation_id, "--json")
     assert json.loads(out)["conversation"]["id"] == conversation_id
     assert model_stack_among(loaded) == []
+    assert loaded_when_used_among(loaded) == []
 
 
 def test_a_chat_still_loads_the_model_stack_when_it_needs_it(

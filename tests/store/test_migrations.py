@@ -11,7 +11,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
 from corral.platform import Platform
-from corral.store.migrate import alembic_config
+from corral.store.engine import make_engine
+from corral.store.migrate import HEAD, alembic_config, stored_revisions, upgrade
 from corral.store.schema import metadata
 
 
@@ -47,3 +48,30 @@ async def test_reopening_keeps_data_and_does_not_reseed(data_dir: Path) -> None:
         assert (await second.caller("zoe")).role == "member"
         policy = (await second.config.dispatch_state()).sources
         assert policy.source("sys-opt") is None and policy.source("data") is not None
+
+
+def test_the_head_kept_in_code_is_the_newest_migration() -> None:
+    """Opening skips Alembic when the database records HEAD, so HEAD must follow each new
+    migration: a stale HEAD would leave databases at the one before unmigrated."""
+    assert ScriptDirectory.from_config(alembic_config()).get_heads() == [HEAD]
+
+
+def _database_in(folder: Path) -> str:
+    folder.mkdir(parents=True)
+    return f"sqlite+aiosqlite:///{folder / 'corral.db'}"
+
+
+async def test_a_database_behind_the_head_is_migrated_on_open(data_dir: Path) -> None:
+    import corral
+
+    engine = make_engine(_database_in(data_dir))
+    try:
+        await upgrade(engine, "0027_credential_injection")
+        assert await stored_revisions(engine) == {"0027_credential_injection"}
+    finally:
+        await engine.dispose()
+    async with corral.open(data_dir) as platform:
+        assert await stored_revisions(platform.engine) == {HEAD}
+        async with platform.engine.connect() as connection:
+            columns = await connection.exec_driver_sql("PRAGMA table_info(runs)")
+            assert "trace_parent" in {row[1] for row in columns}

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from cryptography.fernet import InvalidToken
 from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -243,6 +242,8 @@ class CredentialStore:
     # -- inside --------------------------------------------------------------------------
 
     def _decrypt(self, row: ct.Credential) -> str:
+        from cryptography.fernet import InvalidToken  # loads with the first credential read
+
         try:
             value = self._key.cipher().decrypt(row.ciphertext.encode("ascii")).decode("utf-8")
         except InvalidToken:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-
-from cryptography.fernet import Fernet, MultiFernet
+from typing import TYPE_CHECKING
 
 from corral.errors import ConfigError
 from corral.files import write_text_atomically
+
+if TYPE_CHECKING:
+    from cryptography.fernet import MultiFernet
 
 __all__ = ["KEY_FILE_NAME", "CredentialKey"]
 
@@ -34,6 +36,9 @@ class CredentialKey:
 
     def keys(self) -> list[bytes]:
         """The keys, newest first; a missing file is created with one fresh key."""
+        # cryptography loads with the first credential or sealed approval, not every open.
+        from cryptography.fernet import Fernet
+
         if not self.path.exists():
             self._write([Fernet.generate_key()])
         mode = stat.S_IMODE(self.path.stat().st_mode)
@@ -61,10 +66,14 @@ class CredentialKey:
 
     def cipher(self) -> MultiFernet:
         """Encrypts with the newest key, decrypts with any."""
+        from cryptography.fernet import Fernet, MultiFernet
+
         return MultiFernet([Fernet(key) for key in self.keys()])
 
     def begin_rotation(self) -> MultiFernet:
         """Put a fresh key in front of the current ones and return the cipher of them all."""
+        from cryptography.fernet import Fernet, MultiFernet
+
         keys = [Fernet.generate_key(), *self.keys()]
         self._write(keys)
         return MultiFernet([Fernet(key) for key in keys])

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from cryptography.fernet import InvalidToken
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -164,6 +163,8 @@ class ApprovalStore:
         """The arguments the approved call runs with: the record's, secrets put back."""
         if not record.sealed:
             return record.arguments
+        from cryptography.fernet import InvalidToken  # loads with the first sealed approval
+
         try:
             opened = self._key.cipher().decrypt(record.sealed.encode("ascii"))
         except InvalidToken:

@@ -29,11 +29,15 @@ from corral.store import check_reachable, make_engine, make_sessionmaker, upgrad
 from corral.store.meta_reads import meta_reader
 from corral.store.pg_writer import PgWriter
 from corral.store.writer import SqliteWriter, open_writer
+from corral.tools.checked_files import CheckedFiles
 from corral.tools.dispatch import Dispatcher
 from corral.tools.registry import Registry, discover
 from corral.tools.services import Services
 
-__all__ = ["Kernel", "open_kernel"]
+__all__ = ["CHECKED_TOOL_FILES", "Kernel", "open_kernel"]
+
+CHECKED_TOOL_FILES = "checked_tool_files.json"
+"""In the private folder: the tool files that passed the JSON Schema checks (CheckedFiles)."""
 
 
 class Kernel:
@@ -124,6 +128,7 @@ async def open_kernel(settings: Settings) -> Kernel:
     except BaseException:
         await engine.dispose()
         raise
-    kernel = Kernel(settings, engine, sessions, discover(settings.package_paths))
+    checked = CheckedFiles(settings.private_dir / CHECKED_TOOL_FILES)
+    kernel = Kernel(settings, engine, sessions, discover(settings.package_paths, checked))
     kernel.traces.start()
     return kernel

@@ -11,17 +11,21 @@ import dataclasses
 import os
 import tempfile
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from corral.errors import PolicyDenied
 from corral.policy.identity import Caller
 from corral.policy.sources import SourceDef, SourcePolicy
 from corral.settings import Settings
-from corral.shell.analysis import Analysis, analyze
 from corral.shell.gate import UriGate
 from corral.shell.plane import Plane, choose_plane
 from corral.shell.sandbox import SANDBOX_HOME
 from corral.shell.step_spans import note_verdict, step_span
 from corral.shell.verdict import Verdict
+
+if TYPE_CHECKING:
+    # Only for hints: the analyser's tables load with the first command analysed.
+    from corral.shell.analysis import Analysis
 
 __all__ = [
     "HOST_CONFINEMENT",
@@ -137,6 +141,8 @@ def check_command(
         home = SANDBOX_HOME
     else:  # landlock and unconfined: a real temporary HOME, climbed out of exactly
         home = unconfined_home()
+    from corral.shell.analysis import analyze
+
     with step_span("analysis") as span:
         analysis = analyze(
             command,

@@ -16,11 +16,14 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.policy.command_rules import Decision, PrefixRule, RuleSet, strictest
 from corral.policy.command_rules.model import STRICTNESS
-from corral.shell.analysis import Analysis, Command
+
+if TYPE_CHECKING:
+    # Only for hints: the analyser's tables load with the first command analysed.
+    from corral.shell.analysis import Analysis, Command
 
 __all__ = [
     "CommandDecision",

@@ -29,14 +29,18 @@ import os
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from corral.errors import PolicyDenied
 from corral.policy.identity import Caller
 from corral.policy.sources import Access, SourceDef, SourcePolicy
-from corral.shell.analysis import Analysis, PathRef
 from corral.shell.plane import Plane
 from corral.shell.sandbox import SCRATCH_ROOTS, system_files
 from corral.shell.verdict import Verdict
+
+if TYPE_CHECKING:
+    # Only for hints: the analyser's tables load with the first command analysed.
+    from corral.shell.analysis import Analysis, PathRef
 
 __all__ = ["GLOB_LIMIT", "SAFE_DEVICES", "UriGate"]
 

@@ -20,10 +20,10 @@ died with the statement in flight its outcome is unknown, and the error goes to 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 __all__ = ["KeyTaken", "MissingReference", "PgWriter"]
@@ -37,12 +37,12 @@ class MissingReference(Exception):
     """A row the statement's rows refer to (a foreign key) does not exist."""
 
 
-_NOT_SENT = (
-    asyncpg.AdminShutdownError,  # the server ended the session before reading the statement
-    asyncpg.InterfaceError,  # the client refused to send on a connection it knows is broken
-    asyncpg.InternalClientError,
-)
-_IN_FLIGHT = (asyncpg.ConnectionDoesNotExistError, OSError)
+@functools.cache
+def _driver() -> Any:
+    # asyncpg loads with the first write to PostgreSQL, not with every open of SQLite.
+    import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
+
+    return asyncpg
 
 
 class PgWriter:
@@ -59,6 +59,13 @@ class PgWriter:
 
     async def fetch(self, sql: str, *arguments: Any) -> Sequence[Any]:
         """Run ``sql`` (``$1``… placeholders) as its own transaction; its rows once committed."""
+        asyncpg = _driver()
+        not_sent = (
+            asyncpg.AdminShutdownError,  # the server ended the session before reading it
+            asyncpg.InterfaceError,  # the client refused to send on a connection it knows broken
+            asyncpg.InternalClientError,
+        )
+        in_flight = (asyncpg.ConnectionDoesNotExistError, OSError)
         async with self._turn:
             for attempt in range(2):
                 driver = await self._driver_connection()
@@ -68,11 +75,11 @@ class PgWriter:
                     raise KeyTaken(str(error)) from error
                 except asyncpg.ForeignKeyViolationError as error:
                     raise MissingReference(str(error)) from error
-                except _NOT_SENT:
+                except not_sent:
                     await self._drop()
                     if attempt == 1:
                         raise
-                except _IN_FLIGHT:
+                except in_flight:
                     await self._drop()
                     raise
             raise AssertionError("unreachable")

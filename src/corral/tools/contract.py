@@ -26,18 +26,19 @@ A file that breaks any rule yields a :class:`LoadError` naming the file and the 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from corral.policy.grants import validate_feature_pattern
 from corral.policy.profiles import ApprovalMode
 from corral.policy.sources import Access
+from corral.tools.checked_files import CheckedFiles
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 __all__ = [
     "MAX_NESTING",
@@ -127,7 +128,39 @@ META_SCHEMA: dict[str, Any] = {
     },
 }
 
-_META_VALIDATOR = Draft202012Validator(META_SCHEMA)
+
+@functools.cache
+def _meta_validator() -> Validator:
+    # jsonschema loads with the first tool file not checked before (see CheckedFiles).
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(META_SCHEMA)
+
+
+def _contract_problem(raw: Any) -> tuple[list[str | int], str] | None:
+    """Where and why ``raw`` breaks the contract's meta-schema (None: it does not)."""
+    errors = sorted(_meta_validator().iter_errors(raw), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    first = errors[0]
+    return list(first.absolute_path), f"does not follow the tool contract: {first.message}"
+
+
+def _input_schema_problem(schema: Any) -> tuple[list[str | int], str] | None:
+    """Where and why ``schema`` is not valid JSON Schema (None: it is)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        # The draft a schema names ($schema) is the one it is checked by; 2020-12 otherwise.
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        return (
+            ["input_schema", *exc.absolute_path],
+            f"input_schema is not a valid JSON Schema: {exc.message}",
+        )
+    return None
 
 
 def pointer(parts: Any) -> str:
@@ -254,6 +287,9 @@ def undescribed_properties(schema: Any) -> list[str]:
 def _cannot_validate(schema: dict[str, Any]) -> str:
     """Why arguments could not be checked against ``schema`` (a ``$ref`` that resolves
     nowhere, a pattern Python cannot compile...), or ``""`` when they can."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
     every_property = {name: None for name in schema.get("properties") or {}}
     try:
         validator = validator_for(schema, default=Draft202012Validator)(schema)
@@ -287,43 +323,60 @@ def nesting_depth(value: Any, limit: int = MAX_NESTING) -> int:
 
 
 def read_json_file(path: Path) -> tuple[Any, str | None]:
-    """A JSON file's value, or ``(None, why)`` when it is not UTF-8, not JSON, or nested
-    past :data:`MAX_NESTING`."""
+    """A JSON file's value, or ``(None, why)`` when it cannot be read, is not UTF-8, not
+    JSON, or nested past :data:`MAX_NESTING`."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        content = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+    return json_value(content)
+
+
+def json_value(content: bytes) -> tuple[Any, str | None]:
+    """The value of a JSON file's bytes, or ``(None, why)`` as :func:`read_json_file`."""
+    try:
+        raw = json.loads(content.decode("utf-8"))
     except UnicodeDecodeError:
         return None, "the file is not UTF-8 text"
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
     except RecursionError:
         return None, f"nested more than {MAX_NESTING} levels deep; flatten it"
-    except OSError as exc:
-        return None, f"cannot be read: {exc.strerror or exc}"
     if nesting_depth(raw) > MAX_NESTING:
         return None, f"nested more than {MAX_NESTING} levels deep; flatten it"
     return raw, None
 
 
-def load_tool_file(path: Path, *, package: str | None = None) -> ToolSpec | LoadError:
-    """Read and validate one tool file; whatever is wrong with it comes back as an error."""
+def load_tool_file(
+    path: Path, *, package: str | None = None, checked: CheckedFiles | None = None
+) -> ToolSpec | LoadError:
+    """Read and validate one tool file; whatever is wrong with it comes back as an error.
+
+    ``checked``: files that passed the JSON Schema checks before skip them; a file that
+    passes them now is added."""
     try:
-        return _load_tool_file(path, package)
+        return _load_tool_file(path, package, checked or CheckedFiles())
     except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:
         # A shape the checks above did not foresee: leave the file out, never crash discovery.
         message = f"could not be loaded ({type(exc).__name__}: {str(exc)[:200]})"
         return LoadError(file=str(path), pointer="", message=message, package=package)
 
 
-def _load_tool_file(path: Path, package: str | None) -> ToolSpec | LoadError:
+def _load_tool_file(path: Path, package: str | None, checked: CheckedFiles) -> ToolSpec | LoadError:
     file = str(path)
-
-    def error(at: str, message: str) -> LoadError:
-        return LoadError(file=file, pointer=at, message=message, package=package)
-
-    raw, problem = read_json_file(path)
+    try:
+        content = path.read_bytes()
+    except OSError as exc:
+        return LoadError(file, "", f"cannot be read: {exc.strerror or exc}", package)
+    raw, problem = json_value(content)
     if problem is not None:
-        return error("", problem)
-    return parse_tool(raw, file=file, package=package, file_name=path.stem)
+        return LoadError(file, "", problem, package)
+    fingerprint = checked.fingerprint(content)
+    passed = checked.passed(fingerprint)
+    loaded = parse_tool(raw, file=file, package=package, file_name=path.stem, checked=passed)
+    if not passed and isinstance(loaded, ToolSpec):
+        checked.add(fingerprint)
+    return loaded
 
 
 def parse_tool(
@@ -333,6 +386,7 @@ def parse_tool(
     package: str | None = None,
     file_name: str | None = None,
     external: bool = False,
+    checked: bool = False,
 ) -> ToolSpec | LoadError:
     """Validate one tool declaration already read (a tool file's JSON, or a declaration
     generated from an MCP server's tool list); ``file`` names where it came from.
@@ -340,28 +394,23 @@ def parse_tool(
     ``external``: the input schema is someone else's (an MCP server's), taken as they give
     it: undescribed properties are allowed (see :func:`undescribed_properties` for the
     warning), and only a schema that is not valid JSON Schema or cannot be validated
-    against is refused."""
+    against is refused.
+
+    ``checked``: ``raw`` is, byte for byte, a file that passed the JSON Schema checks
+    before (see :class:`~corral.tools.checked_files.CheckedFiles`); they are skipped."""
 
     def error(at: str, message: str) -> LoadError:
         return LoadError(file=file, pointer=at, message=message, package=package)
 
-    errors = sorted(_META_VALIDATOR.iter_errors(raw), key=lambda e: list(e.absolute_path))
-    if errors:
-        first = errors[0]
-        return error(
-            pointer(first.absolute_path), f"does not follow the tool contract: {first.message}"
-        )
+    problem = None if checked else _contract_problem(raw)
+    if problem is not None:
+        return error(pointer(problem[0]), problem[1])
     if file_name is not None and raw["name"] != file_name:
         return error("/name", f"name {raw['name']!r} must equal the file name {file_name!r}")
     schema = raw["input_schema"]
-    try:
-        # The draft a schema names ($schema) is the one it is checked by; 2020-12 otherwise.
-        validator_for(schema, default=Draft202012Validator).check_schema(schema)
-    except SchemaError as exc:
-        return error(
-            pointer(["input_schema", *exc.absolute_path]),
-            f"input_schema is not a valid JSON Schema: {exc.message}",
-        )
+    problem = None if checked else _input_schema_problem(schema)
+    if problem is not None:
+        return error(pointer(problem[0]), problem[1])
     if external:
         unusable = _cannot_validate(schema)
         if unusable:

@@ -32,6 +32,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
+from corral.tools.checked_files import CheckedFiles
 from corral.tools.context import CallContext
 from corral.tools.contract import LoadError, ToolSpec, load_tool_file, read_json_file
 
@@ -208,8 +209,12 @@ def load_package(
     origin: Literal["entry_point", "folder", "mcp"],
     handlers: Callable[[str], types.ModuleType | None],
     default_name: str,
+    checked: CheckedFiles | None = None,
 ) -> Package:
-    """Load one package folder; every problem becomes a LoadError, never an exception."""
+    """Load one package folder; every problem becomes a LoadError, never an exception.
+
+    ``checked``: tool files that passed the JSON Schema checks before (see
+    :func:`~corral.tools.contract.load_tool_file`)."""
     manifest, manifest_error = _read_manifest(folder, default_name)
     name = manifest.get("name", default_name)
     package = Package(
@@ -261,7 +266,7 @@ def load_package(
     package.install = install
     pending = set(manifest.get("pending", []))
     for path in sorted(tools_dir.glob("*.json")):
-        loaded = load_tool_file(path, package=name)
+        loaded = load_tool_file(path, package=name, checked=checked)
         if isinstance(loaded, LoadError):
             package.errors.append(loaded)
             continue
@@ -330,8 +335,12 @@ def package_folders(extra: Iterable[Path] = ()) -> list[Path]:
     return folders
 
 
-def discover(extra_folders: Iterable[Path] = ()) -> Registry:
-    """Find and load every package: entry points first, then configured folders."""
+def discover(extra_folders: Iterable[Path] = (), checked: CheckedFiles | None = None) -> Registry:
+    """Find and load every package: entry points first, then configured folders.
+
+    ``checked``: the record of tool files that passed the JSON Schema checks, updated with
+    those that pass them now."""
+    checked = checked or CheckedFiles()
     registry = Registry()
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         try:
@@ -352,6 +361,7 @@ def discover(extra_folders: Iterable[Path] = ()) -> Registry:
                 origin="entry_point",
                 default_name=point.name,
                 handlers=functools.partial(_import_handlers, module.__name__),
+                checked=checked,
             )
         )
     for folder in package_folders(extra_folders):
@@ -371,6 +381,8 @@ def discover(extra_folders: Iterable[Path] = ()) -> Registry:
                 origin="folder",
                 default_name=folder.name.lower(),
                 handlers=functools.partial(_load_folder_handlers, folder),
+                checked=checked,
             )
         )
+    checked.save()
     return registry

@@ -3,9 +3,7 @@ compiled once per tool spec). An error names each JSON pointer, so the model can
 
 from __future__ import annotations
 
-from typing import Any
-
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidArguments
 from corral.tools.call import ToolCall
@@ -14,6 +12,9 @@ from corral.tools.registry import LoadedTool
 from corral.tools.results import ToolResult
 from corral.tools.stages import Next
 from corral.tools.validation import ArgumentValidator
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 __all__ = ["QUOTE_MAX", "ArgumentValidation", "bounded"]
 

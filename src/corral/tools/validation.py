@@ -12,11 +12,10 @@ refusal, and the quick check can only ever say yes to what jsonschema would acce
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-from jsonschema.validators import validator_for
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 __all__ = ["ArgumentValidator"]
 
@@ -40,6 +39,10 @@ class ArgumentValidator:
     def __init__(self, schema: dict[str, Any]) -> None:
         # A schema that names its draft ($schema, as MCP servers' often do) is judged by it;
         # the quick check knows 2020-12's keywords only (draft 4's boolean bounds differ).
+        # jsonschema loads with the first tool called, not with every open.
+        from jsonschema import Draft202012Validator
+        from jsonschema.validators import validator_for
+
         draft = validator_for(schema, default=Draft202012Validator)
         self._validator = draft(schema)
         try:

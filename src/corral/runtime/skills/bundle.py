@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from corral.shell.environment import staged_problem
 
 __all__ = [
@@ -178,6 +176,8 @@ def parse_skill(
             file=file, field="", message="must start with YAML front matter between '---' lines"
         )
     header, body = parts
+    import yaml  # loads with the first skill read, not with every open
+
     try:
         meta = yaml.safe_load(header) if header.strip() else {}
     except yaml.YAMLError as exc:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -44,6 +43,8 @@ class BodyProblem:
 
 def body_problems(schema: dict[str, Any], body: Any, *, limit: int = 10) -> list[BodyProblem]:
     """What is wrong with ``body`` under ``schema``, each named by its JSON pointer."""
+    from jsonschema import Draft202012Validator  # loads with the first webhook body
+
     found = []
     for error in sorted(Draft202012Validator(schema).iter_errors(body), key=lambda e: e.path):
         pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.path)

@@ -15,10 +15,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from corral.errors import InvalidArguments, UsageError
 from corral.runtime.budgets import parse_budget
 
@@ -198,6 +194,8 @@ def _schedule(value: Any, now: datetime) -> dict[str, str] | None:
         if at <= now:
             raise ValueError(f"{value['at']!r} is in the past; a one-shot time must be ahead")
         return {"at": at.astimezone(UTC).isoformat()}
+    from croniter import croniter  # loads with the first cron schedule, not every open
+
     expression = " ".join(str(value["cron"]).split())
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
         raise ValueError(
@@ -215,6 +213,9 @@ def _schedule(value: Any, now: datetime) -> dict[str, str] | None:
 def _webhook(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     schema = value.get("body_schema", {"type": "object"})
     try:
         Draft202012Validator.check_schema(schema)

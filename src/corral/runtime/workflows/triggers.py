@@ -15,8 +15,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
-
 __all__ = ["DEFAULT_GRACE", "MissedPolicy", "Plan", "next_slot", "plan"]
 
 MissedPolicy = Literal["run_once", "skip"]
@@ -44,6 +42,8 @@ def next_slot(schedule: dict[str, Any] | None, after: datetime) -> datetime | No
     if "at" in schedule:
         at = datetime.fromisoformat(schedule["at"]).astimezone(UTC)
         return at if at > after else None
+    from croniter import croniter  # loads with the first cron schedule, not every open
+
     zone = ZoneInfo(schedule.get("timezone") or "UTC")
     found: datetime = croniter(schedule["cron"], after.astimezone(zone)).get_next(datetime)
     return found.astimezone(UTC)
@@ -54,6 +54,8 @@ def _latest_slot(schedule: dict[str, Any], anchor: datetime, now: datetime) -> d
     if "at" in schedule:
         at = datetime.fromisoformat(schedule["at"]).astimezone(UTC)
         return at if anchor < at <= now else None
+    from croniter import croniter
+
     zone = ZoneInfo(schedule.get("timezone") or "UTC")
     # get_prev is strict, so step just past ``now`` to count a slot that is exactly now.
     probe = (now + timedelta(microseconds=1)).astimezone(zone)

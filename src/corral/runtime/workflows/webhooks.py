@@ -13,9 +13,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from corral.errors import CorralError, NotFound, UsageError
 from corral.policy.identity import Caller
 from corral.runtime.workflows.deliveries import body_hash, normalised_key
@@ -58,6 +55,9 @@ class Webhooks:
         self, workflow_id: str, body_schema: dict[str, Any], caller: Caller
     ) -> dict[str, Any]:
         """An extra webhook with its own body contract (the first one is the setup's)."""
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
         await self._owned(workflow_id, caller, "adding webhooks")
         try:
             Draft202012Validator.check_schema(body_schema)

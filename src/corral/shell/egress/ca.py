@@ -21,14 +21,16 @@ import tempfile
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from typing import TYPE_CHECKING
 
 from corral.errors import ConfigError
 from corral.files import make_folders, make_private_folder, write_text_atomically
+
+if TYPE_CHECKING:
+    # cryptography loads with the first sandbox that trusts the CA or TLS intercepted, not
+    # with the shell service every open of the platform builds.
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 __all__ = [
     "CA_FOLDER",
@@ -91,7 +93,7 @@ class CertificateAuthority:
         self.bundle_path = self.trust_root / TRUST_FOLDER / "ca-bundle.pem"
         self._clock = clock
         self._ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate] | None = None
-        self._leaf_key = ec.generate_private_key(ec.SECP256R1())
+        self._leaf: ec.EllipticCurvePrivateKey | None = None
         self._leaves: OrderedDict[str, tuple[ssl.SSLContext, dt.datetime]] = OrderedDict()
         self._stamp: tuple[object, ...] | None = None
         self.minted = 0
@@ -101,6 +103,8 @@ class CertificateAuthority:
 
     def certificate_pem(self) -> bytes:
         """The CA certificate, PEM: what clients must trust."""
+        from cryptography.hazmat.primitives import serialization
+
         return self._load()[1].public_bytes(serialization.Encoding.PEM)
 
     def ensure_bundle(self) -> Path:
@@ -142,6 +146,10 @@ class CertificateAuthority:
         return self._ca
 
     def _read(self) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
         mode = stat.S_IMODE(self.key_path.stat().st_mode)
         if mode & 0o077:
             raise ConfigError(
@@ -164,6 +172,11 @@ class CertificateAuthority:
         return key, cert
 
     def _create(self) -> None:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
         key = ec.generate_private_key(ec.SECP256R1())
         now = self._clock()
         name = x509.Name(
@@ -228,10 +241,22 @@ class CertificateAuthority:
             self._leaves.popitem(last=False)
         return context
 
+    def _leaf_key(self) -> ec.EllipticCurvePrivateKey:
+        """The one key every leaf of this process presents, made with the first leaf."""
+        if self._leaf is None:
+            from cryptography.hazmat.primitives.asymmetric import ec
+
+            self._leaf = ec.generate_private_key(ec.SECP256R1())
+        return self._leaf
+
     def _mint(self, host: str, now: dt.datetime) -> tuple[ssl.SSLContext, dt.datetime]:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
         ca_key, ca_cert = self._load()
         expires = now + dt.timedelta(days=_LEAF_DAYS)
-        public = self._leaf_key.public_key()
+        public = self._leaf_key().public_key()
         leaf = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host[:64])]))
@@ -268,11 +293,13 @@ class CertificateAuthority:
         return self._context(leaf), expires
 
     def _context(self, leaf: x509.Certificate) -> ssl.SSLContext:
+        from cryptography.hazmat.primitives import serialization
+
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.set_alpn_protocols(["http/1.1"])
         chain = leaf.public_bytes(serialization.Encoding.PEM) + self.certificate_pem()
-        key = self._leaf_key.private_bytes(
+        key = self._leaf_key().private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
@@ -286,6 +313,8 @@ class CertificateAuthority:
 
 
 def _san(host: str) -> x509.GeneralName:
+    from cryptography import x509
+
     try:
         return x509.IPAddress(ipaddress.ip_address(host))
     except ValueError:

@@ -1,7 +1,7 @@
 """egress approved hosts: domains a person allowed for an agent when a command asked
 
-Revision ID: 0029_egress_approved_hosts
-Revises: 0028_run_trace
+Revision ID: 0030_egress_approved_hosts
+Revises: 0029_checkpoints
 Create Date: 2026-12-06 03:30:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0029_egress_approved_hosts"
-down_revision = "0028_run_trace"
+revision = "0030_egress_approved_hosts"
+down_revision = "0029_checkpoints"
 branch_labels = None
 depends_on = None
 

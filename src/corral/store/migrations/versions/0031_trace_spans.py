@@ -1,7 +1,7 @@
 """trace spans: the local trace store of recent runs, shown without any collector
 
-Revision ID: 0029_trace_spans
-Revises: 0028_run_trace
+Revision ID: 0031_trace_spans
+Revises: 0030_egress_approved_hosts
 Create Date: 2026-12-06 03:30:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0029_trace_spans"
-down_revision = "0028_run_trace"
+revision = "0031_trace_spans"
+down_revision = "0030_egress_approved_hosts"
 branch_labels = None
 depends_on = None
 
