@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from corral.shell.analysis import Analysis
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from corral.shell.analysis import Analysis
 
 READERS = frozenset(
     {
