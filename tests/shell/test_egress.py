@@ -9,6 +9,7 @@ tests' resolver mapping sends to loopback. Nothing but loopback is ever contacte
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -716,3 +717,34 @@ async def test_a_permission_profiles_section_applies_to_its_calls(
     await platform.admin.set_live("egress", {"profiles": {"balanced": allowed}})
     other = await _run(platform, curl)
     assert other.data["network"] == "off" and "hello" not in other.text
+
+
+async def test_a_workflows_section_applies_to_the_calls_of_its_runs(
+    sandboxed: tuple[Platform, Path], site: Site, tmp_path: Path
+) -> None:
+    platform, _ = sandboxed
+    allowed = {"allowed_domains": [{"domain": "api.test", "ports": [site.tls_port]}]}
+    curl = f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt"
+    script = tmp_path / "model.json"
+    turns = [{"tool_calls": [{"name": "execute", "args": {"command": curl, "cwd": "work://"}}]}]
+    script.write_text(json.dumps({"turns": [*turns, {"text": "Done."}]}))
+    owner = await platform.caller()
+    workflow = await platform.workflows.set(
+        {"title": "Fetcher", "instruction": "Fetch.", "model": f"script:{script}"}, owner
+    )
+    for key in (workflow.id, "Fetcher"):  # a section is keyed by the workflow's id or title
+        await platform.admin.set_live("egress", {"workflows": {key: allowed}})
+        run = await platform.workflows.run(workflow.id, owner)
+        parked = await platform.runtime.wait_run(run.id)  # its profile asks before execute
+        assert parked.status == "parked", parked
+        (approval,) = await platform.pending_approvals()
+        await platform.decide_approval(approval.id, "approve")
+        ended = await platform.runtime.wait_run(run.id)
+        assert ended.status == "finished", ended
+        rows = await platform.rows(run.conversation_id)
+        (result,) = [r.data["result"] for r in rows if r.kind == "tool_result"]
+        text = "\n".join(str(block.get("text", "")) for block in result["content"])
+        assert "hello from api.test" in text, text
+        assert result["data"]["network"] == "proxy (egress policy)", result["data"]
+        outside = await _run(platform, curl)  # the same command, not in the workflow's run
+        assert outside.data["network"] == "off" and "hello" not in outside.text, outside.text

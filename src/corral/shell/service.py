@@ -94,6 +94,9 @@ class ShellRequest:
     agent: str = "default"
     profile: str | None = None
     """The call's permission profile: its section of the egress policy, when it has one."""
+    workflow: tuple[str, ...] = ()
+    """The workflow whose run makes the call, by its id and title (either may key its section
+    of the egress policy); empty outside a workflow run."""
     conversation_id: str | None = None
     run_id: str | None = None
     call_id: str | None = None
@@ -335,6 +338,7 @@ class ShellService:
         agent: str,
         remembered: Sequence[str] = (),
         profile: str | None = None,
+        workflow: Sequence[str] = (),
     ) -> tuple[EgressPolicy | None, str]:
         """Network mode proxy for this call: its policy (with the hosts ``remembered`` for
         the agent), or None and why it is off."""
@@ -347,7 +351,7 @@ class ShellService:
             return None, "off (network mode proxy needs Landlock ABI 4 for its TCP rules)"
         if self.egress_upstream is None or (tier == "bubblewrap" and bridge_python() is None):
             return None, "off (the egress proxy is not available here)"
-        section = egress_policy_for(live["egress"], agent=agent, profile=profile)
+        section = egress_policy_for(live["egress"], agent=agent, workflow=workflow, profile=profile)
         policy = section.with_remembered(remembered)
         if not policy.permits_anything:
             return None, "off"  # the egress policy allows no domain
@@ -414,7 +418,9 @@ class ShellService:
         domain is asked about for at most ``seconds``, the call's own limit."""
         user = request.caller.user_id
         remembered = await self.egress_approved.hosts(user, request.agent)
-        policy, label = self._egress_policy(live, request.agent, remembered, request.profile)
+        policy, label = self._egress_policy(
+            live, request.agent, remembered, request.profile, request.workflow
+        )
         if policy is None:
             return None, label
         asker = None

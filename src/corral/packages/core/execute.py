@@ -25,6 +25,7 @@ from corral.errors import InvalidArguments, ToolError
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.egress_asker import RunEgressQuestion
 from corral.packages.core.git_credentials import mentions_git, staged_tokens
+from corral.runtime.workflows import Workflows
 from corral.shell.check import CheckedCommand
 from corral.shell.records import ShellRecord
 from corral.shell.service import ShellOutcome, ShellRequest
@@ -139,6 +140,7 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         reason=str(args.get("reason") or ""),
         agent=ctx.agent,
         profile=ctx.profile,
+        workflow=await _workflow(ctx),
         conversation_id=ctx.conversation_id,
         run_id=ctx.run_id,
         call_id=ctx.call_id,
@@ -153,6 +155,18 @@ async def execute(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         return _background_result(record, dropped)
     outcome = await service.run(request, on_cancel=ctx.cancellation.on_cancel, live_sink=ctx.output)
     return _foreground_result(outcome, request)
+
+
+async def _workflow(ctx: CallContext) -> tuple[str, ...]:
+    """The id and title of the workflow whose run makes this call, looked up only while the
+    egress policy has workflow sections."""
+    egress = ctx.live.get("egress")
+    workflows = ctx.services.get(Workflows)
+    if not (isinstance(egress, Mapping) and egress.get("workflows")) or workflows is None:
+        return ()
+    if ctx.conversation_id is None:
+        return ()
+    return await workflows.store.names_of_conversation(ctx.conversation_id)
 
 
 async def _git_tokens(command: str, cwd: str | None, ctx: CallContext) -> dict[str, str]:

@@ -319,6 +319,19 @@ class WorkflowStore:
             row = await session.get(wt.WorkflowRun, run_id)
         return _link(row) if row is not None else None
 
+    async def names_of_conversation(self, conversation_id: str) -> tuple[str, ...]:
+        """The id and title of the workflow whose run made ``conversation_id``; () if none."""
+        async with self._sessions() as session:
+            found = (
+                await session.execute(
+                    select(wt.Workflow.id, wt.Workflow.title)
+                    .join(wt.WorkflowRun, wt.WorkflowRun.workflow_id == wt.Workflow.id)
+                    .where(wt.WorkflowRun.conversation_id == conversation_id)
+                    .limit(1)
+                )
+            ).first()
+        return () if found is None else (found[0], found[1])
+
     async def run_links(self, workflow_id: str, *, limit: int = 20) -> list[WorkflowRunLink]:
         async with self._sessions() as session:
             rows = await session.scalars(

@@ -12,7 +12,9 @@ An admin sets the live setting ``egress``, a JSON object::
      "agents": {"builder": {...}}, "workflows": {...}, "profiles": {...}}
 
 The top level is the default; a section under ``workflows``, ``agents`` or ``profiles``
-replaces it whole for that workflow, agent or profile (most specific first).
+replaces it whole for that workflow, agent or profile (most specific first: a shell call of
+a workflow run takes its workflow's section, keyed by the workflow's id or its title, before
+its agent's and its profile's).
 ``allowed_private_hosts`` is admin-wide: those names may resolve to loopback or private
 addresses. ``*.example.com`` matches every subdomain of example.com, not example.com
 itself. Denied domains are checked first; a raw IP address is never allowed; a domain
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from typing import Any, Literal
@@ -345,12 +347,18 @@ def egress_policy_for(
     value: Mapping[str, Any],
     *,
     agent: str | None = None,
-    workflow: str | None = None,
+    workflow: str | Sequence[str] | None = None,
     profile: str | None = None,
 ) -> EgressPolicy:
-    """The policy for one call: its workflow's, agent's or profile's section, else the top."""
+    """The policy for one call: its workflow's, agent's or profile's section, else the top.
+
+    ``workflow`` may be the names a workflow goes by (its id, then its title): the first
+    with a section wins."""
     private = _private(value)
-    for group, name in (("workflows", workflow), ("agents", agent), ("profiles", profile)):
+    workflows = (workflow,) if isinstance(workflow, str) else tuple(workflow or ())
+    candidates: list[tuple[str, str | None]] = [("workflows", name) for name in workflows]
+    candidates += [("agents", agent), ("profiles", profile)]
+    for group, name in candidates:
         sections = value.get(group) or {}
         if name is not None and name in sections:
             return _section(sections[name], f".{group}.{name}", private)
