@@ -33,6 +33,7 @@ from corral.web.fetch.addresses import AddressRules
 from tests.server.loopback import serving
 from tests.shell.conftest import BWRAP
 from tests.shell.test_egress import Site, sandboxed, site, world
+from tests.shell.test_interfaces import cli
 
 __all__ = ["sandboxed", "site", "world"]  # the fixtures, shared with test_egress
 
@@ -233,3 +234,72 @@ async def test_concurrent_connections_to_one_host_share_one_question() -> None:
     assert asked == ["new.test"]
     assert first.endswith(b"hi") and second.endswith(b"hi"), (first, second)
     assert [r.rule for r in proxy.log.records] == ["asked: allow once"] * 2
+
+
+async def test_a_kept_host_is_listed_removed_and_the_next_call_asks_again(
+    sandboxed: tuple[Platform, Path], site: Site, tmp_path: Path
+) -> None:
+    platform, _ = sandboxed
+    await _ask_policy(platform, site)
+    await platform.identity.create_user("max", "member")
+    token = (await platform.identity.create_token("owner")).token
+    other = (await platform.identity.create_token("max")).token
+    # The model's turns run on: the first chat's call and answer, then the second's.
+    path = tmp_path / "model.json"
+    turns = [
+        {"tool_calls": [{"name": "execute", "args": {"command": _curl(site), "cwd": "work://"}}]}
+    ]
+    path.write_text(json.dumps({"turns": [*turns, {"text": "Kept."}, *turns, {"text": "Done."}]}))
+    model = f"script:{path}"
+    conversation = await platform.runtime.start_conversation(model=model, profile="auto")
+    data = platform.kernel.settings.data_dir
+    async with (
+        asyncio.timeout(120),
+        platform.runtime.events.subscribe(conversation.id) as events,
+        serving(create_app(platform)) as base,
+        httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api,
+        httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {other}"}) as max_,
+    ):
+
+        def chat() -> asyncio.Task[Any]:
+            return asyncio.create_task(
+                platform.chat("go", conversation_id=conversation.id, model=model)
+            )
+
+        turn = chat()
+        asked = await _asked(events, turn)
+        kept = await api.post(f"/questions/{asked}/answer", json={"answers": [2]})
+        assert kept.status_code == 200, kept.text
+        await turn
+        listed = await api.get("/egress/hosts", params={"agent": "default"})
+        (host,) = listed.json()["hosts"]
+        assert (host["host"], host["agent"], host["decision_id"]) == ("api.test", "default", asked)
+        code, out, err = await cli(data, "egress", "hosts", "--json")
+        assert code == 0, err
+        assert [h["host"] for h in json.loads(out)] == ["api.test"]
+        # Another person sees none of it and may not reach it; unknown names say so.
+        assert (await max_.get("/egress/hosts")).json()["hosts"] == []
+        theirs = await max_.delete(
+            "/egress/hosts/api.test", params={"agent": "default", "user": "owner"}
+        )
+        assert theirs.status_code == 403, theirs.text
+        unknown = await api.get("/egress/hosts", params={"agent": "nobody"})
+        assert unknown.status_code == 404 and "no agent 'nobody'" in unknown.text, unknown.text
+        removed = await api.delete("/egress/hosts/API.test", params={"agent": "default"})
+        assert removed.json() == {
+            "removed": "api.test",
+            "agent": "default",
+            "user_id": host["user_id"],
+        }
+        again = await api.delete("/egress/hosts/api.test", params={"agent": "default"})
+        assert again.status_code == 404 and "corral egress hosts --agent default" in again.text
+        assert (await api.get("/egress/hosts")).json()["hosts"] == []
+        turn = chat()
+        second = await _asked(events, turn)  # no longer kept: the call asks again
+        denied = await api.post(f"/questions/{second}/answer", json={"answers": ["deny"]})
+        assert denied.status_code == 200, denied.text
+        await turn
+    _, refused = await _results(platform, conversation.id)
+    assert "hello from api.test" not in _text(refused)
+    code, out, err = await cli(data, "egress", "hosts", "--remove", "api.test", "--agent", "nobody")
+    assert code != 0 and "no agent 'nobody'" in out + err

@@ -1,5 +1,6 @@
 """`corral egress log [CONVERSATION]`: the connections sandboxed commands made through the
-egress proxy, allowed and refused, with the rule that decided each."""
+egress proxy, allowed and refused, with the rule that decided each. `corral egress hosts`:
+the hosts kept "for this agent" by answers to egress questions, and their removal."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Egress: the proxy's connection log.", no_args_is_help=True)
+app = typer.Typer(
+    help="Egress: the proxy's connection log and the hosts kept for an agent.",
+    no_args_is_help=True,
+)
 
 
 @app.command("log")
@@ -82,4 +86,47 @@ def log(
             f"{row['bytes_up']}/{row['bytes_down']}",
             why,
         )
+    console.print(table)
+
+
+@app.command("hosts")
+def hosts(
+    ctx: typer.Context,
+    agent: Annotated[
+        str | None, typer.Option(help="Only this agent's (needed with --remove).")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option(help="Act as this user: their kept hosts (default: the owner).")
+    ] = None,
+    remove: Annotated[
+        str | None, typer.Option(help="Stop allowing this host for --agent; it asks again.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Hosts kept "for this agent" by answers to egress questions; --remove one."""
+    if remove is not None and agent is None:
+        raise typer.BadParameter("--remove needs --agent, the agent the host was kept for")
+
+    async def work(platform: Platform) -> Any:
+        from corral.platform.egress_hosts import forget_kept_host, kept_hosts
+
+        caller = await platform.caller(user)
+        if remove is not None:
+            assert agent is not None
+            return await forget_kept_host(platform, caller, remove, agent=agent)
+        return await kept_hosts(platform, caller, agent=agent)
+
+    found = run_with_platform(ctx, work)
+    if as_json:
+        print_json(found)
+        return
+    if remove is not None:
+        console.print(f"{found['removed']} is no longer kept for agent {found['agent']}")
+        return
+    if not found:
+        console.print("no hosts kept for an agent")
+        return
+    table = Table("agent", "host", "user", "kept at", "decision")
+    for row in found:
+        table.add_row(row["agent"], row["host"], row["user"], row["kept_at"], row["decision_id"])
     console.print(table)

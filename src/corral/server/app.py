@@ -37,6 +37,7 @@ from corral.server.routes import (
     conversations,
     decisions,
     delegates,
+    egress,
     forks,
     hooks,
     rewind,
@@ -138,6 +139,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     app.include_router(tools.router)
     app.include_router(approvals.router)
     app.include_router(decisions.router)
+    app.include_router(egress.router)
     app.include_router(settings.router)
     app.include_router(shells.router)
     app.include_router(conversations.router)

@@ -65,6 +65,25 @@ class ApprovedHosts:
         async with self._sessions() as session:
             return list(await session.scalars(query))
 
+    async def rows(self, user_id: str, agent: str | None = None) -> list[EgressApprovedHost]:
+        """``user_id``'s kept hosts (for ``agent`` only, when named), by agent then host."""
+        row = EgressApprovedHost
+        query = select(row).where(row.user_id == user_id).order_by(row.agent, row.host)
+        if agent is not None:
+            query = query.where(row.agent == agent)
+        async with self._sessions() as session:
+            return list(await session.scalars(query))
+
+    async def forget(self, user_id: str, agent: str, host: str) -> bool:
+        """No longer allow ``host`` for ``user_id`` through ``agent``; False if it was not kept."""
+        row = EgressApprovedHost
+        where = (row.user_id == user_id, row.agent == agent, row.host == normalise_host(host))
+        async with self._sessions.begin() as session:
+            found = list(await session.scalars(select(row).where(*where)))
+            for kept in found:
+                await session.delete(kept)
+        return bool(found)
+
     async def remember(self, user_id: str, agent: str, host: str, decision_id: str) -> None:
         try:
             async with self._sessions.begin() as session:
