@@ -283,6 +283,10 @@ async def test_a_kept_host_is_listed_removed_and_the_next_call_asks_again(
             "/egress/hosts/api.test", params={"agent": "default", "user": "owner"}
         )
         assert theirs.status_code == 403, theirs.text
+        theirs_for_admin = await api.get("/egress/hosts", params={"user": "max"})
+        assert theirs_for_admin.json() == {"hosts": []}, theirs_for_admin.text
+        nobody = await api.get("/egress/hosts", params={"user": "nobody"})
+        assert nobody.status_code == 404 and "no user 'nobody'" in nobody.text, nobody.text
         unknown = await api.get("/egress/hosts", params={"agent": "nobody"})
         assert unknown.status_code == 404 and "no agent 'nobody'" in unknown.text, unknown.text
         removed = await api.delete("/egress/hosts/API.test", params={"agent": "default"})
