@@ -616,6 +616,12 @@ class ShellService:
 
         return both
 
+    async def sweep_checkpoints(self) -> list[str]:
+        """Drop the checkpoints the live retention no longer keeps (``checkpoint_keep_days``
+        ages them even when no new checkpoint is kept); a periodic pass. Returns their ids."""
+        live = (await self._state.dispatch_state()).live
+        return await self.checkpoints.prune(retention_of(live))
+
     async def settle_checkpoints(self) -> None:
         """Wait until ended background shells' checkpoints are kept."""
         while self._background_checkpoints:
