@@ -80,7 +80,9 @@ async def test_an_untrusted_servers_read_only_claim_still_keeps_a_checkpoint(
     assert result.data is not None and result.data["checkpoint"]["files_changed"] == 1
 
 
-async def test_a_server_runs_only_in_a_named_local_source(platform: Platform, drive: Path) -> None:
+async def test_only_an_admin_runs_a_server_and_only_in_a_named_local_source(
+    platform: Platform, drive: Path
+) -> None:
     item = {"kind": "mcp", "name": "files", "command": FILES_SERVER}
     source = await drive_source(platform, drive)
     for fields, said in (
@@ -89,3 +91,10 @@ async def test_a_server_runs_only_in_a_named_local_source(platform: Platform, dr
     ):
         refused = await platform.call_tool("connect", {"add": [{**item, "fields": fields}]})
         assert refused.is_error and said in refused.text, refused.text
+    await platform.identity.create_role("connector", ["mcp.connect"])
+    await platform.identity.create_user("max", "connector")
+    member = await platform.call_tool(
+        "connect", {"add": [{**item, "fields": {"source": source}}]}, user="max"
+    )
+    assert member.error_code == "feature_missing", member.text
+    assert "running a server in a source needs feature" in member.text

@@ -226,8 +226,6 @@ def _check_mcp(step: Step, plane: Plane) -> None:
     sampling = fields.pop("sampling", "false")
     private = fields.pop("privateHost", "false") if "url" in item else "false"
     source = fields.pop("source", None) if "command" in item else None
-    if source is not None:
-        source_folder(str(source), plane)
     if fields or {trusted, sampling, private} - {"true", "false"}:
         allowed = (
             "'trusted', 'sampling' and 'privateHost'"
@@ -248,6 +246,8 @@ def _check_mcp(step: Step, plane: Plane) -> None:
             else "reaching a private host"
         )
         raise FeatureMissing(f"{what} needs feature {ADMIN!r}", data={"features": [ADMIN]})
+    if source is not None:
+        source_folder(str(source), plane)
     if "url" in item:
         plane.mcp.check_url(str(item["url"]))
     else:
