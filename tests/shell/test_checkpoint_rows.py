@@ -117,6 +117,30 @@ async def test_retention_by_days_drops_checkpoints_past_their_age(
     assert keeper.load(str(aged)) is None
 
 
+async def test_the_periodic_sweep_drops_an_aged_checkpoint_without_a_new_one(
+    platform: Platform, drive: Path
+) -> None:
+    await start(platform, drive)
+    keeper, rows = keeper_rows(platform)
+    aged = await run(platform, drive, "echo one >> a.txt", "conv-1")
+    kept = await run(platform, drive, "echo two >> a.txt", "conv-2")
+    sessions = make_sessionmaker(platform.kernel.engine)
+    async with sessions.begin() as session:
+        await session.execute(
+            update(CheckpointRecord)
+            .where(CheckpointRecord.call_id == aged)
+            .values(created_at=datetime.now(UTC) - timedelta(days=8))
+        )
+    sweep = shells(platform).sweep_checkpoints
+    assert sweep in platform.runtime.on_tick  # the hosts' and the cluster workers' pass
+    assert await sweep() == []  # 8 days are within the default retention
+    await platform.admin.set_live("checkpoint_keep_days", 7)
+    assert await sweep() == [aged]
+    assert await rows.for_conversation("conv-1") == []
+    assert keeper.load(str(aged)) is None
+    assert [r.call_id for r in await rows.for_conversation("conv-2")] == [kept]
+
+
 async def test_rows_and_retention_on_postgresql(data_dir: Path, database_url: str) -> None:
     async with corral.open(data_dir, database_url=database_url) as platform:
         rows = CheckpointRows(make_sessionmaker(platform.kernel.engine))

@@ -1,8 +1,8 @@
 """A scripted run changes a project through the shell (sed -i, rm -r, mv, chmod, ln -s, a
-Python script writing many files) and fs_edit, under real bubblewrap. Rewinding to the
-middle gives the middle back; rewinding to the start leaves the tree byte-identical to a
-copy taken before. The conversation part hides the later rows from the model's next
-request, and the timeline keeps them, shown as rewound."""
+background shell that writes, a Python script writing many files) and fs_edit, under real
+bubblewrap. Rewinding to the middle gives the middle back; rewinding to the start leaves
+the tree byte-identical to a copy taken before. The conversation part hides the later rows
+from the model's next request, and the timeline keeps them, shown as rewound."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from corral.errors import ConversationBusy
 from corral.platform import Platform
 from corral.runtime.rewinds import rewound_seqs
 from tests.sandbox_owner import give_to_sandbox
-from tests.shell.conftest import needs_bwrap
+from tests.shell.conftest import needs_bwrap, shells
 from tests.shell.test_checkpoints import Described, describe
 from tests.shell.test_rewind import rewind
 
@@ -36,6 +36,20 @@ GEN = (
     "for i in range(200):\n"
     "    open(f'gen/deep/f{i}.txt', 'w').write(str(i) * 40)\n"
 )
+
+
+BACKGROUND = "echo more >> moved.txt && mkdir bg && echo bg > bg/out.txt && chmod 700 bg"
+
+
+async def background_ended(platform: Platform, conversation: str, call_id: str) -> None:
+    """Wait until the background shell ``call_id`` started ended and its checkpoint is kept."""
+    rows = await platform.rows(conversation)
+    [started] = [r for r in rows if r.call_id == call_id and r.kind == "tool_result"]
+    shell_id = (started.data or {})["result"]["data"]["shell_id"]
+    service = shells(platform)
+    record = await service.background.wait_ended(shell_id, 30)
+    assert record.exit_code == 0, record
+    await service.settle_checkpoints()
 
 
 class Script:
@@ -100,17 +114,22 @@ async def test_rewinding_a_scripted_run_to_the_middle_and_to_its_start(
     platform: Platform, drive: Path
 ) -> None:
     await platform.admin.set_live("checkpoints", True)
+    # No report of the background shell wakes the conversation: the script answers turns only.
+    await platform.admin.set_live("shell_background_notify", False)
     start = project(drive, platform.kernel.settings.sandbox_uid)
     cwd = str(drive / "proj")
     model = Script(platform, "script:rewind")
     model.call("c1", "execute", command="sed -i s/one/two/ a.txt", cwd=cwd)
     model.call("c2", "execute", command="rm -r sub", cwd=cwd)
     model.call("c3", "execute", command="mv b.txt moved.txt", cwd=cwd)
+    model.call("cb", "execute", command=BACKGROUND, cwd=cwd, background=True)
     model.say("Half done.")
     turn = await platform.chat("first half", model=model.name, profile="auto")
     assert turn.status == "finished" and turn.text == "Half done.", turn
     conversation = turn.conversation_id
+    await background_ended(platform, conversation, "cb")
     middle = describe(drive / "proj")
+    assert middle["bg/out.txt"][2] == b"bg\n" and middle["moved.txt"][2] == b"bee\nmore\n"
 
     model.call("c4", "execute", command="chmod 600 run.sh", cwd=cwd)
     model.call("c5", "execute", command="ln -s moved.txt link && ln -sfn a.txt old-link", cwd=cwd)
@@ -123,7 +142,8 @@ async def test_rewinding_a_scripted_run_to_the_middle_and_to_its_start(
     assert changed["a.txt"][2] == b"2\nline two\n" and "gen/deep/f199.txt" in changed
     assert "tool_use_id c6" in model.systems[-1]  # its long output is on the context map
     steps = await platform.checkpoints(conversation)
-    assert [(s.step, s.call_id) for s in steps] == [(n, f"c{n}") for n in range(1, 8)], steps
+    ids = ["c1", "c2", "c3", "cb", "c4", "c5", "c6", "c7"]
+    assert [(s.step, s.call_id) for s in steps] == list(enumerate(ids, start=1)), steps
 
     preview = await platform.rewind_preview(conversation, "c4")
     assert describe(drive / "proj") == changed  # a preview changes nothing
@@ -132,7 +152,7 @@ async def test_rewinding_a_scripted_run_to_the_middle_and_to_its_start(
     assert {r.call_id for r in preview.conversation.rows if r.call_id} == {"c4", "c5", "c6", "c7"}
 
     done = await platform.rewind(conversation, "c4")
-    assert not done.refused and [s.step for s in done.steps] == [4, 5, 6, 7]
+    assert not done.refused and [s.step for s in done.steps] == [5, 6, 7, 8]
     assert describe(drive / "proj") == middle
     assert done.conversation is not None and done.conversation.marker_seq is not None
 
@@ -140,7 +160,7 @@ async def test_rewinding_a_scripted_run_to_the_middle_and_to_its_start(
     turn = await platform.chat("where are we?", model=model.name, conversation_id=conversation)
     assert turn.text == "Back at the middle."
     sent = model.seen[-1]
-    assert call_ids(sent) == {"c1", "c2", "c3"}
+    assert call_ids(sent) == {"c1", "c2", "c3", "cb"}
     shown = texts(sent)
     assert "Half done." in shown and "All done." not in shown and "where are we?" in shown
     assert "second half" in shown  # the user's message came before the rewound turn
@@ -149,11 +169,11 @@ async def test_rewinding_a_scripted_run_to_the_middle_and_to_its_start(
     rewound = rewound_seqs(rows)
     later = [r for r in rows if r.call_id in {"c4", "c5", "c6", "c7"}]
     assert len(later) == 8 and all(r.seq in rewound for r in later)  # kept, shown as rewound
-    assert not any(r.seq in rewound for r in rows if r.call_id in {"c1", "c2", "c3"})
+    assert not any(r.seq in rewound for r in rows if r.call_id in {"c1", "c2", "c3", "cb"})
 
     done = await platform.rewind(conversation, "1")
     assert not done.refused, done.conflicts  # the first rewind's own writes are no conflict
-    assert [s.step for s in done.steps] == [1, 2, 3]
+    assert [s.step for s in done.steps] == [1, 2, 3, 4]  # the background shell's among them
     assert describe(drive / "proj") == start  # contents, modes, links and owners
     model.say("From the start.")
     await platform.chat("again", model=model.name, conversation_id=conversation)

@@ -113,7 +113,9 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     # The delegate tool's run-end hook runs after the questions' and the channels'.
     delegation = Delegation(runtime)
     runtime.on_tick.append(delegation.sweep)
-    decision_sweep = DecisionSweep(runtime, also=[delegation.sweep])
+    # Checkpoint retention by age applies even while no new checkpoint is kept.
+    runtime.on_tick.append(shells.sweep_checkpoints)
+    decision_sweep = DecisionSweep(runtime, also=[delegation.sweep, shells.sweep_checkpoints])
 
     async def start_decision_sweep() -> None:
         decision_sweep.start()

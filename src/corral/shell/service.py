@@ -30,6 +30,7 @@ from corral.shell.background import BackgroundShells, ConversationAccess, ShellL
 from corral.shell.capture import TailBuffer, trim_marker
 from corral.shell.check import CheckedCommand, check_command, platform_protected
 from corral.shell.checkpoints import Snapshot, TooManyEntries
+from corral.shell.checkpoints.around import around, checkpoint_limit, writable_roots
 from corral.shell.checkpoints.keeper import CheckpointKeeper, retention_of
 from corral.shell.checkpoints.read_only import proven_read_only
 from corral.shell.checkpoints.rows import CallScope as CheckpointScope
@@ -485,14 +486,9 @@ class ShellService:
         timeout = request.timeout or DEFAULT_TIMEOUT
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
-        try:
-            snapshots = await self._snapshots(checked, request, policy, live)
-        except (OSError, TooManyEntries) as exc:
-            snapshots, unkept = None, f"No checkpoint was kept for this call: {exc}."
-        else:
-            unkept = ""
+        roots = self._checkpoint_roots(checked, request, policy)
         # Calls covering the same source take turns from snapshot to change set.
-        try:
+        async with around(self.checkpoints, roots, live) as checkpointing:
             network, network_label = self._network(live)
             bridge = None
             if not network:
@@ -529,23 +525,15 @@ class ShellService:
                 cleanup()
                 if bridge is not None:
                     await asyncio.shield(bridge.close())
-            checkpoint = None
-            if snapshots:
-                scope = CheckpointScope(
-                    conversation_id=request.conversation_id,
-                    run_id=request.run_id,
-                    user_id=request.caller.user_id,
-                    tool="execute",
-                )
-                kept = await self.checkpoints.after(
-                    snapshots, request.call_id, scope, retention_of(live)
-                )
-                checkpoint = kept.summary()
-        finally:
-            if snapshots:
-                self.checkpoints.release(snapshots)
+            scope = CheckpointScope(
+                conversation_id=request.conversation_id,
+                run_id=request.run_id,
+                user_id=request.caller.user_id,
+                tool="execute",
+            )
+            checkpoint = await checkpointing.keep(request.call_id, scope, live)
         text, trimmed = captured_text(outcome.capture, limit)
-        notes: list[str] = [unkept] if unkept else []
+        notes: list[str] = [checkpointing.unkept] if checkpointing.unkept else []
         egress = None if bridge is None else await self._finish_egress(bridge, notes)
         if outcome.undrained:
             notes.append(
@@ -586,23 +574,22 @@ class ShellService:
         request: ShellRequest,
         policy: SourcePolicy,
         live: Mapping[str, Any],
-        *,
-        background: bool = False,
     ) -> list[Snapshot] | None:
-        """Snapshots of the sources the command may write; none for a proven reader."""
-        limit = int(live["checkpoint_max_files"])
-        if not live["checkpoints"] or limit == 0 or proven_read_only(checked.analysis):
+        """Snapshots, from its start, of the sources a background command may write."""
+        limit = checkpoint_limit(live)
+        roots = self._checkpoint_roots(checked, request, policy)
+        if limit == 0 or not roots:
             return None
-        roots = [
-            s.real_root
-            for s in policy.sources.values()
-            if s.connector == "local" and "write" in s.rights_for(request.caller)
-        ]
-        if not roots:
-            return None
-        if background:
-            return await self.checkpoints.started(roots, max_entries=limit)
-        return await self.checkpoints.before(roots, max_entries=limit)
+        return await self.checkpoints.started(roots, max_entries=limit)
+
+    @staticmethod
+    def _checkpoint_roots(
+        checked: CheckedCommand, request: ShellRequest, policy: SourcePolicy
+    ) -> list[Path]:
+        """The sources the command may write; none for a proven reader."""
+        if proven_read_only(checked.analysis):
+            return []
+        return writable_roots(policy, request.caller)
 
     def _checkpointing(
         self,
@@ -634,6 +621,12 @@ class ShellService:
             task.add_done_callback(self._background_checkpoints.discard)
 
         return both
+
+    async def sweep_checkpoints(self) -> list[str]:
+        """Drop the checkpoints the live retention no longer keeps (``checkpoint_keep_days``
+        ages them even when no new checkpoint is kept); a periodic pass. Returns their ids."""
+        live = (await self._state.dispatch_state()).live
+        return await self.checkpoints.prune(retention_of(live))
 
     async def settle_checkpoints(self) -> None:
         """Wait until ended background shells' checkpoints are kept."""
@@ -744,7 +737,7 @@ class ShellService:
         if bridge is not None:
             cleanup = self._closing_bridge(cleanup, bridge)
         try:
-            snapshots = await self._snapshots(checked, request, policy, live, background=True)
+            snapshots = await self._snapshots(checked, request, policy, live)
         except (OSError, TooManyEntries):
             snapshots = None  # the shell still runs, uncovered, as a foreground call would
         if snapshots:

@@ -74,11 +74,15 @@ SOURCE_DESCRIPTOR = {
 }
 _TRUSTED = "'true' to believe the server's read-only/destructive hints (admins)"
 _SAMPLING = "'true' to let the server ask the calling run's model for completions (admins)"
+_SOURCE = (
+    "name of a local source you may write to run the server in (its working folder; admins); "
+    "its calls to tools not read-only then keep checkpoints like execute"
+)
 MCP_DESCRIPTORS = (
     {
         "transport": "stdio",
         "requires": ["command"],
-        "fields": {"trusted": _TRUSTED, "sampling": _SAMPLING},
+        "fields": {"trusted": _TRUSTED, "sampling": _SAMPLING, "source": _SOURCE},
     },
     {
         "transport": "http",
@@ -221,26 +225,43 @@ def _check_mcp(step: Step, plane: Plane) -> None:
     trusted = fields.pop("trusted", "false")
     sampling = fields.pop("sampling", "false")
     private = fields.pop("privateHost", "false") if "url" in item else "false"
+    source = fields.pop("source", None) if "command" in item else None
     if fields or {trusted, sampling, private} - {"true", "false"}:
         allowed = (
             "'trusted', 'sampling' and 'privateHost'"
             if "url" in item
-            else "only 'trusted' and 'sampling'"
+            else "only 'trusted', 'sampling' and 'source'"
         )
-        raise InvalidArguments(f"fields accepts {allowed}, each 'true' or 'false'")
-    if "true" in (trusted, sampling, private) and not plane.caller.grants.has(ADMIN):
+        raise InvalidArguments(f"fields accepts {allowed}, each 'true' or 'false' but 'source'")
+    if (
+        "true" in (trusted, sampling, private) or source is not None
+    ) and not plane.caller.grants.has(ADMIN):
         what = (
-            "trusting a server's hints"
+            "running a server in a source"
+            if source is not None
+            else "trusting a server's hints"
             if trusted == "true"
             else "letting a server sample the run's model"
             if sampling == "true"
             else "reaching a private host"
         )
         raise FeatureMissing(f"{what} needs feature {ADMIN!r}", data={"features": [ADMIN]})
+    if source is not None:
+        source_folder(str(source), plane)
     if "url" in item:
         plane.mcp.check_url(str(item["url"]))
     else:
         plane.mcp.check_command(list(item.get("command") or []))
+
+
+def source_folder(name: str, plane: Plane) -> str:
+    """The root of the local source ``name`` the caller may write (a server's folder)."""
+    found = plane.sources.sources.get(name)
+    if found is None or found.connector != "local":
+        raise InvalidArguments(f"'source' must name a local source; {name!r} is none")
+    if "write" not in found.rights_for(plane.caller):
+        raise InvalidArguments(f"you may not write source {name!r}, so no server may run in it")
+    return str(found.real_root)
 
 
 def _check_git(step: Step, plane: Plane) -> None:
@@ -325,6 +346,7 @@ async def apply(step: Step, plane: Plane) -> dict[str, Any]:
                 trusted=fields.get("trusted") == "true",
                 private_host=fields.get("privateHost") == "true",
                 sampling=fields.get("sampling") == "true",
+                folder=source_folder(str(fields["source"]), plane) if "source" in fields else "",
                 created_by=plane.caller.user_id,
             )
             roots = roots_for(plane.caller, plane.sources)

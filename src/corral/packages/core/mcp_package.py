@@ -22,6 +22,10 @@ from corral.connect.mcp_roots import roots_for
 from corral.errors import ToolError
 from corral.packages.core.mcp_asker import RunAsker
 from corral.packages.core.mcp_resources import resource_reader
+from corral.shell.checkpoints.around import around, writable_roots
+from corral.shell.checkpoints.keeper import CheckpointKeeper
+from corral.shell.checkpoints.rows import CallScope
+from corral.shell.service import ShellService
 from corral.tools.context import CallContext
 from corral.tools.contract import LoadError, parse_tool, undescribed_properties
 from corral.tools.registry import Handler, LoadedTool, Package
@@ -92,10 +96,16 @@ def warnings(tools: list[Tool]) -> list[str]:
 
 
 def build_package(
-    server: str, connection: McpConnection, tools: list[Tool], *, trusted: bool
+    server: str,
+    connection: McpConnection,
+    tools: list[Tool],
+    *,
+    trusted: bool,
+    folder: Path | None = None,
 ) -> Package:
     """The package of ``tools`` (and a resource reader for a server with resources); tools
-    whose schema cannot be used are in its ``errors``."""
+    whose schema cannot be used are in its ``errors``. A stdio server working in ``folder``
+    keeps a checkpoint around each call to a tool not declared read-only."""
     name = package_name(server)
     package = Package(
         name=name,
@@ -122,7 +132,10 @@ def build_package(
             )
             continue
         package.tools[spec.name] = LoadedTool(
-            spec=spec, package=name, handler=_handler(connection, tool.name), is_async=True
+            spec=spec,
+            package=name,
+            handler=_handler(connection, tool.name, None if spec.annotations.read_only else folder),
+            is_async=True,
         )
     reader = resource_reader(server, connection)
     if reader is not None and reader.name not in package.tools:
@@ -130,7 +143,7 @@ def build_package(
     return package
 
 
-def _handler(connection: McpConnection, remote: str) -> Handler:
+def _handler(connection: McpConnection, remote: str, folder: Path | None) -> Handler:
     async def call(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         async def heard(progress: float, total: float | None, message: str | None) -> None:
             ctx.output("progress", progress_line(progress, total, message))
@@ -138,17 +151,33 @@ def _handler(connection: McpConnection, remote: str) -> Handler:
         roots = roots_for(ctx.caller, ctx.sources)
         # A question unanswered by then is declined while the server still has time to finish.
         asker = RunAsker(ctx, wait_seconds=connection.call_timeout * _QUESTION_SHARE)
-        running = asyncio.ensure_future(
-            connection.call(remote, args, roots=roots, progress=heard, asker=asker)
-        )
-        # Stop cancels the request at once (the SDK tells the server), not after the grace
-        # the pipeline gives handlers that wind down by themselves.
-        unregister = ctx.cancellation.on_cancel(running.cancel)
-        try:
-            answer = await running
-        except asyncio.CancelledError:
-            if not ctx.cancellation.cancelled or _cancelled_from_outside():
-                raise
+        keeper, written = _checkpointed(ctx, folder)
+        # Calls covering the same source take turns from snapshot to change set.
+        async with around(keeper, written, ctx.live) as checkpointing:
+            running = asyncio.ensure_future(
+                connection.call(remote, args, roots=roots, progress=heard, asker=asker)
+            )
+            # Stop cancels the request at once (the SDK tells the server), not after the grace
+            # the pipeline gives handlers that wind down by themselves.
+            unregister = ctx.cancellation.on_cancel(running.cancel)
+            try:
+                answer = await running
+            except asyncio.CancelledError:
+                if not ctx.cancellation.cancelled or _cancelled_from_outside():
+                    raise
+                answer = None
+            finally:
+                unregister()
+            scope = CallScope(
+                conversation_id=ctx.conversation_id,
+                run_id=ctx.run_id,
+                user_id=ctx.caller.user_id,
+                tool=ctx.tool,
+            )
+            checkpoint = await checkpointing.keep(ctx.call_id, scope, ctx.live)
+        if checkpointing.unkept:
+            ctx.notes.append(checkpointing.unkept)
+        if answer is None:
             return ToolResult.text_result(
                 f"Stopped: {remote!r} of the MCP server {connection.name!r} was cancelled "
                 "before it finished; the server was told to stop it.",
@@ -156,11 +185,27 @@ def _handler(connection: McpConnection, remote: str) -> Handler:
                 error_code="stopped",
                 status="stopped",
             )
-        finally:
-            unregister()
-        return to_result(answer, connection.name, remote)
+        result = to_result(answer, connection.name, remote)
+        if checkpoint is not None and result.data is not None:
+            result.data["checkpoint"] = checkpoint
+        return result
 
     return call
+
+
+def _checkpointed(
+    ctx: CallContext, folder: Path | None
+) -> tuple[CheckpointKeeper | None, list[Path]]:
+    """The keeper and the sources to snapshot around a call of a server working in
+    ``folder`` (none: the tool is read-only, or the server does not run on a source the
+    caller may write)."""
+    shells = ctx.services.get(ShellService)
+    if folder is None or shells is None:
+        return None, []
+    writable = writable_roots(ctx.sources, ctx.caller)
+    if not any(folder.is_relative_to(root) for root in writable):
+        return None, []
+    return shells.checkpoints, writable
 
 
 def _cancelled_from_outside() -> bool:

@@ -72,6 +72,9 @@ class McpServerSpec:
     """An administrator allowed the URL's host even though it resolves to a private address."""
     sampling: bool = False
     """An administrator lets the server ask the calling run's model for completions."""
+    folder: str = ""
+    """A stdio server's working folder when an administrator runs it in a local source
+    (its calls to tools not read-only then keep checkpoints); else its own home."""
     created_by: str = ""
 
     @property
@@ -225,6 +228,8 @@ class McpServers:
         )
         if spec.sampling:
             fields["sampling"] = True
+        if spec.folder:
+            fields["folder"] = spec.folder
         async with self._kernel.sessions.begin() as session:
             session.add(
                 ct.McpServer(
@@ -305,6 +310,7 @@ class McpServers:
                 trusted=row.trusted,
                 private_host=bool(fields.get("privateHost", False)),
                 sampling=bool(fields.get("sampling", False)),
+                folder=str(fields.get("folder", "")),
                 created_by=row.created_by,
             )
             self._specs[row.name] = spec
@@ -326,7 +332,15 @@ class McpServers:
         def on_tools(tools: list[Tool]) -> None:
             registry = self._kernel.registry
             registry.drop(package_name(name))
-            registry.add(build_package(name, connection, tools, trusted=trusted))
+            registry.add(
+                build_package(
+                    name,
+                    connection,
+                    tools,
+                    trusted=trusted,
+                    folder=Path(spec.folder) if spec.folder and not spec.url else None,
+                )
+            )
 
         opener = self._http_opener(spec, lambda: connection) if spec.url else None
         connection = McpConnection(
@@ -360,7 +374,7 @@ class McpServers:
         return stdio_opener(
             command,
             env=env.values,
-            cwd=home,
+            cwd=Path(spec.folder) if spec.folder else home,
             errlog=self._errlog(spec.name),
             network=self._network,
         )

@@ -241,6 +241,18 @@ class BlobStore:
             scratch.unlink()  # left by a process that died mid-copy; read-only, so not reopened
         return scratch
 
+    def read(self, digest: str, limit: int) -> bytes | None:
+        """The blob's content, packed or not; None when larger than ``limit`` or missing."""
+        packed = self._packed().get(digest)
+        try:
+            if packed is not None:
+                return None if packed.size > limit else self._read_packed(packed)
+            with open(self.path(digest), "rb") as src:
+                data = src.read(limit + 1)
+        except OSError:
+            return None
+        return None if len(data) > limit else data
+
     def copy_out(self, digest: str, fd: int) -> None:
         """Write the blob's content to the open descriptor ``fd``."""
         packed = self._packed().get(digest)

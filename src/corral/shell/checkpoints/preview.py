@@ -174,7 +174,7 @@ def _change(root: Path, blobs: BlobStore, path: str, prior: Prior | None) -> Pat
         kind_now == "file",
     )
     then_file = _Side(
-        _read(blobs.path(prior.digest), DIFF_MAX_FILE_BYTES)
+        blobs.read(prior.digest, DIFF_MAX_FILE_BYTES)
         if prior is not None and prior.kind == "file" and prior.digest
         else b"",
         kind_then == "file",
