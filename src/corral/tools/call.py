@@ -74,12 +74,16 @@ class ToolCall:
         "started",
         "state",
         "tool",
+        "traced_ns",
     )
 
     tool: LoadedTool
     """The resolved tool (set by the ``visibility`` stage)."""
     context: CallContext
     """The handler's context (set by the ``context`` stage)."""
+    traced_ns: int
+    """Traced chains only (:mod:`corral.tools.stage_spans`): how long the stage just left
+    took, rest of the chain included; -1 while the next stage has not been entered."""
 
     def __init__(
         self,

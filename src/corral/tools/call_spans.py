@@ -2,6 +2,9 @@
 
 The tool's arguments and result are content: recorded only while the ``trace_content`` live
 setting is on, with secret arguments left out and known secrets redacted as in rows.
+
+The span is on every traced call's path, so it carries what the conventions name and
+nothing its parent says already: the run's id is on the run's ``invoke_agent`` span.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry.context import attach, detach
-from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer, set_span_in_context
+from opentelemetry.trace import Span, StatusCode, Tracer, set_span_in_context
 
+from corral.errors import ToolError
 from corral.tools.call import ToolCall
 from corral.tools.registry import Registry
 from corral.tools.results import ToolResult
@@ -62,10 +66,12 @@ async def traced_call(
     registry: Registry,
     call: ToolCall,
     run: Callable[[ToolCall], Awaitable[ToolResult]],
+    refused: Callable[[ToolCall, ToolError], Awaitable[ToolResult]],
 ) -> ToolResult:
     """``run(call)`` inside the call's ``execute_tool`` span, current while it runs (what the
-    handler starts is its child). Spelled out rather than ``start_as_current_span``: the
-    span is on every traced call's path, and this costs a third less."""
+    handler starts is its child); a :class:`~corral.errors.ToolError` out of ``run`` is
+    answered by ``refused``. Spelled out rather than ``start_as_current_span``, and with
+    ``run`` the chain itself (no frame between): this costs a third less."""
     request = call.request
     attributes: dict[str, str] = {
         Attr.OPERATION: Op.EXECUTE_TOOL,
@@ -74,14 +80,13 @@ async def traced_call(
     }
     if request.call_id is not None:
         attributes[Attr.TOOL_CALL_ID] = request.call_id
-    if request.run_id is not None:
-        attributes[Attr.RUN_ID] = request.run_id
-    span = tracer.start_span(
-        f"{Op.EXECUTE_TOOL} {request.tool}", kind=SpanKind.INTERNAL, attributes=attributes
-    )
+    span = tracer.start_span(f"{Op.EXECUTE_TOOL} {request.tool}", attributes=attributes)
     token = attach(set_span_in_context(span))
     try:
-        result = await run(call)
+        try:
+            result = await run(call)
+        except ToolError as error:
+            result = await refused(call, error)
     except BaseException as exc:
         span.set_attribute(Attr.ERROR_TYPE, type(exc).__qualname__)
         span.set_status(StatusCode.ERROR, type(exc).__qualname__)

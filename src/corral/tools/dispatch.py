@@ -172,17 +172,14 @@ class Dispatcher:
             started=time.perf_counter(),
         )
         if self.tracer is not None:
-            return await traced_call(self.tracer, self.registry, call, self._run)
+            return await traced_call(self.tracer, self.registry, call, self._chain, self._refused)
         try:
             return await self._chain(call)
         except ToolError as error:  # from a package stage placed outside ``shaping``
-            return await self._shaping.shape(call, ToolResult.from_error(error))
+            return await self._refused(call, error)
 
-    async def _run(self, call: ToolCall) -> ToolResult:
-        try:
-            return await self._chain(call)
-        except ToolError as error:  # from a package stage placed outside ``shaping``
-            return await self._shaping.shape(call, ToolResult.from_error(error))
+    async def _refused(self, call: ToolCall, error: ToolError) -> ToolResult:
+        return await self._shaping.shape(call, ToolResult.from_error(error))
 
     def approval_required(self, tool: LoadedTool, profile: Profile) -> bool:
         """Whether ``profile`` asks a person before ``tool`` runs."""

@@ -48,8 +48,6 @@ _NOTABLE_NS = int(NOTABLE_MS * 1_000_000)
 
 HANDLER = "handler"
 
-_ROUTINE = frozenset({"passed", "ran"})
-
 
 def _decision(stage: str, result: ToolResult) -> str:
     if result.waiting is not None:
@@ -67,23 +65,8 @@ class _Spans:
         self._tracer = tracer
 
     def record(
-        self,
-        call: ToolCall,
-        started: int,
-        decision: str,
-        code: str | None = None,
-        *,
-        inner: int = 0,
+        self, call: ToolCall, started: int, ended: int, decision: str, code: str | None = None
     ) -> None:
-        """``inner``: nanoseconds the stage spent in the stages after it, which are not its
-        own time (a slow handler makes no stage wrapping it notable)."""
-        ended = time_ns()
-        if (
-            decision in _ROUTINE
-            and ended - started - inner < _NOTABLE_NS
-            and call.state.live.get("trace_stages") != "all"
-        ):
-            return
         attributes = {Attr.STAGE: self._name, Attr.STAGE_DECISION: decision}
         if code is not None:
             attributes[Attr.STAGE_CODE] = code
@@ -94,28 +77,22 @@ class _Spans:
             span.set_status(StatusCode.ERROR, code)
         span.end(end_time=ended)
 
-
-class _PassMark:
-    """The rest of the chain as one stage's ``next``: notes that the stage called it."""
-
-    __slots__ = ("_rest", "inner", "passed")
-
-    def __init__(self, rest: Next) -> None:
-        self._rest = rest
-        self.passed = False
-        self.inner = 0
-        """Nanoseconds spent in the rest of the chain."""
-
-    async def __call__(self, call: ToolCall) -> ToolResult:
-        self.passed = True
-        entered = time_ns()
-        try:
-            return await self._rest(call)
-        finally:
-            self.inner += time_ns() - entered
+    def passed(
+        self, call: ToolCall, started: int, ended: int, own: int, decision: str = "passed"
+    ) -> None:
+        """A routine decision (passed, or the handler ran): a span only if notable by its
+        ``own`` time or when every stage gets one. Called on every stage of every traced
+        call, so the cheap test comes first."""
+        if own >= _NOTABLE_NS or call.state.live.get("trace_stages") == "all":
+            self.record(call, started, ended, decision)
 
 
 class _TracedStage:
+    """A middleware stage, its ``next`` the rest of the traced chain itself. Whether the
+    stage called it, and how long the rest took, is what the next stage (or
+    :func:`_traced_end`) leaves in :attr:`ToolCall.traced_ns`: no object or frame per
+    stage and call besides the stage's own."""
+
     __slots__ = ("_name", "_rest", "_spans", "_stage")
 
     def __init__(self, stage: Stage, rest: Next, tracer: Tracer) -> None:
@@ -126,44 +103,72 @@ class _TracedStage:
 
     async def __call__(self, call: ToolCall) -> ToolResult:
         started = time_ns()
-        mark = _PassMark(self._rest)
+        call.traced_ns = -1
         try:
-            result = await self._stage(call, mark)
+            result = await self._stage(call, self._rest)
         except ToolError as error:
-            if mark.passed:
-                self._spans.record(call, started, "passed", inner=mark.inner)
+            ended = time_ns()
+            inner = call.traced_ns
+            call.traced_ns = ended - started
+            if inner >= 0:
+                self._spans.passed(call, started, ended, ended - started - inner)
             else:
-                self._spans.record(call, started, "refused", error.code)
+                self._spans.record(call, started, ended, "refused", error.code)
             raise
-        if mark.passed:
-            self._spans.record(call, started, "passed", inner=mark.inner)
+        except BaseException:
+            call.traced_ns = time_ns() - started
+            raise
+        ended = time_ns()
+        inner = call.traced_ns
+        call.traced_ns = ended - started
+        if inner >= 0:
+            self._spans.passed(call, started, ended, ended - started - inner)
         else:
             decision = _decision(self._name, result)
-            failed = decision in ("refused", "failed")
-            code = (result.error_code or "tool_error") if failed else None
-            self._spans.record(call, started, decision, code)
+            if decision == "ran":
+                self._spans.passed(call, started, ended, ended - started, "ran")
+            else:
+                failed = decision in ("refused", "failed")
+                code = (result.error_code or "tool_error") if failed else None
+                self._spans.record(call, started, ended, decision, code)
         return result
 
 
-class _TracedEntry:
-    __slots__ = ("_enter", "_rest", "_spans")
+class _TracedEntering:
+    """Consecutive entry stages (sync ``enter``), then the rest: one frame for all of them,
+    as in the untraced chain; each entry is timed on its own."""
+
+    __slots__ = ("_entries", "_rest")
 
     def __init__(
-        self, name: str, enter: Callable[[ToolCall], None], rest: Next, tracer: Tracer
+        self, entries: Sequence[tuple[Callable[[ToolCall], None], _Spans]], rest: Next
     ) -> None:
-        self._enter = enter
+        self._entries = tuple(entries)
         self._rest = rest
-        self._spans = _Spans(name, tracer)
 
     async def __call__(self, call: ToolCall) -> ToolResult:
-        started = time_ns()
+        outer = time_ns()
+        started = outer
+        for enter, spans in self._entries:
+            try:
+                enter(call)
+            except ToolError as error:
+                ended = time_ns()
+                call.traced_ns = ended - outer
+                spans.record(call, started, ended, "refused", error.code)
+                raise
+            ended = time_ns()
+            spans.passed(call, started, ended, ended - started)
+            started = ended
         try:
-            self._enter(call)
-        except ToolError as error:
-            self._spans.record(call, started, "refused", error.code)
-            raise
-        self._spans.record(call, started, "passed")
-        return await self._rest(call)
+            return await self._rest(call)
+        finally:
+            call.traced_ns = time_ns() - outer
+
+
+async def _traced_end(call: ToolCall) -> ToolResult:
+    call.traced_ns = 0
+    return await _end(call)
 
 
 async def _end(call: ToolCall) -> ToolResult:
@@ -176,11 +181,14 @@ async def _end(call: ToolCall) -> ToolResult:
 
 def compose_traced(stages: Sequence[Stage], tracer: Tracer) -> Next:
     """Like :func:`~corral.tools.stages.compose`, each stage timed for its span."""
-    chain: Next = _end
+    chain: Next = _traced_end
+    entering: list[tuple[Callable[[ToolCall], None], _Spans]] = []
     for stage in reversed(stages):
         enter = getattr(stage, "enter", None)
         if callable(enter):
-            chain = _TracedEntry(stage.name, enter, chain, tracer)
-        else:
-            chain = _TracedStage(stage, chain, tracer)
-    return chain
+            entering.insert(0, (enter, _Spans(stage.name, tracer)))
+            continue
+        if entering:
+            chain, entering = _TracedEntering(entering, chain), []
+        chain = _TracedStage(stage, chain, tracer)
+    return _TracedEntering(entering, chain) if entering else chain
