@@ -11,16 +11,26 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 import corral
 from corral.platform import Platform
+from corral.runtime.hooks import HookRunner
+from corral.runtime.hooks.config import HookHandler
+from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.landlock import landlock_abi
+from corral.shell.launcher import launcher_argv, with_network
+from corral.store.shell_tables import EgressConnection
 from corral.web.fetch.addresses import AddressRules
+from tests.conftest import FIXTURES
+from tests.packages.core.conftest import server_python
 from tests.shell.conftest import shells
 from tests.shell.test_confinement import UID, _world_folder
 from tests.shell.test_egress import FakeNames, Site, site, world
@@ -123,3 +133,80 @@ async def test_without_an_allowed_domain_the_landlock_tier_has_no_network(
     )
     assert result.data["network"] == "off"
     assert "hello" not in result.text and result.data["exit_code"] != 0
+
+
+async def test_a_command_hook_on_the_landlock_tier_reaches_out_through_the_proxy_only(
+    landlocked: tuple[Platform, Path], site: Site
+) -> None:
+    platform, drive = landlocked
+    service = shells(platform)
+
+    async def network(conversation_id: str | None) -> HelperNetwork | None:
+        return await service.helper_network(conversation_id=conversation_id)
+
+    runner = HookRunner(project_dir=drive, sandbox_uid=UID, network=network)
+    through = HookHandler(
+        kind="command",
+        command=f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt",
+    )
+    got = await runner.run(through, b"{}")
+    assert "hello from api.test" in got.stdout, got
+    tried = await runner.run(
+        HookHandler(kind="command", command=f"python3 attempts.py {site.plain_port}"), b"{}"
+    )
+    assert "tcp failed EACCES" in tried.stdout, tried  # Landlock: the proxy's port only
+    assert "udp failed EPERM" in tried.stdout  # seccomp: TCP sockets only
+    assert "bind failed EACCES" in tried.stdout
+    assert "unix failed EAFNOSUPPORT" in tried.stdout
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert [(r.host, r.allowed) for r in rows] == [("api.test", True)]
+
+    await platform.admin.set_live("egress", {})  # no domain allowed: no network at all
+    off = HookHandler(
+        kind="command",
+        command=f"curl -sS --max-time 5 http://127.0.0.1:{site.plain_port}/hello.txt; "
+        "echo ${HTTPS_PROXY:-none}",
+    )
+    alone = await runner.run(off, b"{}")
+    assert "none" in alone.stdout and "hello" not in alone.stdout, alone
+    await platform.admin.set_live("shell_network", True)
+    assert await service.helper_network() is None  # the host's network, as shell calls have
+
+
+async def test_a_stdio_mcp_server_on_the_landlock_tier_reaches_out_through_the_proxy_only(
+    landlocked: tuple[Platform, Path], site: Site
+) -> None:
+    platform, drive = landlocked
+    command = [server_python(), str(FIXTURES / "mcp_egress_server.py")]
+    added = await platform.call_tool(
+        "connect", {"add": [{"kind": "mcp", "name": "out", "command": command}]}
+    )
+    assert not added.is_error, added.text
+    url = f"https://api.test:{site.tls_port}/hello.txt"
+    fetched = await platform.call_tool("out_fetch", {"url": url, "cafile": f"{drive}/ca.pem"})
+    assert "hello from api.test" in fetched.text, fetched.text
+    dialled = await platform.call_tool("out_dial", {"host": "127.0.0.1", "port": site.plain_port})
+    assert dialled.text.startswith("blocked: PermissionError"), dialled.text
+    await platform.call_tool("connect", {"remove": [{"kind": "mcp", "name": "out"}]})
+    async with platform.kernel.sessions() as session:
+        rows = list(await session.scalars(select(EgressConnection)))
+    assert [(r.host, r.allowed) for r in rows] == [("api.test", True)]
+
+
+def test_the_launchers_network_option_refuses_a_bad_port_in_one_line() -> None:
+    argv = launcher_argv(["true"], uid=UID)
+    confined = with_network(argv, 70000)
+    done = subprocess.run(confined, capture_output=True, text=True, check=False)
+    assert done.returncode == 126
+    assert done.stderr.strip().splitlines() == [
+        "corral launcher: --net-port takes a TCP port (1-65535)"
+    ]
+    # The option goes before --uid, whatever wraps it.
+    assert with_network(argv, None)[5:8] == ["--no-network", "--uid", str(UID)]
+    assert with_network([sys.executable, "-c", "pass"], 80)[5:9] == [
+        "--net-port",
+        "80",
+        "--uid",
+        str(os.geteuid()),
+    ]

@@ -368,20 +368,22 @@ class ShellService:
         """The network of a helper process (a command hook, a stdio MCP server; its
         connections are logged under ``conversation_id``) under the shell's egress
         policy: None (the host's network) where shell calls have the network or the tier
-        is not bubblewrap, else a namespace of its own with the proxy when the policy
-        allows some domain."""
+        is neither bubblewrap nor Landlock, else no network of its own (a namespace; on
+        the Landlock tier, no TCP connect and no other socket) or, when the policy allows
+        some domain, the proxy alone."""
         live = await self._live()
         network, _ = self._network(live)
-        binary = self.status.binary
-        if network or self.status.tier != "bubblewrap" or binary is None:
+        tier, binary = self.status.tier, self.status.binary
+        if network or self.confinement != tier:
+            return None
+        if not ((tier == "bubblewrap" and binary is not None) or tier == "landlock"):
             return None
         policy, label = self._egress_policy(live, agent)
         scope = CallScope(agent=agent, conversation_id=conversation_id)
         bridge = None if policy is None else self._bridge(policy, scope, handoff)
-        assert bridge is None or isinstance(bridge, EgressBridge)  # the bubblewrap tier's
         trust = self._trust_bundle() if bridge is not None else None
         return HelperNetwork(
-            binary,
+            binary if tier == "bubblewrap" else None,
             bridge=bridge,
             store=self.egress_store,
             label=label,

@@ -4,6 +4,9 @@ A helper keeps the host's file view and identity rules (:mod:`corral.shell.launc
 changes is its network: bubblewrap gives it a namespace of its own (``--unshare-net`` over
 ``--dev-bind / /``), and, when the egress policy allows some domain, the egress bridge puts
 the platform's proxy on ``127.0.0.1:3128`` inside it, exactly as for a sandboxed command.
+On the Landlock tier (no ``bwrap``) the helper shares the host's network, so its launcher
+(:func:`corral.shell.launcher.with_network`) holds its TCP connect to the port of its own
+:class:`~corral.shell.egress.loopback.LoopbackProxy` (or to none) and refuses other sockets.
 A helper may live long (an MCP server): its connections are stored as they happen, in
 batches every :data:`SYNC_SECONDS`, not only when it ends.
 """
@@ -17,6 +20,8 @@ from collections.abc import Mapping, Sequence
 
 from corral.shell.egress.bridge import EgressBridge, proxy_environment
 from corral.shell.egress.log import EgressStore
+from corral.shell.egress.loopback import LoopbackProxy
+from corral.shell.launcher import with_network
 
 __all__ = ["SYNC_SECONDS", "HelperNetwork"]
 
@@ -31,9 +36,9 @@ class HelperNetwork:
 
     def __init__(
         self,
-        bwrap: str,
+        bwrap: str | None,
         *,
-        bridge: EgressBridge | None,
+        bridge: EgressBridge | LoopbackProxy | None,
         store: EgressStore,
         label: str,
         trust: Mapping[str, str] | None = None,
@@ -49,6 +54,8 @@ class HelperNetwork:
         self._ended = asyncio.Event()
 
     def wrap(self, argv: Sequence[str], cwd: str) -> list[str]:
+        if self._bwrap is None:  # the Landlock tier: the spawner's cwd stands
+            return with_network(argv, None if self.bridge is None else self.bridge.port)
         inner = list(argv) if self.bridge is None else self.bridge.wrap(argv)
         # As root bubblewrap needs no user namespace; otherwise it makes one of its own.
         return [self._bwrap, "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/",
