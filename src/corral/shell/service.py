@@ -374,9 +374,7 @@ class ShellService:
         live = await self._live()
         network, _ = self._network(live)
         tier, binary = self.status.tier, self.status.binary
-        if network or self.confinement != tier:
-            return None
-        if not ((tier == "bubblewrap" and binary is not None) or tier == "landlock"):
+        if network or not ((tier == "bubblewrap" and binary is not None) or tier == "landlock"):
             return None
         policy, label = self._egress_policy(live, agent)
         scope = CallScope(agent=agent, conversation_id=conversation_id)
