@@ -174,6 +174,18 @@ async def test_a_command_hook_on_the_landlock_tier_reaches_out_through_the_proxy
     assert await service.helper_network() is None  # the host's network, as shell calls have
 
 
+async def test_before_landlock_abi_4_helpers_keep_the_hosts_network_rather_than_fail(
+    landlocked: tuple[Platform, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    platform, _ = landlocked
+    service = shells(platform)
+    held = await service.helper_network()
+    assert held is not None  # held on this kernel
+    await held.finish()
+    monkeypatch.setattr("corral.shell.service.landlock_abi", lambda: 3)
+    assert await service.helper_network() is None  # no TCP rules: unheld, but it still runs
+
+
 async def test_a_stdio_mcp_server_on_the_landlock_tier_reaches_out_through_the_proxy_only(
     landlocked: tuple[Platform, Path], site: Site
 ) -> None:

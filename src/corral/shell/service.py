@@ -368,13 +368,16 @@ class ShellService:
         """The network of a helper process (a command hook, a stdio MCP server; its
         connections are logged under ``conversation_id``) under the shell's egress
         policy: None (the host's network) where shell calls have the network or the tier
-        is neither bubblewrap nor Landlock, else no network of its own (a namespace; on
-        the Landlock tier, no TCP connect and no other socket) or, when the policy allows
-        some domain, the proxy alone."""
+        is neither bubblewrap nor Landlock ABI 4 or later, else no network of its own (a
+        namespace; on the Landlock tier, no TCP connect and no other socket) or, when the
+        policy allows some domain, the proxy alone."""
         live = await self._live()
         network, _ = self._network(live)
         tier, binary = self.status.tier, self.status.binary
-        if network or not ((tier == "bubblewrap" and binary is not None) or tier == "landlock"):
+        held = (tier == "bubblewrap" and binary is not None) or (
+            tier == "landlock" and landlock_abi() >= 4  # older kernels: no TCP rules to hold it
+        )
+        if network or not held:
             return None
         policy, label = self._egress_policy(live, agent)
         scope = CallScope(agent=agent, conversation_id=conversation_id)
