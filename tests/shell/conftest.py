@@ -20,6 +20,8 @@ import pytest
 import corral
 from corral import Cancellation
 from corral.platform import Platform
+from corral.runtime.hooks import HookRunner
+from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.processes import is_gone
 from corral.shell.service import ShellService
 
@@ -87,6 +89,17 @@ async def unconfined(data_dir: Path) -> AsyncIterator[Platform]:
 
 def shells(platform: Platform) -> ShellService:
     return platform.services.require(ShellService)
+
+
+def egress_hook_runner(platform: Platform, folder: Path, uid: int) -> HookRunner:
+    """A command-hook runner in ``folder`` whose network is the platform's egress policy for
+    helpers, as the platform's own hooks get it."""
+    service = shells(platform)
+
+    async def network(conversation_id: str | None) -> HelperNetwork | None:
+        return await service.helper_network(conversation_id=conversation_id)
+
+    return HookRunner(project_dir=folder, sandbox_uid=uid, network=network)
 
 
 def host_pids(token: str) -> list[int]:

@@ -32,14 +32,12 @@ from sqlalchemy import select
 import corral
 from corral.errors import UsageError
 from corral.platform import Platform
-from corral.runtime.hooks import HookRunner
 from corral.runtime.hooks.config import HookHandler
 from corral.runtime.timeline import TimelineRow
 from corral.server import create_app
 from corral.server.ui.render import templates
 from corral.server.ui.sessions import COOKIE_NAME
 from corral.server.ui.timeline import TimelineView
-from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.log import CallScope, EgressLog, EgressStore
 from corral.shell.egress.policy import HostDecision, check_egress_setting, egress_policy_for
 from corral.shell.egress.proxy import EgressProxy
@@ -48,7 +46,7 @@ from corral.store.shell_tables import EgressConnection
 from corral.web.fetch.addresses import AddressRules
 from tests.conftest import FIXTURES
 from tests.packages.core.conftest import server_python
-from tests.shell.conftest import BWRAP, shells
+from tests.shell.conftest import BWRAP, egress_hook_runner, shells
 from tests.shell.test_interfaces import cli
 
 pytestmark = pytest.mark.skipif(not BWRAP, reason="bubblewrap cannot run here")
@@ -588,10 +586,7 @@ async def test_command_hooks_run_under_the_egress_policy(
     platform, work = sandboxed
     service = shells(platform)
 
-    async def network(conversation_id: str | None) -> HelperNetwork | None:
-        return await service.helper_network(conversation_id=conversation_id)
-
-    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=network)
+    runner = egress_hook_runner(platform, work, UID)
     through = HookHandler(
         kind="command",
         command=f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt",

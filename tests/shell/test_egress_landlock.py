@@ -21,9 +21,7 @@ from sqlalchemy import select
 
 import corral
 from corral.platform import Platform
-from corral.runtime.hooks import HookRunner
 from corral.runtime.hooks.config import HookHandler
-from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.shell.landlock import landlock_abi
 from corral.shell.launcher import launcher_argv, with_network
@@ -31,7 +29,7 @@ from corral.store.shell_tables import EgressConnection
 from corral.web.fetch.addresses import AddressRules
 from tests.conftest import FIXTURES
 from tests.packages.core.conftest import server_python
-from tests.shell.conftest import shells
+from tests.shell.conftest import egress_hook_runner, shells
 from tests.shell.test_confinement import UID, _world_folder
 from tests.shell.test_egress import FakeNames, Site, site, world
 
@@ -141,10 +139,7 @@ async def test_a_command_hook_on_the_landlock_tier_reaches_out_through_the_proxy
     platform, drive = landlocked
     service = shells(platform)
 
-    async def network(conversation_id: str | None) -> HelperNetwork | None:
-        return await service.helper_network(conversation_id=conversation_id)
-
-    runner = HookRunner(project_dir=drive, sandbox_uid=UID, network=network)
+    runner = egress_hook_runner(platform, drive, UID)
     through = HookHandler(
         kind="command",
         command=f"curl -sS --cacert ca.pem https://api.test:{site.tls_port}/hello.txt",

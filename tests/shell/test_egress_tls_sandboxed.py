@@ -18,14 +18,12 @@ import corral
 from corral.connect import Injection
 from corral.packages.core.egress_credentials import injected_bindings
 from corral.platform import Platform
-from corral.runtime.hooks import HookRunner
 from corral.runtime.hooks.config import HookHandler
 from corral.shell.egress.credentials import placeholder
-from corral.shell.egress.helpers import HelperNetwork
 from corral.shell.egress.tls import TlsInterceptor
 from corral.shell.egress.upstream import UpstreamConnector
 from corral.web.fetch.addresses import AddressRules
-from tests.shell.conftest import BWRAP, shells
+from tests.shell.conftest import BWRAP, egress_hook_runner, shells
 from tests.shell.test_egress import UID, FakeNames, _folder, world
 from tests.shell.test_egress_tls_proxy import Site, site
 
@@ -149,12 +147,7 @@ async def test_a_command_hook_trusts_the_proxy_ca_for_an_intercepted_domain(
         "egress",
         {"allowed_domains": [{"domain": "api.test", "methods": ["GET"], "ports": [site.port]}]},
     )
-    service = shells(running)
-
-    async def network(conversation_id: str | None) -> HelperNetwork | None:
-        return await service.helper_network(conversation_id=conversation_id)
-
-    runner = HookRunner(project_dir=work, sandbox_uid=UID, network=network)
+    runner = egress_hook_runner(running, work, UID)
     # No --cacert: the hook trusts the leaf the proxy minted through the bundle it is given.
     got = await runner.run(
         HookHandler(kind="command", command=f"curl -sS https://api.test:{site.port}/whoami"),
