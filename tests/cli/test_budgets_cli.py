@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.test_chat_cli import run, script
+from tests.cli.processes import script_model
+from tests.cli.test_chat_cli import run
 
 
 def test_set_a_budget_run_against_it_and_show_spent_and_limit(
     data_dir: Path, tmp_path: Path
 ) -> None:
     first = run(
-        data_dir, "chat", "--model", script(tmp_path, "hi", {"text": "Hi."}), "--json", "hi"
+        data_dir, "chat", "--model", script_model(tmp_path, "hi", {"text": "Hi."}), "--json", "hi"
     )
-    model = script(
+    model = script_model(
         tmp_path,
         "budgeted",
         {"text": "(the first turn, answered above)"},

@@ -5,24 +5,17 @@ Three processes only: each one opens the platform, which is slow on a busy machi
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import corral
 from corral.channels import Channels
+from tests.cli.processes import corral_cli
 from tests.cli.test_credentials_cli import VALUE
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "channels", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    return corral_cli(data_dir, "channels", *args)
 
 
 async def test_pairing_list_approve_and_reject(data_dir: Path) -> None:

@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import DEMO
+from tests.cli.processes import corral_cli, script_model
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir), "CORRAL_PACKAGE_PATH": str(DEMO)}
-    return subprocess.run(
-        [sys.executable, "-m", "corral", *args], capture_output=True, text=True, env=env
-    )
-
-
-def script(tmp_path: Path, name: str, *turns: object) -> str:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({"turns": list(turns)}))
-    return f"script:{path}"
+    return corral_cli(data_dir, *args, demo=True)
 
 
 def test_chat_streams_the_turn_and_continues_a_conversation(data_dir: Path, tmp_path: Path) -> None:
-    model = script(
+    model = script_model(
         tmp_path,
         "chat",
         {"text": "Let me echo.", "tool_calls": [{"name": "echo", "args": {"text": "hi"}}]},
@@ -50,7 +39,7 @@ def test_chat_streams_the_turn_and_continues_a_conversation(data_dir: Path, tmp_
 
 
 def test_chat_exit_codes_and_mistakes(data_dir: Path, tmp_path: Path) -> None:
-    parks = script(
+    parks = script_model(
         tmp_path,
         "parks",
         {"tool_calls": [{"name": "write_note", "args": {"path": "a", "text": "b"}}]},
@@ -65,7 +54,7 @@ def test_chat_exit_codes_and_mistakes(data_dir: Path, tmp_path: Path) -> None:
 
 
 def test_agents_set_and_the_inbox(data_dir: Path, tmp_path: Path) -> None:
-    model = script(tmp_path, "helper", {"text": "ready"}, {"text": "got your note"})
+    model = script_model(tmp_path, "helper", {"text": "ready"}, {"text": "got your note"})
     created = run(data_dir, "agents", "set", "helper", "--instructions", "Help.", "--model", model)
     assert created.returncode == 0, created.stderr
     agents = json.loads(run(data_dir, "agents", "list", "--json").stdout)

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import DEMO
+from tests.cli.processes import corral_cli
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir), "CORRAL_PACKAGE_PATH": str(DEMO)}
-    return subprocess.run(
-        [sys.executable, "-m", "corral", *args], capture_output=True, text=True, env=env
-    )
+    return corral_cli(data_dir, *args, demo=True)
 
 
 def test_tools_call_exit_codes(data_dir: Path) -> None:

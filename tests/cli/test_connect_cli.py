@@ -31,6 +31,7 @@ from corral.cli.connect import (
 from corral.cli.main import app
 from corral.errors import ToolError, UsageError
 from corral.platform import Platform
+from tests.cli.processes import corral_cli
 from tests.conftest import DEMO
 from tests.fixtures.mcp_oauth_server import Issuer, build_app
 from tests.packages.core.conftest import MCP_SERVER
@@ -180,14 +181,7 @@ async def test_a_link_no_browser_could_follow_back_is_not_handed_out(
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "connect", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    return corral_cli(data_dir, "connect", *args)
 
 
 def test_list_and_check_print_what_the_tool_answers(data_dir: Path) -> None:

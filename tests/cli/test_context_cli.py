@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from tests.cli.processes import script_model
 from tests.cli.test_chat_cli import run
-
-
-def script(tmp_path: Path, name: str, *turns: object, **options: Any) -> str:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({"turns": list(turns), **options}))
-    return f"script:{path}"
-
 
 ASK = {
     "name": "ask_question",
@@ -27,7 +20,7 @@ ASK = {
 
 
 def test_answering_a_question_from_another_process(data_dir: Path, tmp_path: Path) -> None:
-    model = script(
+    model = script_model(
         tmp_path,
         "ask",
         {"tool_calls": [ASK]},
@@ -52,7 +45,7 @@ def test_answering_a_question_from_another_process(data_dir: Path, tmp_path: Pat
 
 def test_goals_compactions_summarize_and_meta(data_dir: Path, tmp_path: Path) -> None:
     pasted = "a very long paste " * 400
-    model = script(
+    model = script_model(
         tmp_path,
         "trim",
         {
@@ -100,7 +93,7 @@ def test_goals_compactions_summarize_and_meta(data_dir: Path, tmp_path: Path) ->
     applied = json.loads(run(data_dir, "compactions", "apply", cid, made["id"], "--json").stdout)
     assert applied[0]["applied"] is True
 
-    writer = script(tmp_path, "summary", final_text="We trimmed a long paste.")
+    writer = script_model(tmp_path, "summary", final_text="We trimmed a long paste.")
     summary = run(data_dir, "summarize", cid, "--model", writer)
     assert summary.returncode == 0, summary.stderr
     assert (

@@ -4,24 +4,17 @@ and no command prints a stored value."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli.processes import corral_cli
 
 VALUE = "tvly-cli-0123456789abcdef"
 
 
 def run(data_dir: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "credentials", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=stdin,
-    )
+    return corral_cli(data_dir, "credentials", *args, stdin=stdin)
 
 
 def test_set_list_rotate_remove_without_ever_printing_the_value(data_dir: Path) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.test_chat_cli import run, script
+from tests.cli.processes import script_model
+from tests.cli.test_chat_cli import run
 
 
 def test_list_show_and_continue_from_the_command_line(data_dir: Path, tmp_path: Path) -> None:
-    child = script(tmp_path, "child", {"text": "Child answer."}, {"text": "Child again."})
+    child = script_model(tmp_path, "child", {"text": "Child answer."}, {"text": "Child again."})
     delegate = {"name": "delegate", "args": {"task": "Dig", "model": child}}
-    parent = script(tmp_path, "parent", {"tool_calls": [delegate]}, {"text": "Parent done."})
+    parent = script_model(tmp_path, "parent", {"tool_calls": [delegate]}, {"text": "Parent done."})
     chat = run(data_dir, "chat", "--model", parent, "--profile", "auto", "--json", "go")
     assert chat.returncode == 0, chat.stderr
     conversation = json.loads(chat.stdout)["conversation_id"]

@@ -4,20 +4,16 @@ every skill with the bundles left out and why; show prints one."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli.processes import corral_cli
 from tests.runtime.skills.conftest import write_bundle
 from tests.runtime.skills.test_claude_code_bundles import ANTHROPIC
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir), "COLUMNS": "400"}
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "skills", *args], capture_output=True, text=True, env=env
-    )
+    return corral_cli(data_dir, "skills", *args, env={"COLUMNS": "400"})
 
 
 def flat(text: str) -> str:

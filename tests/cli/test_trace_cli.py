@@ -6,30 +6,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import DEMO
+from tests.cli.processes import corral_cli, script_model
 
 
 def run(data_dir: Path, *args: str, traced: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORRAL_DATA_DIR": str(data_dir), "CORRAL_PACKAGE_PATH": str(DEMO)}
-    env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
+    otel: dict[str, str | None] = {k: None for k in os.environ if k.startswith("OTEL_")}
     if traced:
-        env["OTEL_TRACES_EXPORTER"] = "corral"
-    return subprocess.run(
-        [sys.executable, "-m", "corral", *args], capture_output=True, text=True, env=env
-    )
-
-
-def script(tmp_path: Path, name: str, *turns: object) -> str:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({"turns": list(turns)}))
-    return f"script:{path}"
+        otel["OTEL_TRACES_EXPORTER"] = "corral"
+    return corral_cli(data_dir, *args, env=otel, demo=True)
 
 
 def test_a_traced_runs_tree_is_printed_by_a_later_process(data_dir: Path, tmp_path: Path) -> None:
-    model = script(
+    model = script_model(
         tmp_path,
         "echo",
         {"text": "Let me echo.", "tool_calls": [{"name": "echo", "args": {"text": "hi"}}]},
@@ -66,7 +56,7 @@ def test_unknown_and_untraced_runs_are_clear_errors(data_dir: Path, tmp_path: Pa
     assert unknown.returncode == 2
     assert "run_nope" in unknown.stderr and "Traceback" not in unknown.stderr
 
-    model = script(tmp_path, "hello", {"text": "Hello."})
+    model = script_model(tmp_path, "hello", {"text": "Hello."})
     chat = run(data_dir, "chat", "--json", "--model", model, "hi", traced=False)
     assert chat.returncode == 0, chat.stderr
     run_id = json.loads(chat.stdout)["run_id"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.test_chat_cli import run, script
+from tests.cli.processes import script_model
+from tests.cli.test_chat_cli import run
 
 
 def flat(text: str) -> str:
@@ -14,7 +15,7 @@ def flat(text: str) -> str:
 
 
 def test_workflows_from_the_command_line(data_dir: Path, tmp_path: Path) -> None:
-    model = script(tmp_path, "wf", {"text": "Digest written."})
+    model = script_model(tmp_path, "wf", {"text": "Digest written."})
     created = run(
         data_dir,
         "workflows", "set", "--title", "Digest", "--instruction", "Write the digest.",
@@ -58,7 +59,7 @@ def test_sharing_a_workflow_from_the_command_line(data_dir: Path, tmp_path: Path
     created = run(
         data_dir,
         "workflows", "set", "--title", "Digest", "--instruction", "Write the digest.",
-        "--model", script(tmp_path, "wf", {"text": "ok"}),
+        "--model", script_model(tmp_path, "wf", {"text": "ok"}),
     )  # fmt: skip
     workflow_id = created.stdout.split()[-1]
     shown = run(data_dir, "workflows", "show", workflow_id).stdout
