@@ -130,6 +130,17 @@ async def test_a_refused_delivery_does_not_use_up_its_key(
     assert await runs(api_platform) == 2
 
 
+async def raw_update(data_dir: Path, statement: str) -> int:
+    """Run ``statement`` on the database file from outside the platform, in a thread: the run
+    the delivery started may hold the write lock until the event loop lets it commit."""
+
+    def update() -> int:
+        with sqlite3.connect(data_dir / "corral.db", timeout=30) as raw:
+            return raw.execute(statement).rowcount
+
+    return await asyncio.to_thread(update)
+
+
 async def test_a_key_past_the_window_is_forgotten(
     http: httpx.AsyncClient, api_platform: Platform, tmp_path: Path, data_dir: Path
 ) -> None:
@@ -137,10 +148,9 @@ async def test_a_key_past_the_window_is_forgotten(
     path = f"/hooks/{workflow_id}/{hook_id}"
     await http.put("/settings/live/workflow_hook_idempotency_hours", json={"value": 1})
     assert (await deliver(http, path, key, BODY, "evt-old")).status_code == 202
-    with sqlite3.connect(data_dir / "corral.db") as raw:
-        moved = raw.execute(
-            "UPDATE workflow_hook_deliveries SET created_at = datetime('now', '-61 minutes')"
-        ).rowcount
+    moved = await raw_update(
+        data_dir, "UPDATE workflow_hook_deliveries SET created_at = datetime('now', '-61 minutes')"
+    )
     assert moved == 1
     assert (await deliver(http, path, key, BODY, "evt-old")).status_code == 202
     assert await runs(api_platform) == 2
@@ -153,14 +163,12 @@ async def test_a_claim_left_by_a_dead_process_is_taken_over(
     path = f"/hooks/{workflow_id}/{hook_id}"
     assert (await deliver(http, path, key, BODY, "evt-dead")).status_code == 202
     # As if the process had died between claiming the key and starting the run.
-    with sqlite3.connect(data_dir / "corral.db") as raw:
-        raw.execute("UPDATE workflow_hook_deliveries SET run_id = NULL")
+    await raw_update(data_dir, "UPDATE workflow_hook_deliveries SET run_id = NULL")
     starting = await deliver(http, path, key, BODY, "evt-dead")
     assert starting.status_code == 409 and "still starting" in starting.json()["detail"]
-    with sqlite3.connect(data_dir / "corral.db") as raw:
-        raw.execute(
-            "UPDATE workflow_hook_deliveries SET created_at = datetime('now', '-6 minutes')"
-        )
+    await raw_update(
+        data_dir, "UPDATE workflow_hook_deliveries SET created_at = datetime('now', '-6 minutes')"
+    )
     taken = await deliver(http, path, key, BODY, "evt-dead")
     assert taken.status_code == 202, taken.text
     assert await runs(api_platform) == 2
