@@ -49,6 +49,7 @@ MAX_DEPTH = 4
 """Levels of re-parsed scripts (``bash -c`` inside ``bash -c``…) accepted."""
 _MAX_BACKTICKS = 8
 _MAX_WORK = 8_000_000
+_TOP = StatementContext()
 _STATEMENTS = frozenset(
     {"command", "redirected_statement", "pipeline", "list", "subshell", "compound_statement",
      "if_statement", "while_statement", "for_statement", "c_style_for_statement",
@@ -163,7 +164,7 @@ class Walker:
         resolver = WordResolver(src, sink, home=self.home, positionals=positionals)
         frame = Frame(src, resolver, {} if functions is None else functions, depth)
         sink.frame = frame
-        flow = self.block(root.children, frame, ctx or StatementContext(), bases)
+        flow = self.block(root.children, frame, ctx or _TOP, bases)
         if functions is None:
             _functions.check_fork_bombs(frame.functions)
         return flow
