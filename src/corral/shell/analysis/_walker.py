@@ -453,8 +453,9 @@ class Walker:
                 self.descend(child, frame)
         redirs = _redirects.resolve(self, frame, gathered.files, bases)
         stdin = _redirects.stdin_of(gathered, redirs, ctx.stdin)
-        call = Call(argv=argv, frame=frame, ctx=ctx.with_stdin(stdin), bases=bases)
-        call.redirects = redirs
+        call = Call(
+            argv=argv, frame=frame, ctx=ctx.with_stdin(stdin), bases=bases, redirects=redirs
+        )
         return self._continue(gathered, frame, ctx, bases, self.run(call, prefix=prefix))
 
     def run(
