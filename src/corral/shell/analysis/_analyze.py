@@ -135,6 +135,9 @@ def _analyze(
                 "The command nests statements or substitutions too deeply to analyse; split "
                 "it into simpler commands or a script file.",
             )
+        finally:
+            walker.release()
+            recorder.unreadable = None  # its traceback holds the frame that holds it
         return Analysis(
             command=command,
             allowed=True,

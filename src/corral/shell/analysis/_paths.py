@@ -89,30 +89,25 @@ _ALWAYS_SPLIT = frozenset(" \t\n'\"`()<>|&;=:,$@")
 
 def split_tokens(e: str) -> list[str]:
     """Path-ish pieces of a word (for code strings and ``--opt=/path`` forms), escaped."""
-    tokens: list[str] = []
-    current: list[str] = []
-    i, n = 0, len(e)
-    while i < n:
-        c = e[i]
-        if c == "\\" and i + 1 < n:
-            if e[i + 1] in _SEPARATORS:
-                if current:
-                    tokens.append("".join(current))
-                    current = []
-            else:
-                current.append(e[i : i + 2])
-            i += 2
-            continue
-        if c in _ALWAYS_SPLIT:
-            if current:
-                tokens.append("".join(current))
-                current = []
-        else:
-            current.append(c)
-        i += 1
-    if current:
-        tokens.append("".join(current))
-    return tokens
+    return [token for token in _TOKEN.findall(e) if token]
+
+
+def _class(chars: frozenset[str], *, negate: bool = False, also: str = "") -> str:
+    return "[" + ("^" if negate else "") + also + "".join(re.escape(c) for c in sorted(chars)) + "]"
+
+
+_KEPT_PAIR = r"\\" + _class(_SEPARATORS, negate=True)
+"""A backslash before a non-separator: kept, backslash and all."""
+_DROPPED_PAIR = r"\\" + _class(_SEPARATORS)
+"""A backslash before a separator: splits, and both characters are dropped."""
+_LONE_END = r"\\\Z"
+"""A backslash that ends the word: kept."""
+_PLAIN = _class(_ALWAYS_SPLIT, negate=True, also=r"\\")
+_TOKEN = re.compile(
+    # Left to right, each character is part of a token run (a kept pair, a trailing lone
+    # backslash or a plain character) or of a separator; findall yields "" for separators.
+    f"((?:{_PLAIN}+|{_KEPT_PAIR}|{_LONE_END})+)|{_DROPPED_PAIR}|{_class(_ALWAYS_SPLIT)}+"
+)
 
 
 # ---- protection ------------------------------------------------------------------------

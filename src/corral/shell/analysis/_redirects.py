@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -30,8 +30,14 @@ class Gathered:
     """Statements tree-sitter hangs under a here-document (``cat <<EOF | sh``)."""
 
 
-def gather(walker: Walking, frame: Frame, nodes: Iterable[Node]) -> Gathered:
+_NOTHING = Gathered()
+"""What a statement without redirects gathers (shared: only :func:`gather` fills one)."""
+
+
+def gather(walker: Walking, frame: Frame, nodes: Sequence[Node]) -> Gathered:
     """Sort redirect nodes into file redirects, stdin sources and continuations."""
+    if not nodes:
+        return _NOTHING
     out = Gathered()
     for node in nodes:
         kind = node.type
