@@ -26,6 +26,7 @@ from corral.platform import Platform
 from corral.server.access_log import hide_oauth_queries
 from corral.server.api_docs import install_api_docs
 from corral.server.body_limit import BodyLimit
+from corral.server.fast_tool_call import FastToolCalls
 from corral.server.mcp_http import McpEndpoint
 from corral.server.openapi_errors import document_errors
 from corral.server.routes import (
@@ -84,6 +85,7 @@ def create_app(platform: Platform, *, close_platform: bool = False) -> FastAPI:
     async def body_limit() -> int:
         return int((await platform.kernel.live_settings())["http_body_max_bytes"])
 
+    app.add_middleware(FastToolCalls, api=app)  # innermost: takes the body parsed below
     app.add_middleware(StrictJsonBodies, raw_body=_parses_own_body)
     app.add_middleware(BodyLimit, limit=body_limit)  # nothing reads past the limit
     if platform.kernel.dispatcher.tracer is not None:

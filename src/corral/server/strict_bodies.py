@@ -6,6 +6,9 @@ at most :data:`corral.strict_json.MAX_DEPTH` levels; otherwise the answer is a 4
 as FastAPI's own validation errors (``type: json_invalid``) that says what was wrong.
 Routes that read their body raw (webhooks, vendors' inbound, MCP) parse it themselves with
 :func:`corral.strict_json.loads` and answer in their own documented shape.
+
+The parsed body is left in the scope under :data:`PARSED_BODY`, so that what answers inside
+(the tool call's fast path) need not parse it again.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from corral.strict_json import JsonRefused, loads
 
-__all__ = ["StrictJsonBodies"]
+__all__ = ["PARSED_BODY", "StrictJsonBodies"]
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -24,6 +27,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+PARSED_BODY = "corral.parsed_body"
+"""Scope key of the strictly parsed JSON body (absent for an empty body)."""
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -56,7 +61,7 @@ class StrictJsonBodies:
         body = b"".join(parts)
         if body:
             try:
-                loads(body)
+                scope[PARSED_BODY] = loads(body)
             except JsonRefused as exc:
                 await _refuse(send, str(exc))
                 return
