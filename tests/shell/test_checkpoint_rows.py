@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 import corral
 from corral.platform import Platform
-from corral.shell.checkpoints.keeper import CheckpointKeeper
+from corral.shell.checkpoints.keeper import PRUNE_EVERY, CheckpointKeeper
 from corral.shell.checkpoints.rows import CallScope, CheckpointRows
 from corral.store import make_sessionmaker
 from corral.store.shell_tables import CheckpointRecord
@@ -113,7 +113,13 @@ async def test_retention_by_days_drops_checkpoints_past_their_age(
             .values(created_at=datetime.now(UTC) - timedelta(days=8))
         )
     fresh = await run(platform, drive, "echo two >> a.txt", "conv-1")
-    assert [r.call_id for r in await rows.for_conversation("conv-1")] == [fresh]
+    # a pass ran after the first checkpoint; the next comes a minute later (or when a
+    # conversation is over its count), not after every call
+    assert [r.call_id for r in await rows.for_conversation("conv-1")] == [aged, fresh]
+    later = keeper.clock() + PRUNE_EVERY
+    keeper.clock = lambda: later
+    third = await run(platform, drive, "echo three >> a.txt", "conv-1")
+    assert [r.call_id for r in await rows.for_conversation("conv-1")] == [fresh, third]
     assert keeper.load(str(aged)) is None
 
 

@@ -1,6 +1,6 @@
 """Checkpoint rows: which writing calls of a conversation changed files, and how much.
 
-The change sets themselves are files (see :mod:`corral.shell.checkpoints.keeper`); the
+The change sets themselves are on disk (see :mod:`corral.shell.checkpoints.keeper`); the
 rows order them within a conversation and say which ones retention drops."""
 
 from __future__ import annotations
@@ -67,6 +67,17 @@ class CheckpointRows:
                     bytes=size,
                 )
             )
+
+    async def count(self, conversation_id: str | None) -> int:
+        """How many checkpoints the conversation keeps (None: calls outside any)."""
+        query = select(func.count()).select_from(CheckpointRecord)
+        query = query.where(
+            CheckpointRecord.conversation_id.is_(None)
+            if conversation_id is None
+            else CheckpointRecord.conversation_id == conversation_id
+        )
+        async with self._sessions() as session:
+            return int(await session.scalar(query) or 0)
 
     async def for_conversation(self, conversation_id: str) -> list[StoredCheckpoint]:
         """The conversation's kept checkpoints, oldest first."""
