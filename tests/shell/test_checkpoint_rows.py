@@ -158,5 +158,7 @@ async def test_rows_and_retention_on_postgresql(data_dir: Path, database_url: st
             (2, "a2", 3 * 2**30),
         ]
         assert await rows.expired(keep_count=1, keep_days=30) == ["a1"]
+        assert [await rows.count(c) for c in ("c1", "c2", None, "c3")] == [2, 1, 1, 0]
         await rows.drop(["a1"])
         assert await rows.expired(keep_count=1, keep_days=30) == []
+        assert await rows.count("c1") == 1

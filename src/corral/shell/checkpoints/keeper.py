@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from corral.files import make_private_folder
 from corral.shell.checkpoints.blobs import BlobStore
 from corral.shell.checkpoints.capture import (
     Checkpoint,
+    Prior,
     Snapshot,
     TooManyEntries,
     advance,
@@ -94,12 +95,20 @@ def retention_of(live: Mapping[str, Any]) -> Retention:
     )
 
 
-def _state(root: Path, path: str) -> Entry | None:
-    full = root / path
+def _state(root: str, path: str) -> Entry | None:
+    full = os.path.join(root, path)
     try:
-        return entry_of(str(full), os.lstat(full))
+        return entry_of(full, os.lstat(full))
     except FileNotFoundError:
         return None
+
+
+def _fields(value: Entry | Prior | None) -> dict[str, object] | None:
+    """``asdict`` for these flat records, without its deep copies (most of the cost of
+    recording a change set)."""
+    if value is None:
+        return None
+    return {name: getattr(value, name) for name in value.__slots__}
 
 
 @dataclass(slots=True)
@@ -330,15 +339,16 @@ class CheckpointKeeper:
         (not synced, as the contents it names are not: an fsync cost 10 to 20 ms per call
         on the busy disk measured, more than the rest of the checkpoint)."""
         after = {
-            root: {path: _state(Path(root), path) for path in c.priors}
-            for root, c in sources.items()
+            root: {path: _state(root, path) for path in c.priors} for root, c in sources.items()
         }
         document = {
             "call_id": name,
-            "sources": {root: c.to_json() for root, c in sources.items()},
+            "sources": {
+                root: {p: _fields(prior) for p, prior in c.priors.items()}
+                for root, c in sources.items()
+            },
             "after": {
-                root: {p: None if e is None else asdict(e) for p, e in states.items()}
-                for root, states in after.items()
+                root: {p: _fields(e) for p, e in states.items()} for root, states in after.items()
             },
         }
         self.calls.append(name, document)
