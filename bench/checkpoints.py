@@ -87,7 +87,6 @@ PHASES = {
     "_changes": "change set (thread)",
     "after": "after (with hops)",
     "keep": "keep",
-    "_write_call": "change set written",
     "_record": "change set written",
     "add": "row insert",
     "prune": "retention",

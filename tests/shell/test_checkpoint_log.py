@@ -5,6 +5,9 @@ is skipped; and change sets kept the old way (a JSON file each) are still rewoun
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,18 @@ from corral.shell.checkpoints.change_log import ChangeLog
 from corral.shell.checkpoints.keeper import CheckpointKeeper
 from corral.shell.checkpoints.restore import restore
 from tests.shell.test_checkpoints import describe, make_tree, run
+
+WRITER = """
+import sys
+from pathlib import Path
+from corral.shell.checkpoints.change_log import ChangeLog
+log = ChangeLog(Path(sys.argv[1]))
+name = sys.argv[2]
+for index in range(300):
+    log.append(f"{name}-{index}", {"sources": {}, "pad": "x" * 2000})
+    if index % 3:
+        log.forget([f"{name}-{index}"])
+"""
 
 
 async def test_a_change_set_is_a_line_of_the_log_and_rewinds_from_a_new_process(
@@ -119,3 +134,29 @@ def test_a_line_torn_by_a_crash_is_skipped_and_the_next_append_is_whole(tmp_path
     assert ChangeLog(folder).get("kept") == {"sources": {}, "n": 1}
     assert [d["n"] for d in ChangeLog(folder).documents()] == [1, 2]
     again.close()
+
+
+def test_appends_from_other_processes_survive_compactions_made_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(change_log, "COMPACT_FROM", 0)
+    folder = tmp_path / "calls"
+    compactor = ChangeLog(folder)
+    compactor.append("first", {"sources": {}})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(folder), name], env=env)
+        for name in ("a", "b")
+    ]
+    compacted = 0
+    while any(writer.poll() is None for writer in writers):
+        compacted += compactor.compact()
+    assert [writer.returncode for writer in writers] == [0, 0]
+    assert compacted >= 2  # some while both wrote
+    fresh = ChangeLog(folder)
+    for name in ("a", "b"):
+        for index in range(300):
+            kept = fresh.get(f"{name}-{index}")
+            assert (kept is None) == bool(index % 3), (name, index)
+    assert fresh.get("first") == {"sources": {}}
+    compactor.close()
