@@ -296,19 +296,10 @@ def measure(
     cpu: Timings = {"none": [], "watched": []}
     phases: Timings = {}
     if options.profile:
-        for name in (
-            "before",
-            "after",
-            "keep",
-            "_snapshot",
-            "_changes",
-            "_write_call",
-            "_record",
-            "prune",
-        ):
-            if hasattr(keeper, name):
-                instrument(keeper, name, phases)
-        instrument(rows, "add", phases)
+        for name in PHASES:
+            owner = rows if name == "add" else keeper
+            if hasattr(owner, name):
+                instrument(owner, name, phases)
     watched_disk: list[int] = []
 
     def with_watch() -> None:
