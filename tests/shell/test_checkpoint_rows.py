@@ -105,6 +105,7 @@ async def test_retention_by_days_drops_checkpoints_past_their_age(
     await platform.admin.set_live("checkpoint_keep_days", 7)
     keeper, rows = keeper_rows(platform)
     aged = await run(platform, drive, "echo one >> a.txt", "conv-1")
+    await keeper.flush()  # rows are written behind their calls; this edits the table itself
     sessions = make_sessionmaker(platform.kernel.engine)
     async with sessions.begin() as session:
         await session.execute(
@@ -130,6 +131,7 @@ async def test_the_periodic_sweep_drops_an_aged_checkpoint_without_a_new_one(
     keeper, rows = keeper_rows(platform)
     aged = await run(platform, drive, "echo one >> a.txt", "conv-1")
     kept = await run(platform, drive, "echo two >> a.txt", "conv-2")
+    await keeper.flush()  # rows are written behind their calls; this edits the table itself
     sessions = make_sessionmaker(platform.kernel.engine)
     async with sessions.begin() as session:
         await session.execute(
