@@ -136,7 +136,7 @@ class BlobStore:
             os.close(self._index_fd)
             self._index_fd = -1
 
-    def put(self, source: Path) -> str:
+    def put(self, source: str | os.PathLike[str]) -> str:
         """Keep ``source``'s content (once per content) and return its digest.
 
         The bytes hashed are the bytes written, so a writer changing ``source`` meanwhile

@@ -169,7 +169,7 @@ class CheckpointKeeper:
         last = {root: s.last for root, s in self._sources.items() if s.last is not None}
         return {**{Path(f"pinned:{i}"): s for i, s in enumerate(self._pinned)}, **last}
 
-    def _scanned(self, source: _Source) -> tuple[dict[str, Entry], set[str] | None]:
+    def _scanned(self, source: _Source) -> tuple[Mapping[str, Entry], set[str] | None]:
         """The source's entries now, and the paths that may have moved since its last
         snapshot (None: any)."""
         if source.watched:
