@@ -122,6 +122,12 @@ class CheckpointRows:
                             await self._insert([row])
                         except Exception:
                             self._failed(row)
+        except asyncio.CancelledError:
+            unwritten = len(self._writes) + len(self._queued)
+            self.lost += unwritten
+            log.error("%d checkpoint rows not written: their writer was cancelled", unwritten)
+            self._queued = []
+            raise
         finally:
             self._writes = []
             self._writing = None
