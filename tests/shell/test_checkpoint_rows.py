@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 import corral
 from corral.platform import Platform
-from corral.shell.checkpoints.keeper import CheckpointKeeper
+from corral.shell.checkpoints.keeper import PRUNE_EVERY, CheckpointKeeper
 from corral.shell.checkpoints.rows import CallScope, CheckpointRows
 from corral.store import make_sessionmaker
 from corral.store.shell_tables import CheckpointRecord
@@ -105,6 +105,7 @@ async def test_retention_by_days_drops_checkpoints_past_their_age(
     await platform.admin.set_live("checkpoint_keep_days", 7)
     keeper, rows = keeper_rows(platform)
     aged = await run(platform, drive, "echo one >> a.txt", "conv-1")
+    await keeper.flush()  # rows are written behind their calls; this edits the table itself
     sessions = make_sessionmaker(platform.kernel.engine)
     async with sessions.begin() as session:
         await session.execute(
@@ -113,7 +114,13 @@ async def test_retention_by_days_drops_checkpoints_past_their_age(
             .values(created_at=datetime.now(UTC) - timedelta(days=8))
         )
     fresh = await run(platform, drive, "echo two >> a.txt", "conv-1")
-    assert [r.call_id for r in await rows.for_conversation("conv-1")] == [fresh]
+    # a pass ran after the first checkpoint; the next comes a minute later (or when a
+    # conversation is over its count), not after every call
+    assert [r.call_id for r in await rows.for_conversation("conv-1")] == [aged, fresh]
+    later = keeper.clock() + PRUNE_EVERY
+    keeper.clock = lambda: later
+    third = await run(platform, drive, "echo three >> a.txt", "conv-1")
+    assert [r.call_id for r in await rows.for_conversation("conv-1")] == [fresh, third]
     assert keeper.load(str(aged)) is None
 
 
@@ -124,6 +131,7 @@ async def test_the_periodic_sweep_drops_an_aged_checkpoint_without_a_new_one(
     keeper, rows = keeper_rows(platform)
     aged = await run(platform, drive, "echo one >> a.txt", "conv-1")
     kept = await run(platform, drive, "echo two >> a.txt", "conv-2")
+    await keeper.flush()  # rows are written behind their calls; this edits the table itself
     sessions = make_sessionmaker(platform.kernel.engine)
     async with sessions.begin() as session:
         await session.execute(
@@ -152,5 +160,7 @@ async def test_rows_and_retention_on_postgresql(data_dir: Path, database_url: st
             (2, "a2", 3 * 2**30),
         ]
         assert await rows.expired(keep_count=1, keep_days=30) == ["a1"]
+        assert [await rows.count(c) for c in ("c1", "c2", None, "c3")] == [2, 1, 1, 0]
         await rows.drop(["a1"])
         assert await rows.expired(keep_count=1, keep_days=30) == []
+        assert await rows.count("c1") == 1

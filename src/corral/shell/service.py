@@ -632,9 +632,11 @@ class ShellService:
         return await self.checkpoints.prune(retention_of(live))
 
     async def settle_checkpoints(self) -> None:
-        """Wait until ended background shells' checkpoints are kept."""
+        """Wait until ended background shells' checkpoints are kept, and every kept
+        checkpoint's row written."""
         while self._background_checkpoints:
             await asyncio.gather(*list(self._background_checkpoints))
+        await self.checkpoints.flush()
 
     # -- the host plane ---------------------------------------------------------------------
 

@@ -45,8 +45,9 @@ class BlobStore:
         self._index: dict[str, _Packed] | None = None
         self._used: dict[str, float] = {}
         """When each packed blob was last kept or reused (clean-up spares recent ones)."""
-        self._pack: tuple[str, int] | None = None
-        """The pack this process appends to, and its descriptor."""
+        self._pack: tuple[str, int, int] | None = None
+        """The pack this process appends to, its descriptor and its size (only this
+        process writes it)."""
         self._index_fd = -1
 
     def path(self, digest: str) -> Path:
@@ -81,16 +82,23 @@ class BlobStore:
             return self._index
 
     def _append(self, data: bytes) -> str:
-        """Keep ``data`` in this process's pack (unless kept already); its digest."""
+        """Keep ``data`` in this process's pack (unless packed already: a small content
+        kept loose by an older version is packed again, and the loose copy collected);
+        its digest."""
         name = hashlib.sha256(data).hexdigest()
         with self._lock:
             index = self._packed()
-            if name in index or self._reuse(self.path(name)):
+            if name in index:
                 self._used[name] = time.time()
                 return name
-            pack, fd = self._open_pack()
-            offset = os.fstat(fd).st_size
-            os.write(fd, data)
+            pack, fd, offset = self._open_pack()
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError(f"pack {pack}: short write (is the disk full?)")
+            except BaseException:
+                self._pack = (pack, fd, os.fstat(fd).st_size)  # what did get written
+                raise
+            self._pack = (pack, fd, offset + len(data))
             # the content is in the pack before the index names it: a crash between the two
             # leaves unnamed bytes, never a name without its content
             line = f"{name} {pack} {offset} {len(data)}\n"
@@ -105,16 +113,15 @@ class BlobStore:
             self._used[name] = time.time()
         return name
 
-    def _open_pack(self) -> tuple[str, int]:
+    def _open_pack(self) -> tuple[str, int, int]:
         if self._pack is not None:
-            pack, fd = self._pack
-            if os.fstat(fd).st_size < _PACK_LIMIT:
+            if self._pack[2] < _PACK_LIMIT:
                 return self._pack
-            os.close(fd)
+            os.close(self._pack[1])
         self.packs.mkdir(parents=True, exist_ok=True)
         pack = uuid.uuid4().hex
         fd = os.open(self.packs / f"{pack}.pack", _NEW | os.O_APPEND, 0o400)
-        self._pack = (pack, fd)
+        self._pack = (pack, fd, 0)
         return self._pack
 
     def close(self) -> None:
@@ -129,16 +136,21 @@ class BlobStore:
             os.close(self._index_fd)
             self._index_fd = -1
 
-    def put(self, source: Path) -> str:
+    def put(self, source: str | os.PathLike[str]) -> str:
         """Keep ``source``'s content (once per content) and return its digest.
 
         The bytes hashed are the bytes written, so a writer changing ``source`` meanwhile
         cannot make a blob whose name disagrees with its content."""
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            head = _read_head(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if len(head) < _CHUNK:
+            os.close(fd)
+            return self._append(head)
         with os.fdopen(fd, "rb") as src:
-            head = src.read(_CHUNK)
-            if len(head) < _CHUNK:
-                return self._append(head)
             return self._put_stream(head, src)
 
     def _put_stream(self, head: bytes, src: BinaryIO) -> str:
@@ -269,6 +281,23 @@ class BlobStore:
         for folder, _, names in os.walk(self.root):
             total += sum(os.lstat(os.path.join(folder, name)).st_size for name in names)
         return total
+
+
+def _read_head(fd: int) -> bytes:
+    """The first :data:`_CHUNK` bytes of ``fd`` (all of a smaller file), read with a buffer
+    of the file's size: a buffer of the full chunk for a file of 1 KB cost more than its
+    hash."""
+    want = min(os.fstat(fd).st_size + 1, _CHUNK)
+    parts: list[bytes] = []
+    total = 0
+    while total < _CHUNK:
+        chunk = os.read(fd, min(want, _CHUNK - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        want = _CHUNK  # it grew past the size it had: read on
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _parse(line: str) -> tuple[str, _Packed] | None:

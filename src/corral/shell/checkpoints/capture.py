@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corral.shell.checkpoints.blobs import BlobStore, digest_of
+from corral.shell.checkpoints.layered import Layered
 from corral.shell.checkpoints.scan import Entry, Kind, entry_of, scan
 
 RACY_NS = 100_000_000
@@ -24,11 +25,14 @@ def _racy(entry: Entry, taken_ns: int) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Snapshot:
-    """A source as it was before a call: every entry, and each file's content as a blob."""
+    """A source as it was before a call: every entry, and each file's content as a blob.
+
+    A value: its tables never change (the next snapshot shares them, see
+    :class:`~corral.shell.checkpoints.layered.Layered`)."""
 
     root: Path
-    entries: dict[str, Entry]
-    digests: dict[str, str]
+    entries: Mapping[str, Entry]
+    digests: Mapping[str, str]
     """Blob digest by file path; a file that could not be read has none."""
     taken_ns: int
 
@@ -69,7 +73,7 @@ def advance(
     root: Path,
     blobs: BlobStore,
     previous: Snapshot | None,
-    entries: dict[str, Entry],
+    entries: Mapping[str, Entry],
     touched: set[str] | None,
     taken_ns: int,
     *,
@@ -77,34 +81,51 @@ def advance(
 ) -> Snapshot:
     """The snapshot of ``entries`` (scanned from ``taken_ns`` on): each file's blob reused
     from ``previous`` when its entry has not moved, kept anew otherwise. ``touched`` names
-    the only paths that may differ from ``previous`` (a watched refresh); None means any."""
+    the only paths that may differ from ``previous`` (a watched refresh); None means any.
+    With ``touched``, the cost is that of the touched paths: the digests are ``previous``'s
+    table with their changes over it (``previous`` is left as it is)."""
     if max_entries and len(entries) > max_entries:
         raise TooManyEntries(
             f"{root} holds {len(entries):,} entries, more than the {max_entries:,} a "
             "checkpoint covers (live setting checkpoint_max_files)"
         )
+    table = Layered.of(entries)
+    base = str(root)
     if previous is None or touched is None:
         digests: dict[str, str] = {}
-        paths: Iterable[str] = entries
-    else:
-        digests = dict(previous.digests)
-        paths = touched
-    for path in paths:
-        entry = entries.get(path)
-        if entry is None or entry.kind != "file":
-            digests.pop(path, None)
-            continue
-        if previous is not None:
-            old = previous.entries.get(path)
-            known = previous.digests.get(path)
-            if old and known and old.same(entry) and not _racy(old, previous.taken_ns):
-                digests[path] = known
-                continue
-        try:
-            digests[path] = blobs.put(root / path)
-        except OSError:
-            digests.pop(path, None)  # unreadable (mode 000, or gone): its content cannot be kept
-    return Snapshot(root=root, entries=entries, digests=digests, taken_ns=taken_ns)
+        for path, entry in table.items():
+            if entry.kind == "file" and (digest := _digest(base, blobs, previous, path, entry)):
+                digests[path] = digest
+        return Snapshot(root=root, entries=table, digests=Layered(digests), taken_ns=taken_ns)
+    changes: dict[str, str | None] = {}
+    for path in touched:
+        now = table.get(path)
+        digest = None
+        if now is not None and now.kind == "file":
+            digest = _digest(base, blobs, previous, path, now)
+        changes[path] = digest
+    return Snapshot(
+        root=root,
+        entries=table,
+        digests=Layered.of(previous.digests).changed(changes),
+        taken_ns=taken_ns,
+    )
+
+
+def _digest(
+    root: str, blobs: BlobStore, previous: Snapshot | None, path: str, entry: Entry
+) -> str | None:
+    """The blob of file ``path``: ``previous``'s when its entry has not moved, else kept
+    now; None when it cannot be read (mode 000, or gone): its content cannot be kept."""
+    if previous is not None:
+        old = previous.entries.get(path)
+        known = previous.digests.get(path)
+        if old and known and old.same(entry) and not _racy(old, previous.taken_ns):
+            return known
+    try:
+        return blobs.put(f"{root}/{path}")
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,7 +194,7 @@ def changes(before: Snapshot) -> Checkpoint:
     return diff(before, scan(before.root), None)
 
 
-def diff(before: Snapshot, after: dict[str, Entry], touched: set[str] | None) -> Checkpoint:
+def diff(before: Snapshot, after: Mapping[str, Entry], touched: set[str] | None) -> Checkpoint:
     """The prior state of every path that differs between ``before`` and ``after``;
     ``touched`` names the only paths that may differ (a watched refresh), None means any."""
     priors: dict[str, Prior | None] = {}

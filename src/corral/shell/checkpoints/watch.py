@@ -22,10 +22,11 @@ import os
 import stat
 import struct
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corral.shell.checkpoints.layered import Layered
 from corral.shell.checkpoints.scan import PLATFORM_AREA, Entry, entry_of
 
 IN_MODIFY = 0x2
@@ -101,6 +102,7 @@ class SourceWatch:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._root = str(root)
         self._instance: _Instance | None = None
         self._unwatched: set[str] = set()
         """Files that could not be watched (looked at again on every refresh)."""
@@ -111,9 +113,13 @@ class SourceWatch:
             self._finalizer()
         self._instance = None
 
+    def _full(self, path: str) -> str:
+        # strings, not Path objects: building the Paths was a fifth of a refresh's time
+        return f"{self._root}/{path}" if path else self._root
+
     def _add(self, instance: _Instance, path: str, folder: bool) -> None:
         mask = FOLDER_EVENTS if folder else FILE_EVENTS
-        wd = int(_add(instance.fd, os.fsencode(self.root / path), mask))
+        wd = int(_add(instance.fd, os.fsencode(self._full(path)), mask))
         if wd >= 0:
             if folder:
                 instance.folders[wd] = path
@@ -124,7 +130,7 @@ class SourceWatch:
         if code in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             return  # gone (or replaced) meanwhile: its folder has an event for it
         if folder:
-            raise Unwatchable(f"{self.root / path}: {os.strerror(code)}")
+            raise Unwatchable(f"{self._full(path)}: {os.strerror(code)}")
         self._unwatched.add(path)
 
     def scan(self) -> dict[str, Entry]:
@@ -152,7 +158,7 @@ class SourceWatch:
             folder = pending.pop()
             prefix = f"{folder}/" if folder else ""
             try:
-                listing = os.scandir(self.root / folder)
+                listing = os.scandir(self._full(folder))
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except PermissionError as exc:
@@ -171,7 +177,7 @@ class SourceWatch:
     def _look(self, instance: _Instance, path: str, folder: bool | None) -> Entry | None:
         """``path``'s entry, its watch added before the lstat (so a later change has an
         event); ``folder`` None when the kind is not known yet."""
-        full = str(self.root / path)
+        full = self._full(path)
         if folder is None:
             try:
                 folder = stat.S_ISDIR(os.lstat(full).st_mode)
@@ -187,10 +193,12 @@ class SourceWatch:
             entry = entry_of(full, os.lstat(full))
         return entry
 
-    def refresh(self, entries: dict[str, Entry]) -> tuple[dict[str, Entry], set[str] | None]:
+    def refresh(self, entries: Mapping[str, Entry]) -> tuple[Mapping[str, Entry], set[str] | None]:
         """``entries`` (the table the last scan or refresh returned) brought up to date, and
-        the paths looked at again; None when it was a full scan. Raises
-        :class:`Unwatchable` when the source cannot be watched (the caller scans whole)."""
+        the paths looked at again; None when it was a full scan. ``entries`` is left as it
+        is, and the table returned shares it (:class:`Layered`): a refresh costs the paths
+        events named, not the source. Raises :class:`Unwatchable` when the source cannot be
+        watched (the caller scans whole)."""
         instance = self._instance
         if instance is None:
             return self.scan(), None
@@ -200,39 +208,46 @@ class SourceWatch:
         dirty.update(self._unwatched)
         if not dirty:
             return entries, set()
-        updated = dict(entries)
+        table = Layered.of(entries)
+        changes: dict[str, Entry | None] = {}
         touched: set[str] = set()
         try:
             for path in sorted(dirty, key=lambda p: p.count("/")):
-                self._revisit(instance, updated, path, touched)
+                self._revisit(instance, table, changes, path, touched)
         except Unwatchable:
             self.close()
             raise
-        return updated, touched
+        return table.changed(changes), touched
 
     def _revisit(
-        self, instance: _Instance, entries: dict[str, Entry], path: str, touched: set[str]
+        self,
+        instance: _Instance,
+        table: Layered[Entry],
+        changes: dict[str, Entry | None],
+        path: str,
+        touched: set[str],
     ) -> None:
+        """Look at ``path`` again: its new state (None: gone) into ``changes``, over
+        ``table``."""
         if not path or path == PLATFORM_AREA:
             return
         folder, _ = _parent(path)
-        if folder and entries.get(folder, _NO_FOLDER).kind != "dir":
-            return  # below a folder that is gone or not scanned: its own visit covers it
-        old = entries.get(path)
+        if folder:
+            above = _current(table, changes, folder)
+            if above is None or above.kind != "dir":
+                return  # below a folder that is gone or not scanned: its own visit covers it
+        old = _current(table, changes, path)
         new = self._look(instance, path, None)
         touched.add(path)
         if old is not None and old.kind == "dir" and (new is None or not old.same(new)):
-            for below in _below(entries, path):
-                del entries[below]
+            for below in _below(table, changes, path):
+                changes[below] = None
                 touched.add(below)
-        if new is None:
-            entries.pop(path, None)
-            return
-        entries[path] = new
-        if new.kind == "dir" and (old is None or not old.same(new)):
+        changes[path] = new
+        if new is not None and new.kind == "dir" and (old is None or not old.same(new)):
             found: dict[str, Entry] = {}
             self._walk(instance, path, found)
-            entries.update(found)
+            changes.update(found)
             touched.update(found)
 
     def _drain(self, instance: _Instance) -> set[str] | None:
@@ -263,16 +278,17 @@ class SourceWatch:
         return dirty
 
 
-class _Missing:
-    kind = ""
+def _current(table: Layered[Entry], changes: dict[str, Entry | None], path: str) -> Entry | None:
+    return changes[path] if path in changes else table.get(path)
 
 
-_NO_FOLDER = _Missing()
-
-
-def _below(entries: dict[str, Entry], folder: str) -> list[str]:
+def _below(table: Layered[Entry], changes: dict[str, Entry | None], folder: str) -> list[str]:
+    """The paths present below ``folder`` (the whole table is read: only when a folder was
+    removed or replaced)."""
     prefix = folder + "/"
-    return [path for path in entries if path.startswith(prefix)]
+    below = {path for path in table if path.startswith(prefix)}
+    below.update(path for path in changes if path.startswith(prefix))
+    return [path for path in below if _current(table, changes, path) is not None]
 
 
 def _events(fd: int) -> Iterator[tuple[int, int, str]]:
