@@ -18,13 +18,14 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from corral.channels.vendors import Outbound, Poster, SendFailed, Vendor, encode_json
-from corral.web.fetch import Fetcher, FetchError
+from corral.web.fetch import FetchError
+
+if TYPE_CHECKING:
+    from corral.web.fetch import Fetcher
 
 __all__ = [
     "API_HOSTS_SETTING",
@@ -128,6 +129,8 @@ class TrustedPoster:
     async def post(
         self, url: str, payload: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> tuple[int, Any]:
+        import httpx  # with the first direct post: opening the platform never needs it
+
         try:
             async with httpx.AsyncClient(
                 follow_redirects=False, timeout=self._timeout_s, trust_env=False

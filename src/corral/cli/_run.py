@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
@@ -35,6 +36,35 @@ def settle_heap() -> None:
     on this machine), stalling every request in flight."""
     gc.collect()
     gc.freeze()
+
+
+@contextmanager
+def collector_paused_for_start_up() -> Iterator[Callable[[], None]]:
+    """Pause the cyclic garbage collector while a command imports and opens the platform;
+    the callable given settles what start-up built (the permanent generation) and resumes.
+
+    Start-up allocates some 300,000 objects that nearly all live as long as the process;
+    meanwhile the collector ran about 290 times, two of them over the whole heap: measured
+    at 0.3-0.4 s of the 1.1 s CPU of ``corral tools list``. Frozen, they are never walked
+    again, and a little cyclic garbage of start-up is never freed, which a command's process
+    does not notice. Leaving the block unsettled (the open failed) just resumes."""
+    enabled = gc.isenabled()
+    settled = False
+
+    def settle() -> None:
+        nonlocal settled
+        if not settled:
+            settled = True
+            gc.freeze()
+            if enabled:
+                gc.enable()
+
+    gc.disable()
+    try:
+        yield settle
+    finally:
+        if not settled and enabled:
+            gc.enable()
 
 
 def fail(message: str) -> NoReturn:
@@ -81,17 +111,19 @@ def run_with_platform(ctx: typer.Context, work: Callable[[Platform], Awaitable[T
     from corral.cli._open import open_waiting_for_a_slot
 
     data_dir = cli_state(ctx).data_dir
-    warn_of_a_new_database_beside_a_cluster(data_dir)
+    with collector_paused_for_start_up() as settle:
+        warn_of_a_new_database_beside_a_cluster(data_dir)
 
-    async def main() -> T:
-        platform = await open_waiting_for_a_slot(data_dir)
+        async def main() -> T:
+            platform = await open_waiting_for_a_slot(data_dir)
+            settle()
+            try:
+                return await work(platform)
+            finally:
+                await platform.close()
+
         try:
-            return await work(platform)
-        finally:
-            await platform.close()
-
-    try:
-        return asyncio.run(main())
-    except CorralError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+            return asyncio.run(main())
+        except CorralError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(2) from None

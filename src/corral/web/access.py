@@ -8,17 +8,19 @@ address rules are the seams tests replace (``WebAccess.for_tests``-style constru
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import ConfigError
 from corral.web.fetch import (
     AddressRules,
-    Fetcher,
     FetchPolicy,
     Resolver,
     SystemResolver,
     parse_networks,
 )
+
+if TYPE_CHECKING:
+    from corral.web.fetch import Fetcher
 
 __all__ = ["WebAccess", "policy_from_live"]
 
@@ -68,6 +70,8 @@ class WebAccess:
             )
         )
         if self._cached is None or self._cached[0] != key:
+            from corral.web.fetch import Fetcher  # httpx, with the first fetcher built
+
             fetcher = Fetcher(
                 policy_from_live(live), resolver=self.resolver, addresses=self.addresses
             )

@@ -4,24 +4,32 @@ The services the handlers use are built by the composition root
 (``corral.platform.built_in``), not by the package.
 A native tool whose handler is not built yet is listed under ``pending`` in
 ``manifest.json`` and stays out of every visible set.
+
+Each tool's module loads with its first call (:func:`~corral.tools.lazy_handler.lazy_handler`):
+web_search's providers and fusion, web_fetch's extraction and the others are not
+needed by a process that opens the platform without calling them (``corral tools list``).
+``execute`` is loaded already: its policy hook and the rules stage use it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from corral.packages.core.ask_question import ask_question
-from corral.packages.core.compact_history import compact_history
-from corral.packages.core.connect import connect
-from corral.packages.core.delegate import delegate
 from corral.packages.core.execute import execute, execute_policy
-from corral.packages.core.todos import todos
-from corral.packages.core.tool_search import tool_search
-from corral.packages.core.web_fetch import web_fetch
-from corral.packages.core.web_search import web_search
-from corral.packages.core.workflow import workflow
+from corral.tools.lazy_handler import lazy_handler
 
 POLICY_HOOKS: dict[str, Any] = {"execute": execute_policy}
+
+_HERE = "corral.packages.core"
+ask_question = lazy_handler(f"{_HERE}.ask_question", "ask_question")
+compact_history = lazy_handler(f"{_HERE}.compact_history", "compact_history")
+connect = lazy_handler(f"{_HERE}.connect", "connect")
+delegate = lazy_handler(f"{_HERE}.delegate", "delegate")
+todos = lazy_handler(f"{_HERE}.todos", "todos")
+tool_search = lazy_handler(f"{_HERE}.tool_search", "tool_search")
+web_fetch = lazy_handler(f"{_HERE}.web_fetch", "web_fetch")
+web_search = lazy_handler(f"{_HERE}.web_search", "web_search")
+workflow = lazy_handler(f"{_HERE}.workflow", "workflow")
 
 __all__ = [
     "POLICY_HOOKS",

@@ -14,11 +14,11 @@ from corral.files import write_file
 from corral.tools.context import CallContext
 from corral.tools.results import TextBlock, ToolResult
 from corral.tools.services import Web
-from corral.web.fetch import FetchError, FetchResponse
-from corral.web.fetch.response import http_error
+from corral.web.fetch import FetchError
 
 if TYPE_CHECKING:
     from corral.web.extraction import Extraction
+    from corral.web.fetch import FetchResponse
 
 __all__ = ["web_fetch"]
 
@@ -88,6 +88,8 @@ async def web_fetch(args: dict[str, Any], ctx: CallContext) -> ToolResult:
         extract_document, response.body, response.content_type or "", url=response.url, format=fmt
     )
     if not response.ok:
+        from corral.web.fetch.response import http_error  # loaded with the response already
+
         refusal = http_error(response.url, response.status, response.reason)
         excerpt = " ".join(extraction.text[:_ERROR_EXCERPT].split())
         raise FetchError(

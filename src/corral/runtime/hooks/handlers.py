@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import httpx
-
 from corral.runtime.hooks.config import HookHandler
 from corral.shell.environment import build_environment
 from corral.shell.launcher import launcher_argv
@@ -180,6 +178,8 @@ def _text(data: bytes) -> str:
 
 
 async def _post(handler: HookHandler, body: bytes) -> Reply:
+    import httpx  # with the first HTTP hook: opening the platform never needs it
+
     headers = {"content-type": "application/json", **handler.headers}
     try:
         async with (

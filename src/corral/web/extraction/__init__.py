@@ -37,6 +37,8 @@ if not TYPE_CHECKING:
     def __getattr__(name: str) -> Any:
         if name not in ("extract", "extract_document"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module("corral.web.extraction.extract"), name)
-        globals()[name] = value
-        return value
+        module = importlib.import_module("corral.web.extraction.extract")
+        # Both names at once: importing the submodule bound ``extract`` to the module itself.
+        for each in ("extract", "extract_document"):
+            globals()[each] = getattr(module, each)
+        return globals()[name]

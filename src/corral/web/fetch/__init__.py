@@ -19,20 +19,29 @@ spellings), ``urls`` (strict URL parsing), ``resolver`` (DNS behind a protocol),
 ``redirects`` (next-hop rewriting), ``body`` (kinds, bounded decoding), ``reading`` (the
 final body under its ceiling), ``policy`` (administrator settings), ``response``, ``errors``
 and ``fetcher`` (the hop loop).
+
+``Fetcher``, ``FetchResponse`` and ``Hop`` load with their first use: they bring httpx (and
+its command-line tool's click, rich and pygments, about 0.1 s), which a process that opens
+the platform without fetching never needs.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .addresses import AddressRules, IPAddress, IPNetwork, non_public_reason, parse_networks
 from .body import ContentKind
 from .errors import FetchError, FetchErrorCode
-from .fetcher import Fetcher
 from .hosts import Host, HostPattern, parse_host
 from .policy import DEFAULT_PORTS, FetchPolicy
 from .request import Method
 from .resolver import Resolver, StaticResolver, SystemResolver
-from .response import FetchResponse, Hop
 from .urls import Target, parse_url
+
+if TYPE_CHECKING:
+    from .fetcher import Fetcher
+    from .response import FetchResponse, Hop
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -58,3 +67,17 @@ __all__ = [
     "parse_networks",
     "parse_url",
 ]
+
+_LAZY = {"Fetcher": "fetcher", "FetchResponse": "response", "Hop": "response"}
+"""The names that load their module (and httpx) on first use."""
+
+# Hidden from type checkers, as in ``corral/__init__.py``: they read the imports above.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value

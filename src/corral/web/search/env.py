@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from corral.service_protocols import ConversationModel, CredentialLookup, UsageRecorder
 from corral.settings import Settings
-from corral.web.fetch import Fetcher
 
 from .config import SearchConfig
+
+if TYPE_CHECKING:
+    from corral.web.fetch import Fetcher
 
 __all__ = ["SearchEnv"]
 

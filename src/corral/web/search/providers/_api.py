@@ -6,12 +6,15 @@ import html
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.web.fetch import ContentKind, FetchResponse, Method
+from corral.web.fetch import ContentKind, Method
 
 from ..env import SearchEnv
 from ..provider import ProviderFailed
+
+if TYPE_CHECKING:
+    from corral.web.fetch import FetchResponse
 
 __all__ = ["TEXT_ONLY", "call_json", "status_meaning", "text"]
 
