@@ -36,7 +36,7 @@ from corral.shell.processes import (
     start_time,
     wait_gone,
 )
-from corral.shell.uid_switch import setpriv_argv
+from corral.shell.uid_switch import switched_argv
 
 __all__ = [
     "CHUNK_BYTES",
@@ -140,7 +140,7 @@ async def spawn_process(spec: ProcessSpec) -> asyncio.subprocess.Process:
     if spec.child is not None:
         preexec, uid = _confining(spec.child), spec.child.uid
     elif uid is not None and preexec is None:
-        switched = setpriv_argv(argv, uid)
+        switched = switched_argv(argv, uid)
         if switched is not None:  # the same switch, in a child started with vfork()
             argv, uid = switched, None
     try:
