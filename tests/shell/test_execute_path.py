@@ -14,6 +14,8 @@ import pytest
 
 import corral
 from corral.platform import Platform
+from corral.shell import runner
+from corral.shell.processes import start_time
 from tests.shell.conftest import needs_bwrap, shells
 
 pytestmark = needs_bwrap
@@ -48,3 +50,27 @@ async def test_approved_hosts_are_looked_up_only_when_the_proxy_could_run(
     result = await sandboxed.call_tool("execute", {"command": "true"})
     assert result.data is not None and result.data["network"] == "off"
     assert looked_up == ["default"]
+
+
+async def test_only_a_background_shell_reads_its_process_start_time(
+    sandboxed: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read right after the spawn, while bubblewrap may still be exec'ing, that read waits on
+    # the exec; only a background shell, found again later by pid, needs it.
+    read: list[int] = []
+
+    def spy(pid: int) -> int | None:
+        read.append(pid)
+        return start_time(pid)
+
+    monkeypatch.setattr(runner, "start_time", spy)
+    result = await sandboxed.call_tool("execute", {"command": "true"})
+    assert result.data is not None and result.data["exit_code"] == 0
+    assert read == []
+    started = await sandboxed.call_tool("execute", {"command": "sleep 30", "background": True})
+    assert started.data is not None, started.text
+    service = shells(sandboxed)
+    record = await service.background.get(started.data["shell_id"])
+    assert read == [record.pid] and record.pid_start is not None
+    caller = await sandboxed.caller()
+    await service.background.stop(record.id, caller)

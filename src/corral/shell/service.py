@@ -516,6 +516,7 @@ class ShellService:
                         capture_limit=limit,
                         sinks=[pacer.feed],
                         redact=redact,
+                        identify=False,  # a foreground call never looks for it again
                     )
                     note_spawn(span, "app", self.confinement)
             except OSError as exc:
