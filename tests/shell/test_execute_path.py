@@ -7,14 +7,17 @@ matter, and still done where it can.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import corral
 from corral.platform import Platform
 from corral.shell import runner
+from corral.shell.egress.ask import ApprovedHosts
 from corral.shell.processes import start_time
 from tests.shell.conftest import needs_bwrap, shells
 
@@ -74,3 +77,49 @@ async def test_only_a_background_shell_reads_its_process_start_time(
     assert read == [record.pid] and record.pid_start is not None
     caller = await sandboxed.caller()
     await service.background.stop(record.id, caller)
+
+
+class _Counting:
+    """A session factory that counts the sessions opened for reading."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.opened = 0
+
+    def __call__(self) -> Any:
+        self.opened += 1
+        return self.real()
+
+    def begin(self) -> Any:
+        return self.real.begin()
+
+
+async def _network(platform: Platform) -> str:
+    result = await platform.call_tool("execute", {"command": "true"})
+    assert result.data is not None and result.data["exit_code"] == 0, result.text
+    return str(result.data["network"])
+
+
+async def test_kept_hosts_are_read_once_per_refresh_and_changes_made_here_apply_at_once(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with corral.open(data_dir, sandbox="bubblewrap", live_refresh_seconds=60) as platform:
+        approved = shells(platform).egress_approved
+        sessions = _Counting(approved._sessions)
+        monkeypatch.setattr(approved, "_sessions", sessions)
+        user = (await platform.caller()).user_id
+        # Mode proxy (the default) with an empty policy: only a kept host opens the proxy.
+        assert [await _network(platform) for _ in range(3)] == ["off"] * 3
+        assert sessions.opened == 1
+        await approved.remember(user, "default", "api.test", "decision-1")
+        assert await _network(platform) == "proxy (egress policy)"
+        assert await approved.forget(user, "default", "api.test")
+        assert await _network(platform) == "off"
+        # Another process's change is seen once the refresh time has passed, as a change of
+        # the egress policy itself is.
+        elsewhere = ApprovedHosts(sessions.real, fresh_seconds=60)
+        await elsewhere.remember(user, "default", "api.test", "decision-2")
+        assert await _network(platform) == "off"
+        later = time.monotonic() + 61
+        monkeypatch.setattr(approved, "_clock", lambda: later)
+        assert await _network(platform) == "proxy (egress policy)"

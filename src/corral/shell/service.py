@@ -181,7 +181,7 @@ class ShellService:
         self._foreground: set[Execution] = set()
         self.store = ShellStore(sessions)
         self.egress_store = EgressStore(sessions)
-        self.egress_approved = ApprovedHosts(sessions)
+        self.egress_approved = ApprovedHosts(sessions, fresh_seconds=settings.live_refresh_seconds)
         self.egress_upstream: UpstreamConnector | None = None
         """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
         self.egress_interceptor: Interceptor | None = TlsInterceptor(
