@@ -10,6 +10,8 @@ egress mode, the run, output capture, shaping). Network mode ``off`` and mode ``
 with the default empty egress policy are timed alike; the modes alternate in rounds and
 every call follows a floor spawn, so machine noise falls on both. Exits 1 when a ratio
 misses the target (issue 39: at most 1.5x the floor), 2 when bubblewrap cannot run here.
+Each call's CPU time is also shown (the platform's, every thread, plus its ended child
+processes'), informative only: on a loaded machine it is steadier than the wall time.
 ``--profile FILE`` writes a cProfile of the off-mode calls instead of judging.
 """
 
@@ -19,10 +21,12 @@ import argparse
 import asyncio
 import cProfile
 import os
+import resource
 import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import corral
@@ -35,6 +39,22 @@ mode proxy must fall back to no network, at no cost."""
 
 ROUNDS = 4
 """The modes alternate in rounds of calls (a live-setting change is not what is timed)."""
+
+
+def _cpu() -> float:
+    """CPU seconds so far: this process's (every thread) and its reaped children's."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+async def _timed(
+    times: dict[str, list[float]], name: str, run: Callable[[], Awaitable[float]]
+) -> None:
+    """Run one spawn or call; keep its wall time under ``name``, its CPU time beside it."""
+    cpu = _cpu()
+    times[name].append(await run())
+    times[f"{name} cpu"].append(_cpu() - cpu)
 
 
 async def _floor(binary: str) -> float:
@@ -74,7 +94,9 @@ async def measure(calls: int, profile: str | None) -> dict[str, list[float]] | N
 
             if platform.services.require(ShellService).status.tier != "bubblewrap":
                 return None
-            times: dict[str, list[float]] = {"floor": [], "off": [], "proxy": []}
+            times: dict[str, list[float]] = {
+                name: [] for base in ("floor", "off", "proxy") for name in (base, f"{base} cpu")
+            }
             modes = ("off",) if profile else ("off", "proxy")
             profiler = cProfile.Profile() if profile else None
             for _ in range(ROUNDS):
@@ -85,10 +107,10 @@ async def measure(calls: int, profile: str | None) -> dict[str, list[float]] | N
                         await _call(platform)
                         await _floor(binary)
                     for _ in range(max(1, calls // ROUNDS)):
-                        times["floor"].append(await _floor(binary))
+                        await _timed(times, "floor", lambda: _floor(binary))
                         if profiler is not None:
                             profiler.enable()
-                        times[mode].append(await _call(platform))
+                        await _timed(times, mode, lambda: _call(platform))
                         if profiler is not None:
                             profiler.disable()
             if profiler is not None and profile is not None:
@@ -106,7 +128,11 @@ def main() -> None:
     if times is None:
         skip("execute_call", "bubblewrap cannot run here")
     floor = statistics.median(times["floor"]) * 1000
-    figures = [Figure(name="bwrap floor, true (median)", value=floor, unit="ms")]
+    floor_cpu = statistics.median(times["floor cpu"]) * 1000
+    figures = [
+        Figure(name="bwrap floor, true (median)", value=floor, unit="ms"),
+        Figure(name="bwrap floor, true, CPU (median)", value=floor_cpu, unit="ms"),
+    ]
     for mode in ("off", "proxy"):
         if not times[mode]:
             continue
@@ -119,6 +145,14 @@ def main() -> None:
                 baseline=floor,
                 target=f"<= {args.target}x",
                 met=None if args.profile else value / floor <= args.target,
+            )
+        )
+        figures.append(
+            Figure(
+                name=f"execute true, network {mode}, CPU (median)",
+                value=statistics.median(times[f"{mode} cpu"]) * 1000,
+                unit="ms",
+                baseline=floor_cpu,
             )
         )
     finish("execute_call", figures)

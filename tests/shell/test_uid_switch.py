@@ -1,48 +1,66 @@
-"""The sandbox uid switch through ``setpriv``: the same identity as ``user=``, without a fork.
+"""The sandbox uid switch through util-linux: the same identity as ``user=``, without a fork.
 
 As root, bubblewrap runs as the sandbox uid on the host. ``subprocess``'s ``user=`` makes
-that switch only in a full ``fork()`` of the platform's memory; ``setpriv`` makes it after a
-``vfork()``. These run real processes and compare what the kernel reports for each.
+that switch only in a full ``fork()`` of the platform's memory; ``unshare --setuid`` (or
+``setpriv``) makes it after a ``vfork()``. These run real processes and compare what the
+kernel reports for each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 from typing import Any
 
 import pytest
 
-from corral.shell import runner
+from corral.shell import runner, uid_switch
 from corral.shell.runner import ProcessSpec, spawn_process
-from corral.shell.uid_switch import setpriv_argv
+from corral.shell.uid_switch import switched_argv
 
 UID = 65534
 CREDENTIALS = ("Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapAmb:")
 STATUS = ["grep", "-E", "^(" + "|".join(CREDENTIALS) + ")", "/proc/self/status"]
 
-as_root_with_setpriv = pytest.mark.skipif(
-    os.geteuid() != 0 or setpriv_argv([], UID) is None,
-    reason="the switch needs root and util-linux setpriv",
+as_root_with_util_linux = pytest.mark.skipif(
+    os.geteuid() != 0 or switched_argv([], UID) is None,
+    reason="the switch needs root and util-linux unshare or setpriv",
 )
 
 
-@as_root_with_setpriv
-def test_setpriv_gives_the_identity_user_gives() -> None:
+def _program(name: str) -> str:
+    found = shutil.which(name, path=uid_switch.SYSTEM_PATH)
+    if found is None or (name == "unshare" and not uid_switch._unshare_switches(found)):
+        pytest.skip(f"no {name} here that can switch uid")
+    return found
+
+
+@as_root_with_util_linux
+@pytest.mark.parametrize(
+    ("name", "prefix"), [("unshare", uid_switch._by_unshare), ("setpriv", uid_switch._by_setpriv)]
+)
+def test_each_switch_gives_the_identity_user_gives(name: str, prefix: uid_switch.Switch) -> None:
     by_subprocess = subprocess.run(
         STATUS, user=UID, group=UID, extra_groups=[], capture_output=True, text=True, check=True
     ).stdout
-    switched = setpriv_argv(STATUS, UID)
-    assert switched is not None
-    by_setpriv = subprocess.run(switched, capture_output=True, text=True, check=True).stdout
-    assert by_setpriv == by_subprocess
-    rows = dict(line.split(":", 1) for line in by_setpriv.splitlines())
+    switched = [*prefix(_program(name), str(UID)), *STATUS]
+    by_switch = subprocess.run(switched, capture_output=True, text=True, check=True).stdout
+    assert by_switch == by_subprocess
+    rows = dict(line.split(":", 1) for line in by_switch.splitlines())
     assert rows["Uid"].split() == [str(UID)] * 4 and rows["Gid"].split() == [str(UID)] * 4
     assert rows["Groups"].strip() == "" and int(rows["CapEff"], 16) == 0
 
 
-@as_root_with_setpriv
+@as_root_with_util_linux
+def test_the_switch_goes_through_unshare_which_costs_less_than_setpriv() -> None:
+    unshare = _program("unshare")
+    ids = str(UID)
+    assert switched_argv(["true"], UID) == [unshare, "--setgid", ids, "--setuid", ids, "--", "true"]
+
+
+@as_root_with_util_linux
 async def test_a_sandboxed_spawn_switches_uid_without_forcing_a_fork(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -36,7 +36,7 @@ from corral.shell.processes import (
     start_time,
     wait_gone,
 )
-from corral.shell.uid_switch import setpriv_argv
+from corral.shell.uid_switch import switched_argv
 
 __all__ = [
     "CHUNK_BYTES",
@@ -140,7 +140,7 @@ async def spawn_process(spec: ProcessSpec) -> asyncio.subprocess.Process:
     if spec.child is not None:
         preexec, uid = _confining(spec.child), spec.child.uid
     elif uid is not None and preexec is None:
-        switched = setpriv_argv(argv, uid)
+        switched = switched_argv(argv, uid)
         if switched is not None:  # the same switch, in a child started with vfork()
             argv, uid = switched, None
     try:
@@ -195,12 +195,15 @@ class Execution:
         capture_limit: int,
         sinks: Sequence[OutputSink] = (),
         redact: Redactor | None = None,
+        identify: bool = True,
     ) -> None:
         self.process = process
         self.spec = spec
         self.pid = process.pid
         self.pgid = process.pid  # leader of its own session and group
-        self.pid_start = start_time(process.pid)
+        # Read while the child may still be exec'ing (the read then waits on it): only for
+        # those that find the process again later by pid (background shells).
+        self.pid_start = start_time(process.pid) if identify else None
         self.started = time.monotonic()
         self.capture = TailBuffer(capture_limit)
         self.chars = {"stdout": 0, "stderr": 0}
@@ -226,9 +229,19 @@ class Execution:
         capture_limit: int,
         sinks: Sequence[OutputSink] = (),
         redact: Redactor | None = None,
+        identify: bool = True,
     ) -> Execution:
+        """Spawn ``spec``; ``identify`` also records the process's start time
+        (:attr:`pid_start`), which tells it apart from a later process with its pid."""
         process = await spawner(spec)
-        return cls(process, spec, capture_limit=capture_limit, sinks=sinks, redact=redact)
+        return cls(
+            process,
+            spec,
+            capture_limit=capture_limit,
+            sinks=sinks,
+            redact=redact,
+            identify=identify,
+        )
 
     def capture_sink(self, stream: str, text: str) -> None:
         self.capture.append(text)

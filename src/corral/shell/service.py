@@ -181,7 +181,7 @@ class ShellService:
         self._foreground: set[Execution] = set()
         self.store = ShellStore(sessions)
         self.egress_store = EgressStore(sessions)
-        self.egress_approved = ApprovedHosts(sessions)
+        self.egress_approved = ApprovedHosts(sessions, fresh_seconds=settings.live_refresh_seconds)
         self.egress_upstream: UpstreamConnector | None = None
         """Set by :meth:`enable_egress`; without it network mode proxy falls back to off."""
         self.egress_interceptor: Interceptor | None = TlsInterceptor(
@@ -333,6 +333,19 @@ class ShellService:
         on = bool(live["shell_network"])
         return on, "on (live setting shell_network)" if on else "off"
 
+    def _egress_unavailable(self, live: Mapping[str, Any]) -> str | None:
+        """Why network mode proxy is off whatever the egress policy says; None: it may run."""
+        if live["shell_network_mode"] != "proxy":
+            return "off"
+        tier = self.status.tier
+        if self.confinement != tier or tier not in ("bubblewrap", "landlock"):
+            return "off (network mode proxy needs the bubblewrap or Landlock tier)"
+        if tier == "landlock" and landlock_abi() < 4:
+            return "off (network mode proxy needs Landlock ABI 4 for its TCP rules)"
+        if self.egress_upstream is None or (tier == "bubblewrap" and bridge_python() is None):
+            return "off (the egress proxy is not available here)"
+        return None
+
     def _egress_policy(
         self,
         live: Mapping[str, Any],
@@ -343,15 +356,9 @@ class ShellService:
     ) -> tuple[EgressPolicy | None, str]:
         """Network mode proxy for this call: its policy (with the hosts ``remembered`` for
         the agent), or None and why it is off."""
-        if live["shell_network_mode"] != "proxy":
-            return None, "off"
-        tier = self.status.tier
-        if self.confinement != tier or tier not in ("bubblewrap", "landlock"):
-            return None, "off (network mode proxy needs the bubblewrap or Landlock tier)"
-        if tier == "landlock" and landlock_abi() < 4:
-            return None, "off (network mode proxy needs Landlock ABI 4 for its TCP rules)"
-        if self.egress_upstream is None or (tier == "bubblewrap" and bridge_python() is None):
-            return None, "off (the egress proxy is not available here)"
+        unavailable = self._egress_unavailable(live)
+        if unavailable is not None:
+            return None, unavailable
         section = egress_policy_for(live["egress"], agent=agent, workflow=workflow, profile=profile)
         policy = section.with_remembered(remembered)
         if not policy.permits_anything:
@@ -420,6 +427,9 @@ class ShellService:
     ) -> tuple[Bridge | None, str]:
         """A shell call's proxy bridge (None: no network) and its network label; an unmatched
         domain is asked about for at most ``seconds``, the call's own limit."""
+        unavailable = self._egress_unavailable(live)
+        if unavailable is not None:  # the remembered hosts cannot matter: no query for them
+            return None, unavailable
         user = request.caller.user_id
         remembered = await self.egress_approved.hosts(user, request.agent)
         policy, label = self._egress_policy(
@@ -506,6 +516,7 @@ class ShellService:
                         capture_limit=limit,
                         sinks=[pacer.feed],
                         redact=redact,
+                        identify=False,  # a foreground call never looks for it again
                     )
                     note_spawn(span, "app", self.confinement)
             except OSError as exc:

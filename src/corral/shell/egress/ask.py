@@ -12,6 +12,7 @@ reason says what to do.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -54,16 +55,52 @@ class EgressQuestion(Protocol):
 
 
 class ApprovedHosts:
-    """Hosts people allowed for an agent ("allow for this agent"), kept in the store."""
+    """Hosts people allowed for an agent ("allow for this agent"), kept in the store.
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    Every proxied shell call reads its person's and agent's hosts; that read is kept for
+    ``fresh_seconds`` (the platform's ``live_refresh_seconds``), as live settings are, so
+    the hot path of a call does no database I/O. A change made through this object applies
+    at once; one made by another process (a cluster worker, the CLI) within that time, as a
+    change of the egress policy itself does.
+    """
+
+    CACHED_MAX = 1024
+    """(person, agent) pairs kept at most; past it the cache starts over."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        fresh_seconds: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._sessions = sessions
+        self._fresh_seconds = fresh_seconds
+        self._clock = clock
+        self._read: dict[tuple[str, str], tuple[float, tuple[str, ...]]] = {}
+        self._generation = 0
+        """Grows with every change made here: a read that began before one is not kept."""
 
     async def hosts(self, user_id: str, agent: str) -> list[str]:
+        key = (user_id, agent)
+        now = self._clock()
+        kept = self._read.get(key)
+        if kept is not None and now - kept[0] < self._fresh_seconds:
+            return list(kept[1])
+        generation = self._generation
         row = EgressApprovedHost
         query = select(row.host).where(row.user_id == user_id, row.agent == agent)
         async with self._sessions() as session:
-            return list(await session.scalars(query))
+            found = tuple(await session.scalars(query))
+        if self._fresh_seconds > 0 and generation == self._generation:
+            if len(self._read) >= self.CACHED_MAX:
+                self._read.clear()
+            self._read[key] = (now, found)
+        return list(found)
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._read.clear()
 
     async def rows(self, user_id: str, agent: str | None = None) -> list[EgressApprovedHost]:
         """``user_id``'s kept hosts (for ``agent`` only, when named), by agent then host."""
@@ -78,10 +115,13 @@ class ApprovedHosts:
         """No longer allow ``host`` for ``user_id`` through ``agent``; False if it was not kept."""
         row = EgressApprovedHost
         where = (row.user_id == user_id, row.agent == agent, row.host == normalise_host(host))
-        async with self._sessions.begin() as session:
-            found = list(await session.scalars(select(row).where(*where)))
-            for kept in found:
-                await session.delete(kept)
+        try:
+            async with self._sessions.begin() as session:
+                found = list(await session.scalars(select(row).where(*where)))
+                for kept in found:
+                    await session.delete(kept)
+        finally:
+            self._changed()
         return bool(found)
 
     async def remember(self, user_id: str, agent: str, host: str, decision_id: str) -> None:
@@ -97,6 +137,8 @@ class ApprovedHosts:
                 )
         except IntegrityError:
             pass  # already allowed for this agent (another call's answer came first)
+        finally:
+            self._changed()
 
 
 def asker_for(
