@@ -125,7 +125,8 @@ class Settings(BaseSettings):
         default=1.0,
         ge=0,
         description="How stale cached live settings and tool configuration may get before "
-        "they are re-read from the database (changes made by this process apply at once).",
+        "they are re-read from the database, in the background while requests keep the "
+        "cached copy (0: before every answer; changes made by this process apply at once).",
     )
 
     run_jobs: RunJobs = Field(

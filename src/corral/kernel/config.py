@@ -3,10 +3,11 @@
 Every configuration write bumps ``meta.config_version`` in the same transaction. Readers
 check that number at most once per ``live_refresh_seconds`` and reload everything when it
 moved, so live settings, tool selections and policies apply without a restart, and the hot
-path of a tool call does no database I/O. One refresh runs at a time: the requests that find
-the snapshot stale together wait for that one (fifty concurrent requests each opening a
-session to read the same number held the slowest of them for up to a second), and the
-number is read through the store's quick read where it has one.
+path of a tool call does no database I/O. The check past the interval runs in one task of its
+own while requests keep the snapshot they have (:mod:`corral.kernel.background_refresh`); only
+when there is none (at the start, and after a change made here, which applies at once) do
+requests wait, all for one load. An interval of 0 checks before every answer. The number is
+read through the store's quick read where it has one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from corral.kernel.background_refresh import BackgroundRefresh
 from corral.live_settings import LIVE_SETTINGS, coerce_live_value, live_defaults
 from corral.policy.grants import Grants
 from corral.policy.sources import SourceDef, SourceGrant, SourcePolicy, parse_rights
@@ -70,15 +72,20 @@ class ConfigCache:
         sessions: async_sessionmaker[AsyncSession],
         settings: Settings,
         read_meta: Callable[[str], Awaitable[int | None]] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._sessions = sessions
         self._settings = settings
         self._read_meta = read_meta
+        self._clock = clock
         self._snapshot: ConfigSnapshot | None = None
         self._checked = 0.0
         self._generation = 0
         """Grows with every :meth:`invalidate`: a refresh that began before one is not kept."""
         self._refreshing = asyncio.Lock()
+        """Held by the load the requests without a snapshot wait for."""
+        self._recheck = BackgroundRefresh("the configuration")
         self._extra_secrets: list[str] = []
 
     def add_secrets(self, values: list[str]) -> None:
@@ -99,20 +106,24 @@ class ConfigCache:
         current = self._snapshot
         if current is None:
             return None
-        if time.monotonic() - self._checked >= self._settings.live_refresh_seconds:
+        if self._clock() - self._checked >= self._settings.live_refresh_seconds:
             return None
         return current
 
     async def snapshot(self) -> ConfigSnapshot:
-        current = self._fresh()
+        current = self._snapshot
         if current is not None:
-            return current
+            if self._clock() - self._checked < self._settings.live_refresh_seconds:
+                return current
+            if self._settings.live_refresh_seconds > 0:
+                self._recheck.start(self._check_in_background)
+                return current
         async with self._refreshing:
             while True:
                 current = self._fresh()
                 if current is not None:
                     return current  # refreshed while this request waited
-                generation, now, current = self._generation, time.monotonic(), self._snapshot
+                generation, now, current = self._generation, self._clock(), self._snapshot
                 version = int(await self._version() or 0)
                 if current is None or version != current.version:
                     async with self._sessions() as session:
@@ -120,6 +131,26 @@ class ConfigCache:
                 if generation == self._generation:
                     self._snapshot, self._checked = current, now
                     return current
+
+    async def _check_in_background(self) -> None:
+        generation, now, current = self._generation, self._clock(), self._snapshot
+        if current is None:
+            return  # invalidated since: the next request loads
+        try:
+            version = int(await self._version() or 0)
+            if version != current.version:
+                async with self._sessions() as session:
+                    current = await self._load(session, version)
+        except Exception:
+            if generation == self._generation:
+                self._checked = now  # tried again at the next expiry, not by every request
+            raise
+        if generation == self._generation:  # not overtaken by a change made here
+            self._snapshot, self._checked = current, now
+
+    async def settle(self) -> None:
+        """Wait for the check in flight, if any (before the store closes)."""
+        await self._recheck.settle()
 
     async def _version(self) -> int | None:
         if self._read_meta is not None:

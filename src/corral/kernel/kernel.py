@@ -107,6 +107,8 @@ class Kernel:
         return state.redactor, float(state.live["trace_keep_days"])
 
     async def close(self) -> None:
+        await self.config.settle()
+        await self.command_rules.remembered.settle()
         await self.traces.close()
         await self.identity.tokens.settle()
         if self._meta_reader is not None:

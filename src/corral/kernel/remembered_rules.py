@@ -6,11 +6,14 @@ it). Remembering deduplicates and subsumes within one scope and owner: a rule al
 covered by a stored one is not added, and stored rules the new one covers are removed (a new
 ``git log`` rule removes a stored ``git log --oneline``). The rows are read into memory and
 read again at most once a second (another process may have added one) and at once after a
-write here, so matching a call costs no query.
+write here, so matching a call costs no query. The look a second later runs in one task of its
+own while calls keep the rows they have (:mod:`corral.kernel.background_refresh`); only when
+there are none (at the start, and after a write here) do calls wait, all for one read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +24,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound, UsageError
+from corral.kernel.background_refresh import BackgroundRefresh
 from corral.policy.command_rules import Decision, PrefixRule, RuleOrigin, RuleSet
 from corral.store import rule_tables as rt
 
@@ -60,6 +64,10 @@ class RememberedRules:
         self._rows: list[_Row] | None = None
         self._read_at = float("-inf")
         self._sets: dict[tuple[str, str], RuleSet] = {}
+        self._writes = 0
+        """Grows with every write here: a read that began before one is not kept."""
+        self._loading = asyncio.Lock()
+        self._recheck = BackgroundRefresh("the remembered rules")
         self.generation = 0
         """Changes each time the remembered rules change (here or, once read, elsewhere)."""
 
@@ -70,7 +78,8 @@ class RememberedRules:
     async def rules_for(self, user_id: str, agent: str) -> RuleSet:
         """The remembered rules that apply to ``user_id``'s calls through ``agent``."""
         rows = await self._current()
-        found = self._sets.get((user_id, agent))
+        kept = rows is self._rows  # not rows a write here overtook
+        found = self._sets.get((user_id, agent)) if kept else None
         if found is None:
             found = RuleSet(
                 row.rule
@@ -81,7 +90,8 @@ class RememberedRules:
                     and (row.rule.origin.scope == "user" or row.agent == agent)
                 )
             )
-            self._sets[(user_id, agent)] = found
+            if kept:
+                self._sets[(user_id, agent)] = found
         return found
 
     async def listing(self, *, user_id: str | None = None) -> list[PrefixRule]:
@@ -147,7 +157,7 @@ class RememberedRules:
                     approval_id=approval_id,
                 )
             )
-        self._rows = None
+        self._forget()
         return RememberOutcome(rule=_rule_of_fields(rule_id, new), added=True, replaced=replaced)
 
     async def remove(self, rule_id: str) -> None:
@@ -155,23 +165,53 @@ class RememberedRules:
             done = await session.execute(
                 delete(rt.RememberedRule).where(rt.RememberedRule.id == rule_id)
             )
-        self._rows = None
+        self._forget()
         if not getattr(done, "rowcount", 0):
             raise NotFound(f"no remembered rule {rule_id!r}; `corral rules list` shows them")
 
+    async def settle(self) -> None:
+        """Wait for the look in flight, if any (before the store closes)."""
+        await self._recheck.settle()
+
+    def _forget(self) -> None:
+        self._rows = None
+        self._sets = {}
+        self._writes += 1
+
     async def _current(self, *, force: bool = False) -> list[_Row]:
-        now = self._clock()
-        if self._rows is not None and not force and now - self._read_at < self._recheck_s:
-            return self._rows
+        rows = self._rows
+        if force or self._recheck_s <= 0:
+            return await self._read()
+        if rows is None:
+            async with self._loading:
+                rows = self._rows
+                return rows if rows is not None else await self._read()
+        if self._clock() - self._read_at >= self._recheck_s:
+            self._recheck.start(self._read_in_background)
+        return rows
+
+    async def _read_in_background(self) -> None:
+        writes, started = self._writes, self._clock()
+        try:
+            await self._read()
+        except Exception:
+            if writes == self._writes:
+                self._read_at = started  # tried again at the next expiry, not by every call
+            raise
+
+    async def _read(self) -> list[_Row]:
+        writes, now = self._writes, self._clock()
         async with self._sessions() as session:
             found = (await session.execute(select(rt.RememberedRule))).scalars().all()
         rows = [_row(r) for r in sorted(found, key=lambda r: r.created_at)]
+        if writes != self._writes:
+            return rows  # a write here overtook this read: the next call reads again
         if self._rows is None or [r.rule for r in rows] != [r.rule for r in self._rows]:
             self._sets = {}
             self.generation += 1
         self._rows = rows
         self._read_at = now
-        return self._rows
+        return rows
 
 
 def _rule_of_fields(rule_id: str, rule: PrefixRule) -> PrefixRule:
