@@ -81,7 +81,9 @@ async def test_after_the_first_scan_a_snapshot_looks_only_at_what_moved(
     keeper.release(first)
     again = await keeper.before([tree])
     keeper.release(again)
-    assert again[0] is first[0]  # no event since: nothing scanned, nothing copied
+    # No event since: nothing scanned, nothing copied (each call gets its own snapshot
+    # object over the same tables).
+    assert again[0].entries is first[0].entries and again[0].digests is first[0].digests
     source = keeper._sources[tree]
     (tree / "docs" / "guide.txt").write_text("changed by hand\n")
     _, touched = source.watch.refresh(first[0].entries)
@@ -166,20 +168,32 @@ async def test_content_changed_with_the_mtime_set_back_or_through_a_mapping(
     assert describe(tree) == before
 
 
-async def test_two_calls_on_one_source_take_turns(tree: Path, keeper: CheckpointKeeper) -> None:
-    first = await keeper.before([tree])
-    second = asyncio.ensure_future(keeper.before([tree]))
-    with pytest.raises(TimeoutError):  # the first call still covers the source
-        await asyncio.wait_for(asyncio.shield(second), timeout=1)
+async def test_two_calls_on_one_source_overlap_each_with_its_own_window(
+    tree: Path, keeper: CheckpointKeeper
+) -> None:
+    before_calls = describe(tree)
+    first = await keeper.before([tree], call_id="first", conversation_id="c1")
     run(tree, "sh", "-c", "echo one >> notes.md")
-    kept = await keeper.after(first, None)
-    keeper.release(first)
-    snapshots = await second
+    # The second call starts while the first is open: no turn to wait for.
+    second = await asyncio.wait_for(keeper.before([tree], call_id="second"), timeout=10)
     run(tree, "sh", "-c", "echo two >> docs/guide.txt")
-    later = await keeper.after(snapshots, None)
-    keeper.release(snapshots)
-    assert set(kept.sources[str(tree)].priors) == {"notes.md"}
+    later = await keeper.after(second, "second")
+    keeper.release(second)
+    run(tree, "sh", "-c", "echo three >> run.sh")
+    kept = await keeper.after(first, "first")
+    keeper.release(first)
+    # The first call's window holds all it was open for; the second's only what moved
+    # while it was open: notes.md was changed before it started, run.sh after it ended.
+    assert set(kept.sources[str(tree)].priors) == {"notes.md", "docs/guide.txt", "run.sh"}
     assert set(later.sources[str(tree)].priors) == {"docs/guide.txt"}
+    # Each prior is the state at its own call's start.
+    one = kept.sources[str(tree)].priors["notes.md"]
+    assert one is not None and one.size == len("first notes\n")
+    assert keeper.overlaps.read("first") == {str(tree): {"second": ""}}
+    assert keeper.overlaps.read("second") == {str(tree): {"first": "c1"}}
+    assert keeper.open_calls() == set()
+    rewound(keeper, tree, kept)
+    assert describe(tree) == before_calls
 
 
 @needs_bwrap

@@ -490,8 +490,13 @@ class ShellService:
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
         roots = self._checkpoint_roots(checked, request, policy)
-        # Calls covering the same source take turns from snapshot to change set.
-        async with around(self.checkpoints, roots, live) as checkpointing:
+        async with around(
+            self.checkpoints,
+            roots,
+            live,
+            call_id=request.call_id,
+            conversation_id=request.conversation_id,
+        ) as checkpointing:
             network, network_label = self._network(live)
             bridge = None
             if not network:
@@ -583,7 +588,12 @@ class ShellService:
         roots = self._checkpoint_roots(checked, request, policy)
         if limit == 0 or not roots:
             return None
-        return await self.checkpoints.started(roots, max_entries=limit)
+        return await self.checkpoints.started(
+            roots,
+            max_entries=limit,
+            call_id=request.call_id,
+            conversation_id=request.conversation_id,
+        )
 
     @staticmethod
     def _checkpoint_roots(

@@ -1,0 +1,75 @@
+"""Calls on one drive at the same time, with checkpoints on: neither waits for the other.
+
+One call waits on a fifo the other opens, so they cannot take turns (with turns, the
+second would wait for the first, which waits for the second). Each change set holds what
+moved while its own call was open, and each records the call it overlapped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from corral.platform import Platform
+from tests.sandbox_owner import give_to_sandbox
+from tests.shell.conftest import needs_bwrap, shells
+
+pytestmark = needs_bwrap
+
+WAITER = "echo mine > mine.txt && echo ready && read line < ../gate"
+OPENER = "echo other > other.txt && echo go > ../gate"
+
+
+def prepared(drive: Path, uid: int) -> Path:
+    """The drive with a project folder and the fifo beside it; its real root."""
+    (drive / "proj").mkdir(parents=True)
+    (drive / "proj" / "kept.txt").write_text("kept\n")
+    os.mkfifo(drive / "gate")
+    give_to_sandbox(drive, uid)
+    return drive.resolve()
+
+
+async def overlapping(
+    platform: Platform, drive: Path, first: str | None = None, second: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The waiter's and the opener's checkpoints: the waiter writes, says it is ready and
+    waits on the fifo; the opener starts then, writes and opens the fifo."""
+    ready = asyncio.Event()
+    waiter = asyncio.create_task(
+        platform.call_tool(
+            "execute",
+            {"command": WAITER, "cwd": str(drive / "proj"), "timeout": 60},
+            conversation_id=first,
+            output=lambda stream, text: ready.set() if "ready" in text else None,
+        )
+    )
+    await asyncio.wait_for(ready.wait(), 30)
+    opener = await platform.call_tool(
+        "execute",
+        {"command": OPENER, "cwd": str(drive / "proj"), "timeout": 60},
+        conversation_id=second,
+    )
+    waited = await waiter
+    for result in (waited, opener):
+        assert not result.is_error and result.data is not None, result.text
+    return waited.data["checkpoint"], opener.data["checkpoint"]  # type: ignore[index]
+
+
+async def test_two_calls_on_one_drive_run_at_once_each_with_its_own_change_set(
+    platform: Platform, drive: Path
+) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    root = prepared(drive, platform.kernel.settings.sandbox_uid)
+    waited, opened = await overlapping(platform, drive)
+    keeper = shells(platform).checkpoints
+    mine, other = keeper.load(waited["id"]), keeper.load(opened["id"])
+    assert mine is not None and other is not None
+    # The opener's file was made while both were open: it is in both. The waiter's own
+    # file was made before the opener started: only in the waiter's.
+    assert set(mine.sources[str(root)].priors) == {"proj/mine.txt", "proj/other.txt"}
+    assert set(other.sources[str(root)].priors) == {"proj/other.txt"}
+    assert keeper.overlaps.read(waited["id"]) == {str(root): {opened["id"]: ""}}
+    assert keeper.overlaps.read(opened["id"]) == {str(root): {waited["id"]: ""}}
+    assert keeper.open_calls() == set()
+
