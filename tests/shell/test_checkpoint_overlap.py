@@ -14,6 +14,8 @@ from typing import Any
 from corral.platform import Platform
 from tests.sandbox_owner import give_to_sandbox
 from tests.shell.conftest import needs_bwrap, shells
+from tests.shell.test_checkpoints import describe
+from tests.shell.test_rewind import rewind
 
 pytestmark = needs_bwrap
 
@@ -73,3 +75,52 @@ async def test_two_calls_on_one_drive_run_at_once_each_with_its_own_change_set(
     assert keeper.overlaps.read(opened["id"]) == {str(root): {waited["id"]: ""}}
     assert keeper.open_calls() == set()
 
+
+async def test_rewinding_one_of_two_overlapping_conversations_refuses_the_shared_paths(
+    platform: Platform, drive: Path
+) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    root = prepared(drive, platform.kernel.settings.sandbox_uid)
+    start = describe(drive / "proj")
+    mine = (await platform.runtime.start_conversation()).id
+    other = (await platform.runtime.start_conversation()).id
+    _, opened = await overlapping(platform, drive, mine, other)
+    after = describe(drive / "proj")
+    reason = f"changed while call {opened['id']} (conversation {other}) also ran on this source"
+    preview = await platform.rewind_preview(mine, "1", conversation=False)
+    assert [(c.path, c.reason) for c in preview.conflicts] == [("proj/other.txt", reason)]
+    assert {f.path for f in preview.files or []} == {"proj/mine.txt", "proj/other.txt"}
+    code, _, err = await rewind(platform, mine, "--to", "1", "--files-only")
+    assert code == 1, err
+    assert f"proj/other.txt: {reason}" in " ".join(err.split()) and "proj/mine.txt" not in err
+    assert describe(drive / "proj") == after  # refused: the other's file is left alone
+    code, out, err = await rewind(platform, mine, "--to", "1", "--files-only", "--force")
+    assert code == 0, err
+    assert "overwritten: proj/other.txt" in out
+    assert describe(drive / "proj") == start
+    # The other conversation's step overlapped a call that is gone now: its own check
+    # (the file is not as it left it) still stops it.
+    refused = await platform.rewind(other, "1", conversation=False)
+    assert refused.refused and [c.path for c in refused.conflicts] == ["proj/other.txt"]
+    assert str(root) == refused.conflicts[0].root
+
+
+async def test_overlapping_calls_of_one_conversation_rewind_together_without_conflict(
+    platform: Platform, drive: Path
+) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    prepared(drive, platform.kernel.settings.sandbox_uid)
+    start = describe(drive / "proj")
+    conversation = (await platform.runtime.start_conversation()).id
+    waited, opened = await overlapping(platform, drive, conversation, conversation)
+    steps = await platform.rewinds.checkpoints(conversation)
+    assert {s.call_id for s in steps} == {waited["id"], opened["id"]}
+    earlier = steps[0].call_id
+    # Undoing only the later step would undo the earlier one's file too: refused.
+    later = await platform.rewind_preview(conversation, "2", conversation=False)
+    assert [c.path for c in later.conflicts] == ["proj/other.txt"]
+    assert f"call {earlier} (conversation {conversation})" in later.conflicts[0].reason
+    # Undoing both: no call outside the rewind overlapped them.
+    both = await platform.rewind(conversation, "1", conversation=False)
+    assert not both.refused and both.conflicts == []
+    assert describe(drive / "proj") == start
