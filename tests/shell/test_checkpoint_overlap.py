@@ -124,3 +124,39 @@ async def test_overlapping_calls_of_one_conversation_rewind_together_without_con
     both = await platform.rewind(conversation, "1", conversation=False)
     assert not both.refused and both.conflicts == []
     assert describe(drive / "proj") == start
+
+
+def open_gate(drive: Path) -> None:
+    with (drive / "gate").open("w") as gate:
+        gate.write("go\n")
+
+
+async def test_a_file_tool_write_while_a_call_runs_is_an_overlap_too(
+    platform: Platform, drive: Path
+) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    root = prepared(drive, platform.kernel.settings.sandbox_uid)
+    mine = (await platform.runtime.start_conversation()).id
+    other = (await platform.runtime.start_conversation()).id
+    ready = asyncio.Event()
+    waiter = asyncio.create_task(
+        platform.call_tool(
+            "execute",
+            {"command": WAITER, "cwd": str(drive / "proj"), "timeout": 60},
+            conversation_id=mine,
+            output=lambda stream, text: ready.set() if "ready" in text else None,
+        )
+    )
+    await asyncio.wait_for(ready.wait(), 30)
+    written = await platform.call_tool(
+        "fs_write", {"uri": "data://proj/written.txt", "content": "theirs\n"}, conversation_id=other
+    )
+    assert not written.is_error and written.data is not None, written.text
+    await asyncio.to_thread(open_gate, drive)
+    waited = await waiter
+    assert not waited.is_error and waited.data is not None, waited.text
+    call, wrote = waited.data["checkpoint"]["id"], written.data["checkpoint"]["id"]
+    assert shells(platform).checkpoints.overlaps.read(wrote) == {str(root): {call: mine}}
+    preview = await platform.rewind_preview(mine, "1", conversation=False)
+    reason = f"changed while call {wrote} (conversation {other}) also ran on this source"
+    assert [(c.path, c.reason) for c in preview.conflicts] == [("proj/written.txt", reason)]

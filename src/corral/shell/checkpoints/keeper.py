@@ -327,6 +327,19 @@ class CheckpointKeeper:
                 if source is not None and window in source.windows:
                     source.windows.remove(window)
 
+    def overlapping(self, root: Path, call_id: str, conversation_id: str) -> dict[str, str]:
+        """The calls open on ``root`` now (id -> conversation), each told that call
+        ``call_id`` writes there meanwhile: a file tool's write, which opens no window of
+        its own, is in their change sets too."""
+        found: dict[str, str] = {}
+        with self._guard:
+            source = self._sources.get(root)
+            for window in source.windows if source is not None else ():
+                if window.call_id != call_id:
+                    window.overlapped[call_id] = conversation_id
+                    found[window.call_id] = window.conversation_id
+        return found
+
     def open_calls(self) -> set[str]:
         """The calls with a window open on some source (running now)."""
         with self._guard:
