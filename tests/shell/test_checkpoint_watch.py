@@ -196,6 +196,24 @@ async def test_two_calls_on_one_source_overlap_each_with_its_own_window(
     assert describe(tree) == before_calls
 
 
+async def test_clean_up_spares_what_an_open_calls_snapshot_needs(
+    tree: Path, keeper: CheckpointKeeper
+) -> None:
+    before_calls = describe(tree)
+    first = await keeper.before([tree], call_id="first")
+    run(tree, "sh", "-c", "echo changed > notes.md")
+    # A later call's snapshot moves the source's last state on: the old notes.md is now
+    # named only by the first call's snapshot, which no change set names yet.
+    second = await keeper.before([tree], call_id="second")
+    keeper.release(second)
+    keeper.collect(unused_for=0)
+    kept = await keeper.after(first, "first")
+    keeper.release(first)
+    assert set(kept.sources[str(tree)].priors) == {"notes.md"}
+    rewound(keeper, tree, kept)
+    assert describe(tree) == before_calls
+
+
 @needs_bwrap
 async def test_writes_by_the_sandbox_uid_inside_bubblewrap_are_caught(
     platform: Platform, drive: Path
