@@ -160,3 +160,29 @@ async def test_a_file_tool_write_while_a_call_runs_is_an_overlap_too(
     preview = await platform.rewind_preview(mine, "1", conversation=False)
     reason = f"changed while call {wrote} (conversation {other}) also ran on this source"
     assert [(c.path, c.reason) for c in preview.conflicts] == [("proj/written.txt", reason)]
+
+
+async def test_a_background_shell_refused_leaves_no_window_open(
+    platform: Platform, drive: Path
+) -> None:
+    await platform.admin.set_live("checkpoints", True)
+    await platform.admin.set_live("shell_background_notify", False)
+    await platform.admin.set_live("background_shells_per_user", 1)
+    root = prepared(drive, platform.kernel.settings.sandbox_uid)
+    keeper = shells(platform).checkpoints
+    args = {"command": WAITER, "cwd": str(drive / "proj"), "background": True}
+    started = await platform.call_tool("execute", args, call_id="bg1")
+    assert not started.is_error and started.data is not None, started.text
+    refused = await platform.call_tool("execute", args, call_id="bg2")
+    assert refused.error_code == "too_many_shells", refused.text
+    assert keeper.open_calls() == {"bg1"}  # the refused shell holds no window
+    opener = await platform.call_tool("execute", {"command": OPENER, "cwd": str(drive / "proj")})
+    assert not opener.is_error and opener.data is not None, opener.text
+    service = shells(platform)
+    await service.background.wait_ended(started.data["shell_id"], 30)
+    await service.settle_checkpoints()
+    assert keeper.open_calls() == set()
+    kept = keeper.load("bg1")
+    assert kept is not None
+    assert set(kept.sources[str(root)].priors) == {"proj/mine.txt", "proj/other.txt"}
+    assert keeper.overlaps.read("bg1") == {str(root): {opener.data["checkpoint"]["id"]: ""}}

@@ -775,8 +775,12 @@ class ShellService:
             with step_span("spawn") as span:
                 record = await self.background.start(launch)
                 note_spawn(span, "app", self.confinement)
-        except OSError as exc:
-            raise _spawn_failed(exc) from None
+        except BaseException as exc:
+            if snapshots:  # not started: its windows must not stay open for ever
+                self.checkpoints.release(snapshots, ran=False)
+            if isinstance(exc, OSError):
+                raise _spawn_failed(exc) from None
+            raise
         return record, [d.describe() for d in environment.call_drops()]
 
     async def close(self) -> None:

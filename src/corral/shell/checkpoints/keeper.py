@@ -318,14 +318,20 @@ class CheckpointKeeper:
         finally:
             self.release(snapshots)
 
-    def release(self, snapshots: Sequence[Snapshot]) -> None:
+    def release(self, snapshots: Sequence[Snapshot], *, ran: bool = True) -> None:
         """Close the windows of these snapshots (when :meth:`after` did not) and let
-        clean-up have their contents."""
+        clean-up have their contents; ``ran`` False for a call that never started (the
+        other calls then forget they overlapped it)."""
         with self._guard:
             for snapshot in snapshots:
                 source, window = self._open.pop(id(snapshot), (None, None))
-                if source is not None and window in source.windows:
+                if source is None or window is None:
+                    continue
+                if window in source.windows:
                     source.windows.remove(window)
+                if not ran:
+                    for other in source.windows:
+                        other.overlapped.pop(window.call_id, None)
 
     def overlapping(self, root: Path, call_id: str, conversation_id: str) -> dict[str, str]:
         """The calls open on ``root`` now (id -> conversation), each told that call
