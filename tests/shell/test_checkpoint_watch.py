@@ -20,6 +20,7 @@ import pytest
 from corral.platform import Platform
 from corral.shell.checkpoints import restore
 from corral.shell.checkpoints.keeper import CallCheckpoint, CheckpointKeeper
+from corral.shell.checkpoints.rewind import find_conflicts
 from tests.sandbox_owner import give_to_sandbox
 from tests.shell.conftest import needs_bwrap, shells
 from tests.shell.test_checkpoints import describe, make_tree, run
@@ -310,3 +311,29 @@ async def test_a_queue_overflow_falls_back_to_a_whole_scan(
     assert set(flooded.sources[str(tree)].priors) == {"notes.md", "run.sh", "docs/guide.txt"}
     rewound(keeper, tree, flooded)
     assert describe(tree) == before
+
+
+async def test_a_step_overlapped_by_a_call_still_running_conflicts_on_all_its_paths(
+    tree: Path, keeper: CheckpointKeeper
+) -> None:
+    running = await keeper.before([tree], call_id="running", conversation_id="theirs")
+    mine = await keeper.before([tree], call_id="mine", conversation_id="ours")
+    run(tree, "sh", "-c", "echo mine >> notes.md && echo also > new.txt")
+    kept = await keeper.after(mine, "mine")
+    keeper.release(mine)
+    reason = "changed while call running (conversation theirs) also ran on this source"
+    found = find_conflicts(keeper, "ours", [kept])
+    assert [(c.path, c.reason) for c in found] == [
+        ("new.txt", reason + ", still running"),
+        ("notes.md", reason + ", still running"),
+    ]
+    theirs = await keeper.after(running, "running")
+    keeper.release(running)
+    # Ended: only the paths both change sets hold (here all of them: the running call's
+    # window saw the same writes).
+    assert set(theirs.sources[str(tree)].priors) == {"notes.md", "new.txt"}
+    assert [(c.path, c.reason) for c in find_conflicts(keeper, "ours", [kept])] == [
+        ("new.txt", reason),
+        ("notes.md", reason),
+    ]
+    assert find_conflicts(keeper, "ours", [kept, theirs]) == []
