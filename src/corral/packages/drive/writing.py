@@ -81,11 +81,11 @@ async def _keep(
     )
     keeper, root = shells.checkpoints, _root(location)
     overlapped = prior.overlapped | keeper.overlapping(root, ctx.call_id, ctx.conversation_id or "")
+    if overlapped and prior.checkpoint.priors:  # first, as for a call's change set
+        await asyncio.to_thread(keeper.overlaps.record, ctx.call_id, {str(root): overlapped})
     kept = await keeper.keep(
         {str(root): prior.checkpoint}, ctx.call_id, scope, retention_of(ctx.live)
     )
-    if overlapped and kept.sources:
-        await asyncio.to_thread(keeper.overlaps.record, kept.call_id, {str(root): overlapped})
     data["checkpoint"] = kept.summary()
 
 

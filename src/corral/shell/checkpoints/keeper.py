@@ -369,20 +369,22 @@ class CheckpointKeeper:
         overlapped on each source."""
         found = [await asyncio.to_thread(self._changes, snapshot) for snapshot in snapshots]
         name = call_id if call_id and _CALL_ID.fullmatch(call_id) else self._name(snapshots)
-        kept = await self.keep(
+        name = name or uuid.uuid4().hex
+        overlapped = {
+            str(s.root): calls
+            for s, (c, calls) in zip(snapshots, found, strict=True)
+            if c.priors and calls
+        }
+        if overlapped:
+            # First: a crash before the change set is kept leaves an unused record, never a
+            # change set that does not say whom it overlapped.
+            await asyncio.to_thread(self.overlaps.record, name, overlapped)
+        return await self.keep(
             {str(s.root): c for s, (c, _) in zip(snapshots, found, strict=True)},
             name,
             scope,
             retention,
         )
-        overlapped = {
-            str(s.root): calls
-            for s, (_, calls) in zip(snapshots, found, strict=True)
-            if str(s.root) in kept.sources
-        }
-        if any(overlapped.values()):
-            await asyncio.to_thread(self.overlaps.record, kept.call_id, overlapped)
-        return kept
 
     def _name(self, snapshots: Sequence[Snapshot]) -> str | None:
         """The call id the windows of ``snapshots`` were opened under (made up when the
