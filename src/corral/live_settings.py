@@ -300,10 +300,10 @@ LIVE_SETTINGS: dict[str, LiveSettingDef] = _defs(
     LiveSettingDef(
         key="checkpoints",
         type=bool,
-        default=False,
-        description="Whether writing calls (execute, fs_write, fs_edit) keep a checkpoint of "
-        "what they change, to rewind. Off by default until its cost is small: a sandboxed "
-        "call scans its writable sources before and after it runs.",
+        default=True,
+        description="Whether writing calls (execute, fs_write, fs_edit, MCP tools run in a "
+        "source) keep a checkpoint of what they change, to rewind. The first call on a "
+        "source copies its files once; later calls look only at what inotify saw move.",
     ),
     LiveSettingDef(
         key="checkpoint_keep_count",

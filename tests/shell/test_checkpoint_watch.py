@@ -20,6 +20,7 @@ import pytest
 from corral.platform import Platform
 from corral.shell.checkpoints import restore
 from corral.shell.checkpoints.keeper import CallCheckpoint, CheckpointKeeper
+from corral.shell.checkpoints.rewind import find_conflicts
 from tests.sandbox_owner import give_to_sandbox
 from tests.shell.conftest import needs_bwrap, shells
 from tests.shell.test_checkpoints import describe, make_tree, run
@@ -81,7 +82,9 @@ async def test_after_the_first_scan_a_snapshot_looks_only_at_what_moved(
     keeper.release(first)
     again = await keeper.before([tree])
     keeper.release(again)
-    assert again[0] is first[0]  # no event since: nothing scanned, nothing copied
+    # No event since: nothing scanned, nothing copied (each call gets its own snapshot
+    # object over the same tables).
+    assert again[0].entries is first[0].entries and again[0].digests is first[0].digests
     source = keeper._sources[tree]
     (tree / "docs" / "guide.txt").write_text("changed by hand\n")
     _, touched = source.watch.refresh(first[0].entries)
@@ -166,20 +169,50 @@ async def test_content_changed_with_the_mtime_set_back_or_through_a_mapping(
     assert describe(tree) == before
 
 
-async def test_two_calls_on_one_source_take_turns(tree: Path, keeper: CheckpointKeeper) -> None:
-    first = await keeper.before([tree])
-    second = asyncio.ensure_future(keeper.before([tree]))
-    with pytest.raises(TimeoutError):  # the first call still covers the source
-        await asyncio.wait_for(asyncio.shield(second), timeout=1)
+async def test_two_calls_on_one_source_overlap_each_with_its_own_window(
+    tree: Path, keeper: CheckpointKeeper
+) -> None:
+    before_calls = describe(tree)
+    first = await keeper.before([tree], call_id="first", conversation_id="c1")
     run(tree, "sh", "-c", "echo one >> notes.md")
-    kept = await keeper.after(first, None)
-    keeper.release(first)
-    snapshots = await second
+    # The second call starts while the first is open: no turn to wait for.
+    second = await asyncio.wait_for(keeper.before([tree], call_id="second"), timeout=10)
     run(tree, "sh", "-c", "echo two >> docs/guide.txt")
-    later = await keeper.after(snapshots, None)
-    keeper.release(snapshots)
-    assert set(kept.sources[str(tree)].priors) == {"notes.md"}
+    later = await keeper.after(second, "second")
+    keeper.release(second)
+    run(tree, "sh", "-c", "echo three >> run.sh")
+    kept = await keeper.after(first, "first")
+    keeper.release(first)
+    # The first call's window holds all it was open for; the second's only what moved
+    # while it was open: notes.md was changed before it started, run.sh after it ended.
+    assert set(kept.sources[str(tree)].priors) == {"notes.md", "docs/guide.txt", "run.sh"}
     assert set(later.sources[str(tree)].priors) == {"docs/guide.txt"}
+    # Each prior is the state at its own call's start.
+    one = kept.sources[str(tree)].priors["notes.md"]
+    assert one is not None and one.size == len("first notes\n")
+    assert keeper.overlaps.read("first") == {str(tree): {"second": ""}}
+    assert keeper.overlaps.read("second") == {str(tree): {"first": "c1"}}
+    assert keeper.open_calls() == set()
+    rewound(keeper, tree, kept)
+    assert describe(tree) == before_calls
+
+
+async def test_clean_up_spares_what_an_open_calls_snapshot_needs(
+    tree: Path, keeper: CheckpointKeeper
+) -> None:
+    before_calls = describe(tree)
+    first = await keeper.before([tree], call_id="first")
+    run(tree, "sh", "-c", "echo changed > notes.md")
+    # A later call's snapshot moves the source's last state on: the old notes.md is now
+    # named only by the first call's snapshot, which no change set names yet.
+    second = await keeper.before([tree], call_id="second")
+    keeper.release(second)
+    keeper.collect(unused_for=0)
+    kept = await keeper.after(first, "first")
+    keeper.release(first)
+    assert set(kept.sources[str(tree)].priors) == {"notes.md"}
+    rewound(keeper, tree, kept)
+    assert describe(tree) == before_calls
 
 
 @needs_bwrap
@@ -278,3 +311,29 @@ async def test_a_queue_overflow_falls_back_to_a_whole_scan(
     assert set(flooded.sources[str(tree)].priors) == {"notes.md", "run.sh", "docs/guide.txt"}
     rewound(keeper, tree, flooded)
     assert describe(tree) == before
+
+
+async def test_a_step_overlapped_by_a_call_still_running_conflicts_on_all_its_paths(
+    tree: Path, keeper: CheckpointKeeper
+) -> None:
+    running = await keeper.before([tree], call_id="running", conversation_id="theirs")
+    mine = await keeper.before([tree], call_id="mine", conversation_id="ours")
+    run(tree, "sh", "-c", "echo mine >> notes.md && echo also > new.txt")
+    kept = await keeper.after(mine, "mine")
+    keeper.release(mine)
+    reason = "changed while call running (conversation theirs) also ran on this source"
+    found = find_conflicts(keeper, "ours", [kept])
+    assert [(c.path, c.reason) for c in found] == [
+        ("new.txt", reason + ", still running"),
+        ("notes.md", reason + ", still running"),
+    ]
+    theirs = await keeper.after(running, "running")
+    keeper.release(running)
+    # Ended: only the paths both change sets hold (here all of them: the running call's
+    # window saw the same writes).
+    assert set(theirs.sources[str(tree)].priors) == {"notes.md", "new.txt"}
+    assert [(c.path, c.reason) for c in find_conflicts(keeper, "ours", [kept])] == [
+        ("new.txt", reason),
+        ("notes.md", reason),
+    ]
+    assert find_conflicts(keeper, "ours", [kept, theirs]) == []

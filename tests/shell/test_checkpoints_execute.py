@@ -73,10 +73,24 @@ async def test_a_source_over_the_entry_limit_gets_a_note_instead_of_a_checkpoint
     assert (drive / "notes.txt").read_text() == "alpha beta\nmore\nmore\n"
 
 
-async def test_checkpoints_are_off_by_default(platform: Platform, drive: Path) -> None:
+async def test_checkpoints_are_on_by_default(platform: Platform, drive: Path) -> None:
+    (drive / "notes.txt").write_text("alpha\n")
+    give_to_sandbox(drive, platform.kernel.settings.sandbox_uid)
+    command = {"command": "echo more >> notes.txt", "cwd": str(drive)}
+    result = await platform.call_tool("execute", command)
+    assert result.data is not None, result.text
+    assert result.data["checkpoint"]["files_changed"] == 1, result.text
+    assert rewind(shells(platform).checkpoints, result.data["checkpoint"]["id"], drive) == []
+    assert (drive / "notes.txt").read_text() == "alpha\n"
+
+
+async def test_checkpoints_off_means_no_snapshot(platform: Platform, drive: Path) -> None:
+    await platform.admin.set_live("checkpoints", False)
     (drive / "notes.txt").write_text("alpha\n")
     give_to_sandbox(drive, platform.kernel.settings.sandbox_uid)
     command = {"command": "echo more >> notes.txt", "cwd": str(drive)}
     result = await platform.call_tool("execute", command)
     assert result.data is not None and "checkpoint" not in result.data, result.text
     assert not (platform.kernel.settings.data_dir / "checkpoints").exists()
+    assert shells(platform).checkpoints.open_calls() == set()
+    assert not shells(platform).checkpoints._sources  # no snapshot, no watch

@@ -63,6 +63,7 @@ async def test_a_writing_mcp_tool_on_a_source_keeps_a_checkpoint_a_rewind_undoes
 
 
 async def test_no_checkpoint_when_the_setting_is_off(platform: Platform, drive: Path) -> None:
+    await platform.admin.set_live("checkpoints", False)
     await connect_in_drive(platform, drive)
     result = await platform.call_tool("files_write_here", {"name": "notes.txt", "text": "x\n"})
     assert not result.is_error, result.text

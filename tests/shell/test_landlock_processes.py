@@ -100,6 +100,8 @@ async def test_a_concurrent_calls_command_line_is_invisible(
     landlocked: tuple[Platform, Path], reaper: list[str]
 ) -> None:
     platform, drive = landlocked
+    # With checkpoints on, calls on one drive must not take turns: this one waits for the next.
+    await platform.admin.set_live("checkpoints", True)
     token = "tok-" + "5d1e"
     reaper.append(token)
     # The first call holds a token on its command line until the second one is done.

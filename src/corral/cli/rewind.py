@@ -140,8 +140,8 @@ def _print_preview(result: dict[str, Any]) -> None:
         _print_files(files, diffs=True)
     if result["conflicts"]:
         console.print(
-            "[bold red]conflicts[/] (changed since by something else; the rewind is "
-            "refused unless --force):",
+            "[bold red]conflicts[/] (changed since by something else, or while another "
+            "call ran on the same source; the rewind is refused unless --force):",
             highlight=False,
         )
         _print_conflicts(result["conflicts"], stream=console)
@@ -157,8 +157,8 @@ def _print_preview(result: dict[str, Any]) -> None:
 def _print_result(result: dict[str, Any]) -> None:
     if result["refused"]:
         err_console.print(
-            "[bold red]refused:[/] changed since the checkpoint by something else "
-            "(--force overwrites them):",
+            "[bold red]refused:[/] changed since the checkpoint by something else, or "
+            "while another call ran on the same source (--force overwrites them):",
             highlight=False,
         )
         _print_conflicts(result["conflicts"], stream=err_console)

@@ -500,8 +500,13 @@ class ShellService:
         if checked.plane == "host":
             return await self._run_host(request, checked, pacer, on_cancel, timeout, limit)
         roots = self._checkpoint_roots(checked, request, policy)
-        # Calls covering the same source take turns from snapshot to change set.
-        async with around(self.checkpoints, roots, live) as checkpointing:
+        async with around(
+            self.checkpoints,
+            roots,
+            live,
+            call_id=request.call_id,
+            conversation_id=request.conversation_id,
+        ) as checkpointing:
             network, network_label = self._network(live)
             bridge = None
             if not network:
@@ -594,7 +599,12 @@ class ShellService:
         roots = self._checkpoint_roots(checked, request, policy)
         if limit == 0 or not roots:
             return None
-        return await self.checkpoints.started(roots, max_entries=limit)
+        return await self.checkpoints.started(
+            roots,
+            max_entries=limit,
+            call_id=request.call_id,
+            conversation_id=request.conversation_id,
+        )
 
     @staticmethod
     def _checkpoint_roots(
@@ -778,8 +788,12 @@ class ShellService:
             with step_span("spawn") as span:
                 record = await self.background.start(launch)
                 note_spawn(span, "app", self.confinement)
-        except OSError as exc:
-            raise _spawn_failed(exc) from None
+        except BaseException as exc:
+            if snapshots:  # not started: its windows must not stay open for ever
+                self.checkpoints.release(snapshots, ran=False)
+            if isinstance(exc, OSError):
+                raise _spawn_failed(exc) from None
+            raise
         return record, [d.describe() for d in environment.call_drops()]
 
     async def close(self) -> None:

@@ -152,8 +152,9 @@ def _handler(connection: McpConnection, remote: str, folder: Path | None) -> Han
         # A question unanswered by then is declined while the server still has time to finish.
         asker = RunAsker(ctx, wait_seconds=connection.call_timeout * _QUESTION_SHARE)
         keeper, written = _checkpointed(ctx, folder)
-        # Calls covering the same source take turns from snapshot to change set.
-        async with around(keeper, written, ctx.live) as checkpointing:
+        async with around(
+            keeper, written, ctx.live, call_id=ctx.call_id, conversation_id=ctx.conversation_id
+        ) as checkpointing:
             running = asyncio.ensure_future(
                 connection.call(remote, args, roots=roots, progress=heard, asker=asker)
             )

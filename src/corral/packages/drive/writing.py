@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +47,28 @@ def _root(location: Location) -> Path:
     return location.root
 
 
-async def _prior(ctx: CallContext, location: Location) -> Checkpoint | None:
+@dataclass(slots=True)
+class _Prior:
+    """What the write will change, kept before it, and the calls open on its source then
+    (their change sets will hold this write too)."""
+
+    checkpoint: Checkpoint
+    overlapped: dict[str, str]
+
+
+async def _prior(ctx: CallContext, location: Location) -> _Prior | None:
     """What the write will change, kept before it (when the platform runs shells)."""
     shells = ctx.services.shells
     if shells is None or location.path is None or not ctx.live.get("checkpoints"):
         return None
-    return await shells.checkpoints.before_write(_root(location), location.path)
+    keeper = shells.checkpoints
+    root = _root(location)
+    checkpoint = await keeper.before_write(root, location.path)
+    return _Prior(checkpoint, keeper.overlapping(root, ctx.call_id, ctx.conversation_id or ""))
 
 
 async def _keep(
-    ctx: CallContext, location: Location, prior: Checkpoint | None, data: dict[str, Any]
+    ctx: CallContext, location: Location, prior: _Prior | None, data: dict[str, Any]
 ) -> None:
     shells = ctx.services.shells
     if shells is None or prior is None:
@@ -66,8 +79,12 @@ async def _keep(
         user_id=ctx.caller.user_id,
         tool=ctx.tool,
     )
-    kept = await shells.checkpoints.keep(
-        {str(_root(location)): prior}, ctx.call_id, scope, retention_of(ctx.live)
+    keeper, root = shells.checkpoints, _root(location)
+    overlapped = prior.overlapped | keeper.overlapping(root, ctx.call_id, ctx.conversation_id or "")
+    if overlapped and prior.checkpoint.priors:  # first, as for a call's change set
+        await asyncio.to_thread(keeper.overlaps.record, ctx.call_id, {str(root): overlapped})
+    kept = await keeper.keep(
+        {str(root): prior.checkpoint}, ctx.call_id, scope, retention_of(ctx.live)
     )
     data["checkpoint"] = kept.summary()
 

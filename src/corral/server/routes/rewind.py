@@ -62,8 +62,9 @@ async def preview_rewind(
 
 _REFUSED: dict[int | str, dict[str, Any]] = {
     409: {
-        "description": "Refused: files changed since by something else (code conflicts, "
-        "listed), or a run of the conversation running or parked (code conversation_busy)"
+        "description": "Refused: files changed since by something else, or while another "
+        "call ran on the same source (code conflicts, listed), or a run of the "
+        "conversation running or parked (code conversation_busy)"
     }
 }
 
@@ -84,7 +85,8 @@ async def rewind(
     shown = result.to_json()
     if result.refused:
         detail = (
-            f"{len(result.conflicts)} path(s) were changed since by something else; "
+            f"{len(result.conflicts)} path(s) were changed since by something else, or while "
+            "another call ran on the same source; "
             "nothing was rewound (force overwrites them)"
         )
         return JSONResponse(

@@ -2,8 +2,9 @@
 
 Shared by ``execute`` (:class:`corral.shell.service.ShellService`) and MCP tools whose
 server runs on a source: snapshot the writable sources before the call (only when the live
-setting ``checkpoints`` is on), keep the change set after it, and always hand the sources
-back (:meth:`CheckpointKeeper.release`), so the next call on them does not wait forever.
+setting ``checkpoints`` is on), keep the change set after it, and always close the call's
+windows (:meth:`CheckpointKeeper.release`), so their contents are not held for ever. Other
+calls on the same sources run meanwhile.
 """
 
 from __future__ import annotations
@@ -57,15 +58,23 @@ class Around:
 
 @asynccontextmanager
 async def around(
-    keeper: CheckpointKeeper | None, roots: list[Path], live: Mapping[str, Any]
+    keeper: CheckpointKeeper | None,
+    roots: list[Path],
+    live: Mapping[str, Any],
+    *,
+    call_id: str | None = None,
+    conversation_id: str | None = None,
 ) -> AsyncIterator[Around]:
-    """Snapshots of ``roots`` for the length of the block, released at its end."""
+    """Snapshots of ``roots`` for the length of the block (call ``call_id`` of
+    ``conversation_id``), released at its end."""
     limit = checkpoint_limit(live)
     if keeper is None or limit == 0 or not roots:
         yield Around(keeper, None)
         return
     try:
-        snapshots = await keeper.before(roots, max_entries=limit)
+        snapshots = await keeper.before(
+            roots, max_entries=limit, call_id=call_id, conversation_id=conversation_id
+        )
     except (OSError, TooManyEntries) as exc:
         yield Around(keeper, None, f"No checkpoint was kept for this call: {exc}.")
         return

@@ -36,6 +36,7 @@ from corral.shell.checkpoints.capture import (
     priors_before_write,
 )
 from corral.shell.checkpoints.change_log import ChangeLog
+from corral.shell.checkpoints.overlaps import Overlaps
 from corral.shell.checkpoints.rows import CallScope, CheckpointRows
 from corral.shell.checkpoints.scan import Entry, entry_of, scan
 from corral.shell.checkpoints.watch import SourceWatch, Unwatchable
@@ -112,26 +113,56 @@ def _fields(value: Entry | Prior | None) -> dict[str, object] | None:
     return {name: getattr(value, name) for name in value.__slots__}
 
 
+@dataclass(eq=False, slots=True)
+class _Window:
+    """An open call's view of one source: the snapshot taken at its start, and the paths
+    that may have moved since (every refresh of the source adds what it drained)."""
+
+    before: Snapshot
+    call_id: str
+    conversation_id: str
+    touched: set[str] | None = field(default_factory=set)
+    """None: anything may have moved (a full scan came between)."""
+    overlapped: dict[str, str] = field(default_factory=dict)
+    """The other calls open on the source meanwhile: id -> conversation ("" for none)."""
+
+
 @dataclass(slots=True)
 class _Source:
-    """A source's watch and its last snapshot (the state the last scan found)."""
+    """A source's watch, its last snapshot (the state the last scan found), and the windows
+    of the calls open on it."""
 
     watch: SourceWatch
     last: Snapshot | None = None
     watched: bool = True
     """False once the source could not be watched: it is then scanned whole each time."""
+    windows: list[_Window] = field(default_factory=list)
 
 
 @contextlib.contextmanager
 def _forgotten_on_failure(source: _Source) -> Iterator[None]:
     """The watch's events are consumed by a refresh: when what they told is not recorded
-    (too many entries, an unreadable source), the next snapshot must scan whole."""
+    (too many entries, an unreadable source), the next snapshot must scan whole, and every
+    open window must be compared whole."""
     try:
         yield
     except BaseException:
         source.watch.close()
         source.last = None
+        for window in source.windows:
+            window.touched = None
         raise
+
+
+def _own(snapshot: Snapshot) -> Snapshot:
+    """A snapshot object of a window's own (the tables shared, not copied): two calls may
+    start from the same state, and each is told apart by the object it was handed."""
+    return Snapshot(
+        root=snapshot.root,
+        entries=snapshot.entries,
+        digests=snapshot.digests,
+        taken_ns=snapshot.taken_ns,
+    )
 
 
 class CheckpointKeeper:
@@ -140,21 +171,28 @@ class CheckpointKeeper:
     The last snapshot of each source stays in memory with an inotify watch on the source
     (:mod:`corral.shell.checkpoints.watch`), so the next snapshot looks again only at what
     moved since, and reuses the last one whole when nothing did (the platform's own process
-    is the only one taking snapshots). Calls covering the same source take turns
-    (:meth:`before` to :meth:`release`), so that one call's change set never holds another's
-    changes."""
+    is the only one taking snapshots). Calls on the same source may run at the same time:
+    each holds a window from its snapshot (:meth:`before`) to its change set
+    (:meth:`after`), every refresh of the source adds the paths it drained to every open
+    window, and a call's change set compares its own snapshot with the source now over its
+    own window's paths only. A path changed while two calls were open is in both change
+    sets; each records the calls it overlapped (:mod:`corral.shell.checkpoints.overlaps`)."""
 
     def __init__(self, data_dir: Path, rows: CheckpointRows | None = None) -> None:
         self.data_dir = data_dir
         self.folder = data_dir / "checkpoints"
         self.blobs = BlobStore(self.folder / "blobs")
         self.rows = rows
+        self.overlaps = Overlaps(self.folder)
         self._sources: dict[Path, _Source] = {}
-        self._turns: dict[Path, asyncio.Lock] = {}
-        self._pinned: list[Snapshot] = []
-        """Snapshots taken when a background shell started, until its change set is kept."""
+        self._open: dict[int, tuple[_Source, _Window]] = {}
+        """By ``id`` of the snapshot handed out: the windows not released yet (their
+        snapshots' contents are spared by clean-up)."""
         self._collecting = threading.Lock()
-        """Held by clean-up, and by snapshots while they name blobs clean-up must spare."""
+        """Held by clean-up, and by snapshots and change sets while they refresh a source
+        and name blobs clean-up must spare (short: never for a call's run)."""
+        self._guard = threading.Lock()
+        """Held briefly around every change to the windows (taken after ``_collecting``)."""
         self.calls = ChangeLog(self.folder / "calls")
         self._counts: dict[str | None, int] = {}
         """Checkpoint rows of each conversation, as far as this keeper knows (an
@@ -167,11 +205,23 @@ class CheckpointKeeper:
     @property
     def _last(self) -> dict[Path, Snapshot]:
         last = {root: s.last for root, s in self._sources.items() if s.last is not None}
-        return {**{Path(f"pinned:{i}"): s for i, s in enumerate(self._pinned)}, **last}
+        with self._guard:
+            windows = [window.before for _, window in self._open.values()]
+        return {**{Path(f"open:{i}"): s for i, s in enumerate(windows)}, **last}
 
     def _scanned(self, source: _Source) -> tuple[Mapping[str, Entry], set[str] | None]:
         """The source's entries now, and the paths that may have moved since its last
-        snapshot (None: any)."""
+        snapshot (None: any); both are added to every window open on the source."""
+        entries, touched = self._refreshed(source)
+        with self._guard:
+            for window in source.windows:
+                if touched is None or window.touched is None:
+                    window.touched = None
+                else:
+                    window.touched |= touched
+        return entries, touched
+
+    def _refreshed(self, source: _Source) -> tuple[dict[str, Entry], set[str] | None]:
         if source.watched:
             try:
                 if source.last is None:
@@ -181,7 +231,10 @@ class CheckpointKeeper:
                 source.watched = False
         return scan(source.watch.root), None
 
-    def _snapshot(self, root: Path, max_entries: int) -> Snapshot:
+    def _snapshot(
+        self, root: Path, max_entries: int, call_id: str, conversation_id: str
+    ) -> Snapshot:
+        """The source's state now, as the snapshot of a new window of call ``call_id``."""
         make_private_folder(self.data_dir, Path("checkpoints"))
         with self._collecting:
             source = self._sources.setdefault(root, _Source(watch=SourceWatch(root)))
@@ -190,7 +243,16 @@ class CheckpointKeeper:
             with _forgotten_on_failure(source):
                 snapshot = self._next(source, previous, taken, max_entries)
             source.last = snapshot
-        return snapshot
+            window = _Window(
+                before=_own(snapshot), call_id=call_id, conversation_id=conversation_id
+            )
+            with self._guard:
+                for other in source.windows:
+                    other.overlapped[call_id] = conversation_id
+                    window.overlapped[other.call_id] = other.conversation_id
+                source.windows.append(window)
+                self._open[id(window.before)] = (source, window)
+        return window.before
 
     def _next(
         self, source: _Source, previous: Snapshot | None, taken: int, max_entries: int
@@ -207,43 +269,69 @@ class CheckpointKeeper:
             return previous  # no event since: the source is as the last scan left it
         return advance(root, self.blobs, previous, entries, touched, taken, max_entries=max_entries)
 
-    def _changes(self, before: Snapshot) -> Checkpoint:
-        """What moved since ``before``; the state found becomes the source's last snapshot
-        (the changed files' content kept now), so the next call's snapshot starts from it."""
+    def _changes(self, before: Snapshot) -> tuple[Checkpoint, dict[str, str]]:
+        """What moved since ``before`` (a window's snapshot), over the window's paths only,
+        and the calls the window overlapped; the window takes no more paths. The state
+        found becomes the source's last snapshot (the moved files' content kept now), so
+        the next snapshot starts from it."""
         with self._collecting:
-            source = self._sources.get(before.root)
-            if source is None or source.last is not before:
-                return changes(before)  # another snapshot came between: scan whole
+            with self._guard:
+                opened = self._open.get(id(before))
+            if (
+                opened is None
+                or opened[1] not in opened[0].windows
+                or (self._sources.get(before.root) is not opened[0])
+            ):
+                return changes(before), {}  # not an open window of this keeper: scan whole
+            source, window = opened
             taken = time.time_ns()
             with _forgotten_on_failure(source):
                 entries, touched = self._scanned(source)
-                found = diff(before, entries, touched)
-                moved = set(found.priors) if touched is not None else None
-                source.last = advance(before.root, self.blobs, before, entries, moved, taken)
-        return found
+                found = diff(before, entries, window.touched)
+                source.last = advance(before.root, self.blobs, source.last, entries, touched, taken)
+            with self._guard:
+                source.windows.remove(window)
+                overlapped = dict(window.overlapped)
+        return found, overlapped
 
-    async def before(self, roots: Sequence[Path], *, max_entries: int = 0) -> list[Snapshot]:
-        """Snapshots of ``roots``, taken off the event loop (see :func:`take_snapshot`),
-        once no other call covers them; :meth:`release` them when the call is done."""
-        held: list[Path] = []
+    async def before(
+        self,
+        roots: Sequence[Path],
+        *,
+        max_entries: int = 0,
+        call_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[Snapshot]:
+        """Snapshots of ``roots``, taken off the event loop, each opening a window of call
+        ``call_id`` on its source; :meth:`release` them when the call is done. Other calls
+        on the same sources go on meanwhile."""
+        name = call_id if call_id and _CALL_ID.fullmatch(call_id) else uuid.uuid4().hex
+        snapshots: list[Snapshot] = []
         try:
-            for root in sorted(set(roots)):
-                await self._turns.setdefault(root, asyncio.Lock()).acquire()
-                held.append(root)
-            return [await asyncio.to_thread(self._snapshot, root, max_entries) for root in roots]
+            for root in roots:
+                snapshots.append(
+                    await asyncio.to_thread(
+                        self._snapshot, root, max_entries, name, conversation_id or ""
+                    )
+                )
         except BaseException:
-            for root in held:
-                self._turns[root].release()
+            self.release(snapshots)
             raise
-
-    async def started(self, roots: Sequence[Path], *, max_entries: int = 0) -> list[Snapshot]:
-        """Snapshots of ``roots`` for a background shell about to start: taken in turn with
-        other calls, then held (their contents spared by clean-up) until :meth:`ended`;
-        the shell does not hold the sources while it runs."""
-        snapshots = await self.before(roots, max_entries=max_entries)
-        self.release(snapshots)
-        self._pinned.extend(snapshots)
         return snapshots
+
+    async def started(
+        self,
+        roots: Sequence[Path],
+        *,
+        max_entries: int = 0,
+        call_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[Snapshot]:
+        """Snapshots of ``roots`` for a background shell about to start, its windows open
+        (their contents spared by clean-up) until :meth:`ended`."""
+        return await self.before(
+            roots, max_entries=max_entries, call_id=call_id, conversation_id=conversation_id
+        )
 
     async def ended(
         self,
@@ -252,25 +340,44 @@ class CheckpointKeeper:
         scope: CallScope | None = None,
         retention: Retention | None = None,
     ) -> CallCheckpoint:
-        """A background shell's change set, from its start to its end: taken in turn
-        with foreground calls (one running now finishes first)."""
-        held: list[Path] = []
+        """A background shell's change set, from its start to its end."""
         try:
-            for root in sorted({s.root for s in snapshots}):
-                await self._turns.setdefault(root, asyncio.Lock()).acquire()
-                held.append(root)
             return await self.after(snapshots, call_id, scope, retention)
         finally:
-            for root in held:
-                self._turns[root].release()
-            self._pinned = [s for s in self._pinned if all(s is not t for t in snapshots)]
+            self.release(snapshots)
 
-    def release(self, snapshots: Sequence[Snapshot]) -> None:
-        """Let the next call covering these sources take its snapshot."""
-        for root in {s.root for s in snapshots}:
-            turn = self._turns.get(root)
-            if turn is not None and turn.locked():
-                turn.release()
+    def release(self, snapshots: Sequence[Snapshot], *, ran: bool = True) -> None:
+        """Close the windows of these snapshots (when :meth:`after` did not) and let
+        clean-up have their contents; ``ran`` False for a call that never started (the
+        other calls then forget they overlapped it)."""
+        with self._guard:
+            for snapshot in snapshots:
+                source, window = self._open.pop(id(snapshot), (None, None))
+                if source is None or window is None:
+                    continue
+                if window in source.windows:
+                    source.windows.remove(window)
+                if not ran:
+                    for other in source.windows:
+                        other.overlapped.pop(window.call_id, None)
+
+    def overlapping(self, root: Path, call_id: str, conversation_id: str) -> dict[str, str]:
+        """The calls open on ``root`` now (id -> conversation), each told that call
+        ``call_id`` writes there meanwhile: a file tool's write, which opens no window of
+        its own, is in their change sets too."""
+        found: dict[str, str] = {}
+        with self._guard:
+            source = self._sources.get(root)
+            for window in source.windows if source is not None else ():
+                if window.call_id != call_id:
+                    window.overlapped[call_id] = conversation_id
+                    found[window.call_id] = window.conversation_id
+        return found
+
+    def open_calls(self) -> set[str]:
+        """The calls with a window open on some source (running now)."""
+        with self._guard:
+            return {window.call_id for _, window in self._open.values()}
 
     async def flush(self) -> None:
         """Wait until the rows of the checkpoints kept so far are written."""
@@ -292,14 +399,36 @@ class CheckpointKeeper:
         scope: CallScope | None = None,
         retention: Retention | None = None,
     ) -> CallCheckpoint:
-        """The call's change set; kept on disk when it is not empty."""
+        """The call's change set; kept on disk when it is not empty, with the calls it
+        overlapped on each source."""
         found = [await asyncio.to_thread(self._changes, snapshot) for snapshot in snapshots]
+        name = call_id if call_id and _CALL_ID.fullmatch(call_id) else self._name(snapshots)
+        name = name or uuid.uuid4().hex
+        overlapped = {
+            str(s.root): calls
+            for s, (c, calls) in zip(snapshots, found, strict=True)
+            if c.priors and calls
+        }
+        if overlapped:
+            # First: a crash before the change set is kept leaves an unused record, never a
+            # change set that does not say whom it overlapped.
+            await asyncio.to_thread(self.overlaps.record, name, overlapped)
         return await self.keep(
-            {str(s.root): c for s, c in zip(snapshots, found, strict=True)},
-            call_id,
+            {str(s.root): c for s, (c, _) in zip(snapshots, found, strict=True)},
+            name,
             scope,
             retention,
         )
+
+    def _name(self, snapshots: Sequence[Snapshot]) -> str | None:
+        """The call id the windows of ``snapshots`` were opened under (made up when the
+        call had none), so overlaps name the change set kept."""
+        with self._guard:
+            for snapshot in snapshots:
+                _, window = self._open.get(id(snapshot), (None, None))
+                if window is not None:
+                    return window.call_id
+        return None
 
     async def before_write(self, root: Path, path: Path) -> Checkpoint:
         """What a file tool's write of ``path`` below ``root`` will change, kept first."""
@@ -418,7 +547,10 @@ class CheckpointKeeper:
             await self.rows.drop(call_ids)
 
     def _forget(self, call_ids: Sequence[str], unused_for: float | None) -> None:
-        self.calls.forget([c for c in call_ids if _CALL_ID.fullmatch(c)])
+        names = [c for c in call_ids if _CALL_ID.fullmatch(c)]
+        self.calls.forget(names)
+        for call_id in names:
+            self.overlaps.forget(call_id)
         if unused_for is not None:
             self.collect(unused_for=unused_for)
 

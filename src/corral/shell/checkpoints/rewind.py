@@ -5,7 +5,9 @@ Rewinding to step k undoes steps k, k+1, … in one restore. Before touching any
 path those steps changed is compared with the state the conversation's last step left it
 in: a difference means something else (another conversation, a person) changed it since,
 and the rewind is refused unless forced. So is a folder the rewind would remove that now
-holds entries the steps did not make."""
+holds entries the steps did not make, and a path an undone step changed while a call that
+is not undone also ran on the same source (both change sets hold it: whose change it was
+cannot be told, :mod:`corral.shell.checkpoints.overlaps`)."""
 
 from __future__ import annotations
 
@@ -149,12 +151,46 @@ def _roots(calls: list[CallCheckpoint]) -> list[str]:
     return sorted({root for call in calls for root in call.sources})
 
 
+def _overlapping(keeper: CheckpointKeeper, calls: list[CallCheckpoint]) -> list[Conflict]:
+    """The paths each of ``calls`` shares with a call that overlapped it on the same source
+    and is not undone with it; every path of the call while that one still runs."""
+    undone = {call.call_id for call in calls}
+    running = keeper.open_calls()
+    found: dict[tuple[str, str], Conflict] = {}
+    for call in calls:
+        for root, others in keeper.overlaps.read(call.call_id).items():
+            mine = call.sources.get(root)
+            if mine is None:
+                continue
+            for other_id, conversation in sorted(others.items()):
+                if other_id in undone:
+                    continue
+                who = f"{other_id} (conversation {conversation})" if conversation else other_id
+                if other_id in running:
+                    shared = set(mine.priors)
+                    reason = f"changed while call {who} also ran on this source, still running"
+                else:
+                    try:
+                        other = keeper.load(other_id)
+                    except ValueError:
+                        other = None  # a torn change set: its paths cannot be told
+                    if other is None or root not in other.sources:
+                        continue  # nothing kept of it (changed nothing, or rewound since)
+                    shared = set(mine.priors) & set(other.sources[root].priors)
+                    reason = f"changed while call {who} also ran on this source"
+                for path in sorted(shared):
+                    found.setdefault((root, path), Conflict(root=root, path=path, reason=reason))
+    return [found[key] for key in sorted(found)]
+
+
 def find_conflicts(
     keeper: CheckpointKeeper, conversation_id: str, calls: list[CallCheckpoint]
 ) -> list[Conflict]:
-    """Paths something else changed since the last of ``calls`` (blocking; reads only)."""
+    """Paths something else changed since the last of ``calls``, or while one of them ran
+    (blocking; reads only)."""
     settled = SettledStates(keeper.data_dir).expected(conversation_id)
-    return [c for root in _roots(calls) for c in _conflicts(root, calls, settled)]
+    since = [c for root in _roots(calls) for c in _conflicts(root, calls, settled)]
+    return since + _overlapping(keeper, calls)
 
 
 def preview_files(keeper: CheckpointKeeper, calls: list[CallCheckpoint]) -> list[PathChange]:
