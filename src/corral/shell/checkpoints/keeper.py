@@ -221,7 +221,7 @@ class CheckpointKeeper:
                     window.touched |= touched
         return entries, touched
 
-    def _refreshed(self, source: _Source) -> tuple[dict[str, Entry], set[str] | None]:
+    def _refreshed(self, source: _Source) -> tuple[Mapping[str, Entry], set[str] | None]:
         if source.watched:
             try:
                 if source.last is None:
