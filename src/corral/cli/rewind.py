@@ -126,6 +126,16 @@ def _print_conflicts(conflicts: list[dict[str, str]], *, stream: Any) -> None:
         stream.print(f"  {c['path']}: {c['reason']}", highlight=False, soft_wrap=True)
 
 
+def _print_conversation(part: dict[str, Any] | None, *, done: bool) -> None:
+    if part is not None:
+        console.print(
+            f"conversation: {len(part['rows'])} row(s) from sequence {part['from_seq']} on "
+            f"{'' if done else 'would be '}hidden from the model (kept in the timeline as "
+            "rewound)",
+            highlight=False,
+        )
+
+
 def _print_preview(result: dict[str, Any]) -> None:
     if result["blocked"]:
         console.print(f"[bold yellow]cannot rewind now:[/] {result['blocked']}", highlight=False)
@@ -145,13 +155,7 @@ def _print_preview(result: dict[str, Any]) -> None:
             highlight=False,
         )
         _print_conflicts(result["conflicts"], stream=console)
-    part = result["conversation"]
-    if part is not None:
-        console.print(
-            f"conversation: {len(part['rows'])} row(s) from sequence {part['from_seq']} on "
-            "would be hidden from the model (kept in the timeline as rewound)",
-            highlight=False,
-        )
+    _print_conversation(result["conversation"], done=False)
 
 
 def _print_result(result: dict[str, Any]) -> None:
@@ -176,13 +180,7 @@ def _print_result(result: dict[str, Any]) -> None:
             console.print(f"  overwritten: {c['path']}: {c['reason']}", highlight=False)
         for path in result["unrestored"]:
             console.print(f"  not restorable (unreadable then): {path}", highlight=False)
-    part = result["conversation"]
-    if part is not None:
-        console.print(
-            f"conversation: {len(part['rows'])} row(s) from sequence {part['from_seq']} on "
-            "hidden from the model (shown as rewound)",
-            highlight=False,
-        )
+    _print_conversation(result["conversation"], done=True)
 
 
 def _list_steps(ctx: typer.Context, conversation: str, user: str | None, as_json: bool) -> None:

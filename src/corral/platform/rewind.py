@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import ConversationBusy, UsageError
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from corral.policy.identity import Caller
     from corral.runtime.runtime import Runtime
 
-__all__ = ["ConversationRewind", "RewindPreview", "RewindResult", "Rewinds"]
+__all__ = ["ConversationRewind", "RewindOutline", "RewindPreview", "RewindResult", "Rewinds"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,8 +75,8 @@ class ConversationRewind:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RewindPreview:
-    """What a rewind would do; nothing was changed."""
+class RewindOutline:
+    """What a rewind undoes: shared by its preview and its result."""
 
     conversation_id: str
     to: str
@@ -85,13 +85,12 @@ class RewindPreview:
     steps: list[StoredCheckpoint]
     """The checkpoints undone (the files part), oldest first."""
     files: list[PathChange] | None
-    """Per path, what would be put back (None: the files part was not asked)."""
+    """Per path, what is put back (None: the files part was not asked)."""
     conflicts: list[Conflict]
-    """Paths something else changed since: the rewind is refused unless forced."""
+    """Paths something else changed since, or changed while another call ran on the same
+    source: the rewind is refused unless forced."""
     conversation: ConversationRewind | None
     """None: the conversation part was not asked."""
-    blocked: str | None = None
-    """Why the rewind cannot be made now (a run of the conversation is running or parked)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,25 +101,28 @@ class RewindPreview:
             "files": None if self.files is None else [f.to_json() for f in self.files],
             "conflicts": [c.to_json() for c in self.conflicts],
             "conversation": None if self.conversation is None else self.conversation.to_json(),
-            "blocked": self.blocked,
         }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RewindResult:
-    """What a rewind did; when ``refused`` (conflicts, not forced), nothing changed."""
+class RewindPreview(RewindOutline):
+    """What a rewind would do; nothing was changed."""
 
-    conversation_id: str
-    to: str
-    call_id: str | None
-    steps: list[StoredCheckpoint]
-    files: list[PathChange] | None
-    """What was put back (or would have been, when refused)."""
-    conflicts: list[Conflict]
+    blocked: str | None = None
+    """Why the rewind cannot be made now (a run of the conversation is running or parked)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**RewindOutline.to_json(self), "blocked": self.blocked}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewindResult(RewindOutline):
+    """What a rewind did; when ``refused`` (conflicts, not forced), nothing changed and
+    ``files`` is what would have been put back."""
+
     refused: bool
     forced: bool
     """Conflicting paths were overwritten."""
-    conversation: ConversationRewind | None
     restored: int = 0
     """Paths put back."""
     unrestored: list[str] = field(default_factory=list)
@@ -128,15 +130,9 @@ class RewindResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "conversation_id": self.conversation_id,
-            "to": self.to,
-            "call_id": self.call_id,
-            "steps": [s.to_json() for s in self.steps],
-            "files": None if self.files is None else [f.to_json() for f in self.files],
-            "conflicts": [c.to_json() for c in self.conflicts],
+            **RewindOutline.to_json(self),
             "refused": self.refused,
             "forced": self.forced,
-            "conversation": None if self.conversation is None else self.conversation.to_json(),
             "restored": self.restored,
             "unrestored": self.unrestored,
         }
@@ -152,6 +148,11 @@ class _Plan:
     kept: list[str]
     """The steps that stay (before the first undone one)."""
     conversation: ConversationRewind | None
+
+
+def _fields(outline: RewindOutline) -> dict[str, Any]:
+    """The outline's fields, to build a preview or a result from (no deep copies)."""
+    return {f.name: getattr(outline, f.name) for f in fields(RewindOutline)}
 
 
 def _call_position(rows: list[TimelineRow]) -> dict[str, TimelineRow]:
@@ -267,6 +268,14 @@ class Rewinds:
         plan = await self._plan(
             conversation_id, to, files=files, conversation=conversation, user=user
         )
+        outline = await self._outline(conversation_id, to, plan, files)
+        blocked = await busy_message(self._runtime, plan.info) if plan.info.active_run_id else None
+        return RewindPreview(**_fields(outline), blocked=blocked)
+
+    async def _outline(
+        self, conversation_id: str, to: str, plan: _Plan, files: bool
+    ) -> RewindOutline:
+        """What undoing ``plan`` puts back and what stands in its way, looked at now."""
         keeper = self._keeper()
         conflicts, changes = await asyncio.to_thread(
             lambda: (
@@ -274,8 +283,7 @@ class Rewinds:
                 preview_files(keeper, plan.calls),
             )
         )
-        blocked = await busy_message(self._runtime, plan.info) if plan.info.active_run_id else None
-        return RewindPreview(
+        return RewindOutline(
             conversation_id=conversation_id,
             to=to,
             call_id=plan.call_id,
@@ -283,7 +291,6 @@ class Rewinds:
             files=changes if files else None,
             conflicts=conflicts,
             conversation=plan.conversation,
-            blocked=blocked,
         )
 
     async def rewind(
@@ -330,22 +337,10 @@ class Rewinds:
         )
         keeper = self._keeper()
         calls = plan.calls
-        conflicts, changes = await asyncio.to_thread(
-            lambda: (
-                find_conflicts(keeper, conversation_id, calls),
-                preview_files(keeper, calls),
-            )
-        )
+        outline = await self._outline(conversation_id, to, plan, files)
+        conflicted = bool(outline.conflicts)
         result = RewindResult(
-            conversation_id=conversation_id,
-            to=to,
-            call_id=plan.call_id,
-            steps=plan.steps,
-            files=changes if files else None,
-            conflicts=conflicts,
-            refused=bool(conflicts) and not force,
-            forced=bool(conflicts) and force,
-            conversation=plan.conversation,
+            **_fields(outline), refused=conflicted and not force, forced=conflicted and force
         )
         if result.refused:
             return result
@@ -373,23 +368,5 @@ class Rewinds:
             stored = await self._runtime.append(
                 conversation_id, [NewRow(kind="card", user_id=plan.caller.user_id, data=card)]
             )
-            part = ConversationRewind(
-                call_id=part.call_id,
-                from_seq=part.from_seq,
-                through_seq=part.through_seq,
-                rows=part.rows,
-                marker_seq=stored[0].seq,
-            )
-        return RewindResult(
-            conversation_id=conversation_id,
-            to=to,
-            call_id=plan.call_id,
-            steps=plan.steps,
-            files=result.files,
-            conflicts=conflicts,
-            refused=False,
-            forced=result.forced,
-            conversation=part,
-            restored=restored,
-            unrestored=unrestored,
-        )
+            part = replace(part, marker_seq=stored[0].seq)
+        return replace(result, conversation=part, restored=restored, unrestored=unrestored)
