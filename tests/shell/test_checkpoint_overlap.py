@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.platform import Platform
+from corral.tools.results import ToolResult
 from tests.sandbox_owner import give_to_sandbox
 from tests.shell.conftest import needs_bwrap, shells
 from tests.shell.test_checkpoints import describe
@@ -32,21 +33,29 @@ def prepared(drive: Path, uid: int) -> Path:
     return drive.resolve()
 
 
-async def overlapping(
-    platform: Platform, drive: Path, first: str | None = None, second: str | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The waiter's and the opener's checkpoints: the waiter writes, says it is ready and
-    waits on the fifo; the opener starts then, writes and opens the fifo."""
+async def started_waiter(
+    platform: Platform, drive: Path, conversation_id: str | None
+) -> asyncio.Task[ToolResult]:
+    """The waiting call, once it has written its file and blocks on the fifo."""
     ready = asyncio.Event()
     waiter = asyncio.create_task(
         platform.call_tool(
             "execute",
             {"command": WAITER, "cwd": str(drive / "proj"), "timeout": 60},
-            conversation_id=first,
+            conversation_id=conversation_id,
             output=lambda stream, text: ready.set() if "ready" in text else None,
         )
     )
     await asyncio.wait_for(ready.wait(), 30)
+    return waiter
+
+
+async def overlapping(
+    platform: Platform, drive: Path, first: str | None = None, second: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The waiter's and the opener's checkpoints: the waiter writes, says it is ready and
+    waits on the fifo; the opener starts then, writes and opens the fifo."""
+    waiter = await started_waiter(platform, drive, first)
     opener = await platform.call_tool(
         "execute",
         {"command": OPENER, "cwd": str(drive / "proj"), "timeout": 60},
@@ -138,16 +147,7 @@ async def test_a_file_tool_write_while_a_call_runs_is_an_overlap_too(
     root = prepared(drive, platform.kernel.settings.sandbox_uid)
     mine = (await platform.runtime.start_conversation()).id
     other = (await platform.runtime.start_conversation()).id
-    ready = asyncio.Event()
-    waiter = asyncio.create_task(
-        platform.call_tool(
-            "execute",
-            {"command": WAITER, "cwd": str(drive / "proj"), "timeout": 60},
-            conversation_id=mine,
-            output=lambda stream, text: ready.set() if "ready" in text else None,
-        )
-    )
-    await asyncio.wait_for(ready.wait(), 30)
+    waiter = await started_waiter(platform, drive, mine)
     written = await platform.call_tool(
         "fs_write", {"uri": "data://proj/written.txt", "content": "theirs\n"}, conversation_id=other
     )

@@ -599,7 +599,7 @@ class ShellService:
         roots = self._checkpoint_roots(checked, request, policy)
         if limit == 0 or not roots:
             return None
-        return await self.checkpoints.started(
+        return await self.checkpoints.before(
             roots,
             max_entries=limit,
             call_id=request.call_id,

@@ -303,8 +303,9 @@ class CheckpointKeeper:
         conversation_id: str | None = None,
     ) -> list[Snapshot]:
         """Snapshots of ``roots``, taken off the event loop, each opening a window of call
-        ``call_id`` on its source; :meth:`release` them when the call is done. Other calls
-        on the same sources go on meanwhile."""
+        ``call_id`` on its source; :meth:`release` them when the call is done (a background
+        shell's stay open until :meth:`ended`, their contents spared by clean-up). Other
+        calls on the same sources go on meanwhile."""
         name = call_id if call_id and _CALL_ID.fullmatch(call_id) else uuid.uuid4().hex
         snapshots: list[Snapshot] = []
         try:
@@ -318,20 +319,6 @@ class CheckpointKeeper:
             self.release(snapshots)
             raise
         return snapshots
-
-    async def started(
-        self,
-        roots: Sequence[Path],
-        *,
-        max_entries: int = 0,
-        call_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[Snapshot]:
-        """Snapshots of ``roots`` for a background shell about to start, its windows open
-        (their contents spared by clean-up) until :meth:`ended`."""
-        return await self.before(
-            roots, max_entries=max_entries, call_id=call_id, conversation_id=conversation_id
-        )
 
     async def ended(
         self,
