@@ -12,10 +12,13 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import typer
 from typer.core import TyperGroup, TyperOption
+
+if TYPE_CHECKING:
+    from typer._click import Command
 
 __all__ = ["GLOBAL_PANEL", "CliState", "CorralGroup", "cli_state"]
 
@@ -58,23 +61,28 @@ class CorralGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        # The root's own options, before typer appends its completion options to the root.
+        self._global = [option for option in self.params if isinstance(option, TyperOption)]
         self._repeat_options(self)
 
     def _repeat_options(self, group: TyperGroup) -> None:
         for command in group.commands.values():
-            command.params.extend(self._repeated_options())
-            if isinstance(command, TyperGroup):
-                self._repeat_options(command)
+            self.repeat_options_on(command)
+
+    def repeat_options_on(self, command: Command) -> None:
+        """Give ``command`` and every command below it the root's options."""
+        command.params.extend(self._repeated_options())
+        if isinstance(command, TyperGroup):
+            self._repeat_options(command)
 
     def _repeated_options(self) -> list[TyperOption]:
         """Fresh copies of the root's options, as a subcommand takes them."""
         repeated = []
-        for option in self.params:
-            if isinstance(option, TyperOption):
-                copied = copy.copy(option)
-                copied.envvar = None
-                copied.expose_value = False
-                copied.callback = _override
-                copied.rich_help_panel = GLOBAL_PANEL
-                repeated.append(copied)
+        for option in self._global:
+            copied = copy.copy(option)
+            copied.envvar = None
+            copied.expose_value = False
+            copied.callback = _override
+            copied.rich_help_panel = GLOBAL_PANEL
+            repeated.append(copied)
         return repeated

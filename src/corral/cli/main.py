@@ -2,63 +2,89 @@
 
 Each command group is the ``app`` of the module named like it (``corral shells`` is
 ``cli/shells.py``); each single command is the function of the module named like it
-(``corral check-command`` is ``cli/check_command.py``). Command modules import the platform
-only when a command runs, so ``corral --help`` stays quick.
+(``corral check-command`` is ``cli/check_command.py``). :data:`COMMANDS` names them; a
+command's module is imported and its click command built only when it runs or a help lists
+it, so ``corral tools list`` builds the `tools` group alone and ``corral --help`` stays
+quick. Command modules import the platform only when a command runs.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from corral.cli import (
-    agents,
-    approvals,
-    channels,
-    chat,
-    check_command,
-    compactions,
-    connect,
-    conversations,
-    credentials,
-    delegates,
-    doctor,
-    egress,
-    fork,
-    goals,
-    hooks,
-    host_broker,
-    inbox,
-    mcp,
-    packages,
-    questions,
-    rewind,
-    roles,
-    rules,
-    runs,
-    serve,
-    sessions,
-    settings,
-    shells,
-    skills,
-    sources,
-    summarize,
-    tokens,
-    tools,
-    trace,
-    users,
-    worker,
-    workflows,
-)
 from corral.cli._global_options import CliState, CorralGroup
+from corral.cli._lazy import LazyCommands, build_command
 
-__all__ = ["app"]
+if TYPE_CHECKING:
+    from typer import _click
+
+__all__ = ["COMMANDS", "app"]
+
+COMMANDS: dict[str, str] = {  # name: "module:attribute" under corral.cli
+    "serve": "serve:serve",
+    "worker": "worker:worker",
+    "trace": "trace:trace",
+    "check-command": "check_command:check_command",
+    "host-broker": "host_broker:host_broker",
+    "doctor": "doctor:doctor",
+    "chat": "chat:chat",
+    "summarize": "summarize:summarize",
+    "rewind": "rewind:rewind",
+    "fork": "fork:fork",
+    "inbox": "inbox:inbox",
+    "tools": "tools:app",
+    "approvals": "approvals:app",
+    "settings": "settings:app",
+    "hooks": "hooks:app",
+    "rules": "rules:app",
+    "users": "users:app",
+    "roles": "roles:app",
+    "sessions": "sessions:app",
+    "tokens": "tokens:app",
+    "sources": "sources:app",
+    "agents": "agents:app",
+    "packages": "packages:app",
+    "shells": "shells:app",
+    "egress": "egress:app",
+    "conversations": "conversations:app",
+    "runs": "runs:app",
+    "delegates": "delegates:app",
+    "workflows": "workflows:app",
+    "questions": "questions:app",
+    "goals": "goals:app",
+    "compactions": "compactions:app",
+    "credentials": "credentials:app",
+    "connect": "connect:app",
+    "skills": "skills:app",
+    "mcp": "mcp:app",
+    "channels": "channels:app",
+}
+"""Every command of the root, in the order of its help: single commands, then groups."""
+
+
+class RootGroup(CorralGroup):
+    """The root: its commands are :data:`COMMANDS`, each built on first lookup."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        given = self.commands
+        self.commands = LazyCommands(
+            COMMANDS,
+            build=lambda name, target: build_command(app, name, target),
+            on_build=self.repeat_options_on,
+        )
+        self.commands.update(given)
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return list(self.commands)
+
 
 app = typer.Typer(
-    cls=CorralGroup,
+    cls=RootGroup,
     help="Corral: an agent platform whose tools are the product.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -84,42 +110,3 @@ def main(
         from corral.tracing import configure_from_environment
 
         configure_from_environment()  # spans when OTEL_* names an exporter (corral[otel])
-
-
-app.command("serve")(serve.serve)
-app.command("worker")(worker.worker)
-app.command("trace")(trace.trace)
-app.add_typer(tools.app, name="tools")
-app.add_typer(approvals.app, name="approvals")
-app.add_typer(settings.app, name="settings")
-app.add_typer(hooks.app, name="hooks")
-app.add_typer(rules.app, name="rules")
-app.add_typer(users.app, name="users")
-app.add_typer(roles.app, name="roles")
-app.add_typer(sessions.app, name="sessions")
-app.add_typer(tokens.app, name="tokens")
-app.add_typer(sources.app, name="sources")
-app.add_typer(agents.app, name="agents")
-app.add_typer(packages.app, name="packages")
-app.add_typer(shells.app, name="shells")
-app.add_typer(egress.app, name="egress")
-app.command("check-command")(check_command.check_command)
-app.command("host-broker")(host_broker.host_broker)
-app.command("doctor")(doctor.doctor)
-app.command("chat")(chat.chat)
-app.add_typer(conversations.app, name="conversations")
-app.add_typer(runs.app, name="runs")
-app.add_typer(delegates.app, name="delegates")
-app.add_typer(workflows.app, name="workflows")
-app.add_typer(questions.app, name="questions")
-app.add_typer(goals.app, name="goals")
-app.add_typer(compactions.app, name="compactions")
-app.add_typer(credentials.app, name="credentials")
-app.add_typer(connect.app, name="connect")
-app.add_typer(skills.app, name="skills")
-app.add_typer(mcp.app, name="mcp")
-app.add_typer(channels.app, name="channels")
-app.command("summarize")(summarize.summarize)
-app.command("rewind")(rewind.rewind)
-app.command("fork")(fork.fork)
-app.command("inbox")(inbox.inbox)
