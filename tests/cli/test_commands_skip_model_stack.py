@@ -179,3 +179,36 @@ def test_a_chat_still_loads_the_model_stack_when_it_needs_it(
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.splitlines()[-1])
     assert "pydantic_ai" in loaded and "corral.runtime.loop" in loaded
+
+
+COUNTED = """
+import json, runpy, sys
+import corral.settings
+
+calls = []
+load = corral.settings.load_settings
+
+def counted(*args, **kwargs):
+    calls.append(args)
+    return load(*args, **kwargs)
+
+corral.settings.load_settings = counted
+sys.argv = ["corral", *sys.argv[1:]]
+try:
+    runpy.run_module("corral", run_name="__main__")
+except SystemExit as stop:
+    assert stop.code in (0, None), stop.code
+print(len(calls), file=sys.stderr)
+"""
+
+
+def test_a_command_reads_its_settings_once(data_with_a_conversation: tuple[Path, str]) -> None:
+    data, _ = data_with_a_conversation
+    done = subprocess.run(
+        [sys.executable, "-c", COUNTED, "--data-dir", str(data), "approvals", "list", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert done.stderr.splitlines()[-1] == "1"

@@ -12,6 +12,7 @@ from rich.console import Console
 
 if TYPE_CHECKING:
     from corral.platform import Platform
+    from corral.settings import Settings
 
 __all__ = ["open_waiting_for_a_slot"]
 
@@ -20,10 +21,10 @@ _err_console = Console(stderr=True)
 
 
 async def open_waiting_for_a_slot(
-    data_dir: str | os.PathLike[str] | None, **overrides: Any
+    data_dir: str | os.PathLike[str] | None, settings: Settings | None = None, **overrides: Any
 ) -> Platform:
-    """``open_platform(data_dir, **overrides)``, tried again while the server is full; past
-    the wait, its :class:`DatabaseFull` error (saying what to do)."""
+    """``open_platform(data_dir, settings=settings, **overrides)``, tried again while the
+    server is full; past the wait, its :class:`DatabaseFull` error (saying what to do)."""
     from corral.platform import open_platform
     from corral.settings import load_settings
     from corral.store.engine import DatabaseFull
@@ -33,10 +34,12 @@ async def open_waiting_for_a_slot(
     pause = _FIRST_PAUSE
     while True:
         try:
-            return await open_platform(data_dir, **overrides)
+            return await open_platform(data_dir, settings=settings, **overrides)
         except DatabaseFull:
             if deadline is None:
-                wait = load_settings(data_dir, **overrides).database_full_wait_seconds
+                if settings is None:
+                    settings = load_settings(data_dir, **overrides)
+                wait = settings.database_full_wait_seconds
                 deadline = loop.time() + wait
                 if wait > 0:
                     _err_console.print(

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from corral.platform import Platform
+    from corral.settings import Settings
 
 __all__ = ["console", "err_console", "fail", "print_json", "run_with_platform", "settle_heap"]
 
@@ -78,20 +79,22 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def warn_of_a_new_database_beside_a_cluster(data_dir: Path | None) -> None:
+def warn_of_a_new_database_beside_a_cluster(data_dir: Path | None) -> Settings | None:
     """Warn when this command is about to create a SQLite database in a data folder a
-    cluster claimed: the shell most likely lacks the cluster's CORRAL_DATABASE_URL."""
+    cluster claimed: the shell most likely lacks the cluster's CORRAL_DATABASE_URL.
+
+    Returns the settings read, for the open (None when they are wrong: the open says why)."""
     from corral.runtime.cluster_home import cluster_marked
     from corral.settings import load_settings
 
     try:
         settings = load_settings(data_dir)
     except CorralError:
-        return  # opening the platform reports it
+        return None  # opening the platform reports it
     database = settings.database_path
     cluster = cluster_marked(settings.private_dir)
     if database is None or database.exists() or cluster is None:
-        return
+        return settings
     err_console.print(
         f"[bold yellow]warning:[/] creating a new SQLite database {database}, but this data "
         f"folder belongs to the cluster on {cluster}: set CORRAL_DATABASE_URL (or "
@@ -99,6 +102,7 @@ def warn_of_a_new_database_beside_a_cluster(data_dir: Path | None) -> None:
         highlight=False,
         soft_wrap=True,
     )
+    return settings
 
 
 def run_with_platform(ctx: typer.Context, work: Callable[[Platform], Awaitable[T]]) -> T:
@@ -112,10 +116,10 @@ def run_with_platform(ctx: typer.Context, work: Callable[[Platform], Awaitable[T
 
     data_dir = cli_state(ctx).data_dir
     with collector_paused_for_start_up() as settle:
-        warn_of_a_new_database_beside_a_cluster(data_dir)
+        settings = warn_of_a_new_database_beside_a_cluster(data_dir)
 
         async def main() -> T:
-            platform = await open_waiting_for_a_slot(data_dir)
+            platform = await open_waiting_for_a_slot(data_dir, settings)
             settle()
             try:
                 return await work(platform)

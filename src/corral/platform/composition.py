@@ -29,7 +29,7 @@ from corral.runtime.hooks import build_hooks
 from corral.runtime.hooks.stage import hook_stage
 from corral.runtime.package_setup import Installed, PackageSetup, run_install_hook
 from corral.runtime.runtime import Runtime
-from corral.settings import load_settings
+from corral.settings import Settings, load_settings
 from corral.store.engine import unreachable
 from corral.store.outages import database_unavailable
 from corral.tools.contract import LoadError
@@ -46,13 +46,17 @@ async def open_platform(
     data_dir: str | os.PathLike[str] | None = None,
     *,
     services: Services | None = None,
+    settings: Settings | None = None,
     **overrides: Any,
 ) -> Platform:
     """Open the platform on ``data_dir`` (default: settings); close it when done.
 
     ``overrides`` are settings. ``services`` replace installed ones before any start-up work
-    runs (an embedding program's own web access, a test's report sink)."""
-    kernel = await open_kernel(load_settings(data_dir, **overrides))
+    runs (an embedding program's own web access, a test's report sink). ``settings``, when
+    given, are the ones ``data_dir`` and ``overrides`` name, already loaded by the caller."""
+    if settings is None:
+        settings = load_settings(data_dir, **overrides)
+    kernel = await open_kernel(settings)
     try:
         hooks = build_hooks(kernel)  # a broken hooks.json refuses to start, with the reason
         runtime = Runtime(kernel)
