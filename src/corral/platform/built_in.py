@@ -7,7 +7,8 @@ channels and the runtime lists are filled in one place. Installed as the built-i
 package's install hook (all of it, or the package is left out, named): web access
 (web_fetch, web_search), the shell service (execute), the credential store (web_search
 keys, connect), workflows with their scheduler (started when the process hosts), the
-channels with their row observers and delivery, and the services of ask_question, todos
+channels with their row observers and delivery (built when first needed: see
+:mod:`~corral.platform.channels_on_demand`), and the services of ask_question, todos
 and compact_history with their parts of the prompt (the goal state block, the context map,
 the compaction overlay) and the run-end hook that closes the questions of a run that ended;
 and skills (the prompt's list, activation through execute, the run's ticket).
@@ -19,14 +20,13 @@ from functools import partial
 
 from sqlalchemy import select, update
 
-from corral.channels import ChannelKind, Channels
 from corral.connect import CredentialKey, CredentialStore
 from corral.errors import NotFound
-from corral.packages.core.connect_channel import ChannelConnect
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.egress_credentials import injected_bindings
 from corral.packages.core.mcp_servers import McpServers
+from corral.platform.channels_on_demand import ChannelsOnDemand
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
 from corral.runtime.decision_sweep import DecisionSweep
@@ -106,10 +106,10 @@ async def install_built_in(setup: PackageSetup) -> Installed:
 
     mcp_servers = McpServers(kernel, credentials=credentials)
     skills = _skills(setup, credentials)
-    channels = Channels(runtime, credentials, questions=questions, workflows=workflows)
+    channels = ChannelsOnDemand(runtime, credentials, questions=questions, workflows=workflows)
     runtime.row_observers.append(channels.observe_rows)
-    runtime.remote_row_observers.append(channels.relay.poke)
-    runtime.run_end_hooks.append(channels.delivery.deliver_workflow_run)
+    runtime.remote_row_observers.append(channels.poke)
+    runtime.run_end_hooks.append(channels.deliver_workflow_run)
     # The delegate tool's run-end hook runs after the questions' and the channels'.
     delegation = Delegation(runtime)
     runtime.on_tick.append(delegation.sweep)
@@ -124,7 +124,6 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     runtime.on_tick.append(decision_sweep.tick)
 
     runtime.on_host.append(channels.host)
-    channel_kind = ChannelKind(channels)
 
     async def start() -> None:
         await credentials.all_values()
@@ -152,12 +151,10 @@ async def install_built_in(setup: PackageSetup) -> Installed:
                 Scheduler: scheduler,
                 McpServers: mcp_servers,
                 SourceMounts: SourceMounts(kernel),
-                Channels: channels,
-                ChannelKind: channel_kind,
-                ChannelConnect: channel_kind,
                 GitRemotes: GitRemotes(kernel, credentials),
                 ToolSearch: tool_search,
             },
+            deferred=channels.deferred(),
         ),
         start=[start],
         close=[

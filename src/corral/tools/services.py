@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from corral.errors import NotFound
 from corral.policy.identity import Caller
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CallScope",
     "Compactor",
+    "Deferred",
     "DelegateScope",
     "Delegator",
     "GoalKeeper",
@@ -54,10 +55,13 @@ __all__ = [
     "Shells",
     "Web",
     "WorkflowKeeper",
+    "service_key",
 ]
 
 T = TypeVar("T")
 OnCancel = Callable[[Callable[[], Any]], Callable[[], None]]
+_KEYED = frozenset({"extra", "deferred"})
+"""The fields holding services by kind rather than one service each."""
 
 
 class CallScope(SkillScope, Protocol):
@@ -143,6 +147,30 @@ class WorkflowKeeper(Protocol):
     ) -> ToolResult: ...
 
 
+def service_key(kind: type[Any]) -> str:
+    """How :attr:`Services.deferred` names a service of type ``kind``: its module and
+    qualified name, known to a provider without importing the type."""
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+class Deferred(Generic[T]):
+    """A service built by ``build`` on its first use, then kept."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._value: T | None = None
+
+    @property
+    def built(self) -> T | None:
+        """The service, if something used it already."""
+        return self._value
+
+    def value(self) -> T:
+        if self._value is None:
+            self._value = self._build()
+        return self._value
+
+
 class ServicesConflict(ValueError):
     """Two providers offered the same service."""
 
@@ -174,15 +202,24 @@ class Services:
     """Who may read a conversation, and so its shells' output."""
     extra: Mapping[type[Any], Any] = field(default_factory=dict)
     """Services of other kinds, keyed by their type; see :meth:`get`."""
+    deferred: Mapping[str, Deferred[Any]] = field(default_factory=dict)
+    """Extras built on their first :meth:`get`, keyed by their type's :func:`service_key`:
+    a provider need not import (nor build) a service no caller of this process uses."""
 
     def get(self, kind: type[T]) -> T | None:
-        """The provided service of type ``kind`` (a field or an extra), or None."""
+        """The provided service of type ``kind`` (a field, an extra or a deferred extra,
+        built now if it was not yet), or None."""
         found = self.extra.get(kind)
         if isinstance(found, kind):
             return found
+        later = self.deferred.get(service_key(kind))
+        if later is not None:
+            built = later.value()
+            if isinstance(built, kind):
+                return built
         for slot in fields(self):
             value = getattr(self, slot.name)
-            if slot.name != "extra" and isinstance(value, kind):
+            if slot.name not in _KEYED and isinstance(value, kind):
                 return value
         return None
 
@@ -202,19 +239,26 @@ class Services:
         return {
             name: value
             for name, value in held.items()
-            if value is not None and not (name == "extra" and not value)
+            if value is not None and not (name in _KEYED and not value)
         }
 
     def over(self, base: Services) -> Services:
         """These services laid over ``base``: fields set here win, extras are merged."""
-        changes = {k: v for k, v in self.provided().items() if k != "extra"}
-        return replace(base, **changes, extra={**base.extra, **self.extra})
+        changes = {k: v for k, v in self.provided().items() if k not in _KEYED}
+        return replace(
+            base,
+            **changes,
+            extra={**base.extra, **self.extra},
+            deferred={**base.deferred, **self.deferred},
+        )
 
     def joined(self, other: Services) -> Services:
         """Both providers' services together; a service both provide is a conflict."""
+        mine = {service_key(k) for k in self.extra} | set(self.deferred)
+        theirs = {service_key(k) for k in other.extra} | set(other.deferred)
         clash = sorted(
-            (set(self.provided()) & set(other.provided())) - {"extra"}
-            | {k.__name__ for k in set(self.extra) & set(other.extra)}
+            (set(self.provided()) & set(other.provided())) - _KEYED
+            | {key.rpartition(".")[2] for key in mine & theirs}
         )
         if clash:
             raise ServicesConflict(f"already provided: {', '.join(clash)}")
