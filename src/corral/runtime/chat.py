@@ -181,16 +181,15 @@ async def chat(
     conversation = opened[0]
     if on_event is None:
         run = await _start(rt, caller, opened, message)
-        await rt.wait_run(run.id)
-        return await rt.result(run.id)
+        return await rt.result_of(await rt.wait_run(run.id))
     async with rt.events.subscribe(conversation.id) as subscription:
         run = await _start(rt, caller, opened, message)
         pump = asyncio.create_task(_forward(subscription, on_event))
         try:
-            await rt.wait_run(run.id)
+            settled = await rt.wait_run(run.id)
         finally:
             pump.cancel()
             await asyncio.gather(pump, return_exceptions=True)
         while (event := subscription.get_nowait()) is not None:
             on_event(event)
-    return await rt.result(run.id)
+    return await rt.result_of(settled)

@@ -38,6 +38,7 @@ _ROWS_IN_BULK = (
 )
 """Plain columns: splicing the rows into one JSON document in SQLite (``json_quote`` and
 ``group_concat`` over every column) cost more than the driver's own tuples."""
+_RUN_ROWS_IN_BULK = _ROWS_IN_BULK.replace(" ORDER BY", " AND run_id = ? ORDER BY")
 
 MANAGE_FEATURE = "conversations.manage"
 """Reading and writing conversations one does not own."""
@@ -235,15 +236,22 @@ class ConversationStore:
                     for seq, kind, data, run_id, user_id, call_id, created_at in result
                 ]
 
-    async def rows_in_bulk(self, conversation_id: str, *, after: int = 0) -> list[TimelineRow]:
+    async def rows_in_bulk(
+        self, conversation_id: str, *, after: int = 0, run_id: str | None = None
+    ) -> list[TimelineRow]:
         """The same rows as :meth:`rows`, read straight from the driver where it can be:
-        a cold prompt reads them all, and SQLAlchemy's per-row processing plus one JSON
-        decode a row were most of that."""
+        a cold prompt reads them all (a run's result, every row of the run), and
+        SQLAlchemy's per-row processing plus one JSON decode a row were most of that."""
         with collector_paused():
             async with self._sessions() as session:
-                raw = await fetch_all(session, _ROWS_IN_BULK, (conversation_id, after))
+                if run_id is None:
+                    raw = await fetch_all(session, _ROWS_IN_BULK, (conversation_id, after))
+                else:
+                    raw = await fetch_all(
+                        session, _RUN_ROWS_IN_BULK, (conversation_id, after, run_id)
+                    )
             if raw is None:
-                return await self.rows(conversation_id, after=after)
+                return await self.rows(conversation_id, after=after, run_id=run_id)
             if not raw:
                 return []
             # The stored ``data`` is JSON text already: spliced into one array, Python decodes

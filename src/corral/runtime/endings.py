@@ -82,7 +82,6 @@ async def end_run(
     With ``wake`` the freed conversation continues with any delivery that waited for it.
     """
     note = f"the run ended ({outcome.status}" + (f": {outcome.reason})" if outcome.reason else ")")
-    await rt.kernel.approvals.close_for_run(run.id, note)
     values: dict[str, Any] = {"reason": outcome.reason, "detail": outcome.detail, "waiting": []}
     if active_seconds is not None:
         values["active_seconds"] = active_seconds
@@ -102,6 +101,9 @@ async def end_run(
     )
 
     async def work(session: AsyncSession) -> list[TimelineRow] | None:
+        # In the transaction that ends the run, as its own one before: closed even when the
+        # run was no longer this caller's to end.
+        await rt.kernel.approvals.close_in(session, run.id, note)
         if not await move_run(
             session,
             run.id,
