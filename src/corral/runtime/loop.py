@@ -117,18 +117,19 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
     # Registered before the run counts as running, so a Stop in between always finds it.
     cancellation = Cancellation()
     rt.live[run_id] = cancellation
-    if not await rt.runs.move(
+    claimed = await rt.runs.claim(
         run_id,
         from_statuses=["queued"],
         to="running",
         worker=rt.worker,
         profile=profile,
         lease=rt_tables.Run.lease + 1,
-    ):
+    )
+    if claimed is None:
         if rt.live.get(run_id) is cancellation:
             del rt.live[run_id]
         return
-    run = await rt.runs.get(run_id)
+    run = claimed
     await rt.board.set(run_id, "running")
     rt.publish_run(run.conversation_id, run_id, "running", None, "")
     await _advance(rt, run, cancellation)

@@ -169,14 +169,15 @@ async def wake(rt: RunHost, conversation_id: str, *, by: WakeBy = "ask") -> RunR
     server's own. A closing process starts nothing; the next host delivers them."""
     if rt.closing:
         return None
+    # Most runs end with nothing queued: that one read answers them.
+    queued = await rt.deliveries.list_deliveries(conversation_id, status="queued")
+    if not queued:
+        return None
     try:
         conversation = await rt.conversations.get(conversation_id)
     except NotFound:
         return None
     if conversation.active_run_id is not None:
-        return None
-    queued = await rt.deliveries.list_deliveries(conversation_id, status="queued")
-    if not queued:
         return None
     first = queued[0]
     mine = [d for d in queued if d.user_id == first.user_id]
