@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from corral.errors import NotFound, UsageError
 from corral.policy.identity import Caller
@@ -169,6 +170,23 @@ class ConversationStore:
             query = query.where(rt.Conversation.owner_id == owner_id)
         async with self._sessions() as session:
             return [ConversationInfo.of(row, last) for row, last in await session.execute(query)]
+
+    async def profiles(self, conversation_id: str) -> tuple[str, str | None]:
+        """The conversation's profile and, when a delegate call started it, its parent
+        conversation's (a subagent follows its parent's switches too): one read, as every
+        run's start asks."""
+        parent = aliased(rt.Conversation)
+        query = (
+            select(rt.Conversation.profile, parent.profile)
+            .outerjoin(dt.Delegation, dt.Delegation.conversation_id == rt.Conversation.id)
+            .outerjoin(parent, parent.id == dt.Delegation.parent_conversation_id)
+            .where(rt.Conversation.id == conversation_id)
+        )
+        async with self._sessions() as session:
+            found = (await session.execute(query)).first()
+        if found is None:
+            raise NotFound(f"no conversation {conversation_id!r}; `corral conversations list`")
+        return found[0], found[1]
 
     async def delegated_from(self, conversation_id: str) -> str | None:
         """The conversation whose delegate call started this one, if any."""

@@ -107,13 +107,11 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
         return
     if run.status != "queued":
         return
-    conversation = await rt.conversations.get(run.conversation_id)
+    own, parents = await rt.conversations.profiles(run.conversation_id)
     # A run may only become stricter: it adopts a stricter conversation profile on resume.
-    profile = stricter(run.profile, parse_profile(conversation.profile))
-    parent_id = await rt.conversations.delegated_from(run.conversation_id)
-    if parent_id is not None:  # a subagent also follows its parent conversation's switches
-        parent = await rt.conversations.get(parent_id)
-        profile = stricter(profile, parse_profile(parent.profile))
+    profile = stricter(run.profile, parse_profile(own))
+    if parents is not None:  # a subagent also follows its parent conversation's switches
+        profile = stricter(profile, parse_profile(parents))
     # Registered before the run counts as running, so a Stop in between always finds it.
     cancellation = Cancellation()
     rt.live[run_id] = cancellation

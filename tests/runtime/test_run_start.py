@@ -1,9 +1,11 @@
-"""A run claimed for advancing is answered by the claim itself, as a read would give it."""
+"""What a run's start reads: the claim answers the run itself, as a read after it would,
+and one read gives the profiles the run follows."""
 
 from __future__ import annotations
 
 import pytest
 
+from corral.errors import NotFound
 from corral.platform import Platform
 from corral.runtime.runtime import Runtime
 from corral.store import runtime_tables as rt_tables
@@ -34,3 +36,12 @@ async def test_a_claim_answers_the_run_as_a_read_after_it_would(
     assert (claimed.status, claimed.worker) == ("stopped", "w-test")
     assert claimed.lease == before.lease + 1 and claimed.ended_at is not None
     assert claimed == await rt.runs.get(turn.run_id)
+
+
+async def test_one_read_gives_the_profiles_a_run_follows(rt: Runtime) -> None:
+    # A subagent's conversation (with its parent's) is covered by test_delegate's
+    # test_a_parked_background_child_adopts_its_parents_stricter_profile.
+    conversation = await rt.start_conversation(model="script:none", profile="safe")
+    assert await rt.conversations.profiles(conversation.id) == ("safe", None)
+    with pytest.raises(NotFound, match="no conversation 'c_missing'"):
+        await rt.conversations.profiles("c_missing")
