@@ -3,6 +3,8 @@ and one read gives the profiles the run follows."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from corral.errors import NotFound
@@ -45,3 +47,25 @@ async def test_one_read_gives_the_profiles_a_run_follows(rt: Runtime) -> None:
     assert await rt.conversations.profiles(conversation.id) == ("safe", None)
     with pytest.raises(NotFound, match="no conversation 'c_missing'"):
         await rt.conversations.profiles("c_missing")
+
+
+async def test_a_new_conversation_has_no_earlier_run_to_look_up(
+    rt_platform: Platform, rt: Runtime, write_script: ScriptWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A later turn keeps an earlier run's kind and narrowing (a subagent's, a workflow's);
+    # the turn that makes the conversation has none to keep.
+    looked: list[object] = []
+    real = rt.runs.list_runs
+
+    async def counted(**options: Any) -> Any:
+        if options.get("conversation_id") is not None:
+            looked.append(options)
+        return await real(**options)
+
+    monkeypatch.setattr(rt.runs, "list_runs", counted)
+    turn = await rt_platform.chat("hi", model=write_script({"text": "hello"}))
+    assert turn.status == "finished" and looked == []
+    again = await rt_platform.chat(
+        "more", conversation_id=turn.conversation_id, model=write_script({"text": "again"})
+    )
+    assert again.status == "finished" and len(looked) == 1

@@ -107,9 +107,15 @@ async def _start_turn(
     message: str,
 ) -> RunRecord:
     conversation, config = opened
+    created = config is not None  # loaded while making the conversation for this message
     config = config or await load_agent(rt.kernel.sessions, conversation.agent)
     spec = await turn_spec(
-        rt, conversation, user_id=caller.user_id, trigger="user_message", agent=config
+        rt,
+        conversation,
+        user_id=caller.user_id,
+        trigger="user_message",
+        agent=config,
+        created=created,
     )
     # A model that cannot be used fails before any row is written.
     model = await rt.models.resolve_for(
