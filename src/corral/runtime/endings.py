@@ -22,8 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from corral.runtime import turns
 from corral.runtime.appends import append_rows, write
 from corral.runtime.conversations import release_conversation
+from corral.runtime.ending_writes import end_through_writer
 from corral.runtime.runs import RunRecord, RunStatus, Wait, move_run
 from corral.runtime.timeline import NewRow, TimelineRow
+from corral.store.writer import SqliteWriter
 
 if TYPE_CHECKING:
     from corral.runtime.host import RunHost
@@ -117,7 +119,21 @@ async def end_run(
         await release_conversation(session, run.conversation_id, run.id)
         return stored
 
-    stored = await write(rt.kernel.sessions, work)
+    writer = rt.kernel.writer
+    if isinstance(writer, SqliteWriter):
+        stored = await end_through_writer(
+            writer,
+            run_id=run.id,
+            conversation_id=run.conversation_id,
+            status=outcome.status,
+            from_statuses=from_statuses,
+            held_lease=held_lease,
+            values=values,
+            card=card,
+            note=note,
+        )
+    else:
+        stored = await write(rt.kernel.sessions, work)
     if stored is None:
         return False
     rt.publish_rows(run.conversation_id, stored)
