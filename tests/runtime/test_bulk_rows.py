@@ -53,3 +53,17 @@ def test_stored_rows_are_the_same_frozen_rows() -> None:
     built = TimelineRow.stored(**values)  # type: ignore[arg-type]
     assert built == TimelineRow(**values)  # type: ignore[arg-type]
     assert hash(built) == hash(TimelineRow(**values))  # type: ignore[arg-type]
+
+
+async def test_bulk_rows_of_one_run_equal_the_query_rows(platform: Platform) -> None:
+    # A run's result reads its rows this way: only that run's, in order, values intact.
+    conversation = await _filled(platform)
+    store = platform.runtime.conversations
+    await platform.runtime.append(
+        conversation, [NewRow(kind="model_turn", data={"text": "again"}, run_id="r_1")]
+    )
+    expected = await store.rows(conversation, run_id="r_1")
+    got = await store.rows_in_bulk(conversation, run_id="r_1")
+    assert [r.seq for r in got] == [2, 6] and got == expected
+    assert await store.rows_in_bulk(conversation, run_id="r_none") == []
+    assert await store.rows_in_bulk(conversation, after=2, run_id="r_1") == expected[1:]

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import pytest
+
 from corral import Narrowing
 from corral.platform import Platform
+from corral.tools.registry import LoadedTool
+from corral.tools.selection import Visibility
 
 
 async def names(platform: Platform, **kwargs: object) -> set[str]:
@@ -83,3 +89,35 @@ async def test_hallucinated_tool_is_refused_and_nothing_runs(platform: Platform)
     result = await platform.call_tool("rm_everything", {"path": "/"})
     assert result.is_error and result.error_code == "not_visible"
     assert "no tool named 'rm_everything'" in result.text
+
+
+async def test_asking_again_unchanged_reuses_the_last_answer(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run asks at every step; the same layers over the same loaded tools filter once.
+    filtered: list[object] = []
+    real = Visibility.visible
+
+    def counted(self: Visibility, tools: Iterable[LoadedTool]) -> list[LoadedTool]:
+        filtered.append(self)
+        return real(self, tools)
+
+    monkeypatch.setattr(Visibility, "visible", counted)
+    first = await names(platform)
+    again = await names(platform, narrowing=Narrowing())  # an equal narrowing, a new object
+    assert first == again and len(filtered) == 1
+    blocked = Narrowing(blocked_tools=frozenset({"echo"}))
+    assert "echo" not in await names(platform, narrowing=blocked)
+    assert len(filtered) == 2
+
+
+async def test_a_package_dropped_or_added_between_two_asks_shows_at_once(
+    platform: Platform,
+) -> None:
+    assert "echo" in await names(platform)
+    demo = platform.registry.packages["demo"]
+    platform.registry.drop("demo")
+    assert "echo" not in await names(platform)
+    platform.registry.add(demo)
+    tools = await platform.visible_tools()
+    assert platform.registry.tools["echo"] in tools

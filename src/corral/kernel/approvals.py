@@ -278,13 +278,17 @@ class ApprovalStore:
     async def close_for_run(self, run_id: str, note: str) -> int:
         """Close every approval a finished run still had open; returns how many."""
         async with self._sessions.begin() as session:
-            outcome = await session.execute(
-                update(t.Approval)
-                .where(t.Approval.run_id == run_id, t.Approval.status == "pending")
-                .values(status="closed", decided_at=t.utcnow(), note=note)
-            )
-            # Every kind's decision of the run (questions, elicitations…), not only approvals.
-            await self.decisions.close_for_run(session, run_id, note)
+            return await self.close_in(session, run_id, note)
+
+    async def close_in(self, session: AsyncSession, run_id: str, note: str) -> int:
+        """:meth:`close_for_run` inside the caller's transaction (the one ending the run)."""
+        outcome = await session.execute(
+            update(t.Approval)
+            .where(t.Approval.run_id == run_id, t.Approval.status == "pending")
+            .values(status="closed", decided_at=t.utcnow(), note=note)
+        )
+        # Every kind's decision of the run (questions, elicitations…), not only approvals.
+        await self.decisions.close_for_run(session, run_id, note)
         return int(getattr(outcome, "rowcount", 0))
 
 

@@ -37,7 +37,17 @@ from corral.store.pg_writer import KeyTaken, MissingReference, PgWriter
 from corral.store.tables import utcnow
 from corral.store.writer import SqliteWriter
 
-__all__ = ["Appender", "Fence", "Fenced", "append_rows", "next_seq", "write"]
+__all__ = [
+    "Appender",
+    "Fence",
+    "Fenced",
+    "append_rows",
+    "insert_work",
+    "next_seq",
+    "stored_rows",
+    "stored_time",
+    "write",
+]
 
 T = TypeVar("T")
 Db = AsyncSession | AsyncConnection
@@ -89,7 +99,7 @@ class Fenced(Exception):
         self.fence = fence
 
 
-def _stored_time(now: datetime) -> str:
+def stored_time(now: datetime) -> str:
     """``now`` as SQLAlchemy stores a DateTime in SQLite, so either read path parses it back
     the same (spelt out: ``strftime`` is a tenth of an append's own cost)."""
     return "%04d-%02d-%02d %02d:%02d:%02d.%06d" % (  # noqa: UP031  # the fastest spelling
@@ -135,7 +145,7 @@ async def next_seq(db: Db, conversation_id: str) -> int:
     return int(last or 0) + 1
 
 
-def _stored(first: int, rows: Sequence[NewRow], now: datetime) -> list[TimelineRow]:
+def stored_rows(first: int, rows: Sequence[NewRow], now: datetime) -> list[TimelineRow]:
     return [
         TimelineRow(
             seq=first + i,
@@ -177,17 +187,17 @@ async def append_rows(db: Db, conversation_id: str, rows: Sequence[NewRow]) -> l
         # (retrying alone lost eight times running under load).
         c = rt.Conversation
         await db.execute(update(c).where(c.id == conversation_id).values(id=c.id))
-    stored = _stored(await next_seq(db, conversation_id), rows, utcnow())
+    stored = stored_rows(await next_seq(db, conversation_id), rows, utcnow())
     await _insert(db, conversation_id, stored)
     return stored
 
 
-def _insert_work(
+def insert_work(
     conversation_id: str, rows: Sequence[NewRow], now: datetime
 ) -> Callable[[sqlite3.Connection], int]:
     """The writer's work for one append: numbers after the stored last, one INSERT a row.
     Data is encoded here, in the caller, so an unencodable row fails its own append."""
-    at = _stored_time(now)
+    at = stored_time(now)
     values = [
         (row.kind, row.run_id, row.user_id, row.call_id, json.dumps(dict(row.data))) for row in rows
     ]
@@ -242,7 +252,7 @@ class Appender:
                         if last is not None
                         else await next_seq(connection, conversation_id)
                     )
-                    stored = _stored(first, rows, utcnow())
+                    stored = stored_rows(first, rows, utcnow())
                     await _insert(connection, conversation_id, stored)
             except (IntegrityError, OperationalError) as error:
                 self._last.pop(conversation_id, None)  # someone else wrote: ask the store
@@ -259,7 +269,7 @@ class Appender:
         for attempt in range(ATTEMPTS):
             now = utcnow()
             try:
-                first = await writer.run(_insert_work(conversation_id, rows, now))
+                first = await writer.run(insert_work(conversation_id, rows, now))
             except sqlite3.IntegrityError as error:
                 # The number is read under the write lock, so only the conversation is missing.
                 raise NotFound(
@@ -270,7 +280,7 @@ class Appender:
                 if attempt == ATTEMPTS - 1 or "locked" not in str(error).lower():
                     raise
                 continue
-            return _stored(first, rows, now)
+            return stored_rows(first, rows, now)
         raise AssertionError("unreachable")
 
     async def _through_pg(
@@ -314,5 +324,5 @@ class Appender:
             if not returned:
                 assert fence is not None  # an unfenced insert stores every row or fails
                 raise Fenced(fence)
-            return _stored(min(seq for (seq,) in returned), rows, now)
+            return stored_rows(min(seq for (seq,) in returned), rows, now)
         raise AssertionError("unreachable")

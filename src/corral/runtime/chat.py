@@ -107,9 +107,15 @@ async def _start_turn(
     message: str,
 ) -> RunRecord:
     conversation, config = opened
+    created = config is not None  # loaded while making the conversation for this message
     config = config or await load_agent(rt.kernel.sessions, conversation.agent)
     spec = await turn_spec(
-        rt, conversation, user_id=caller.user_id, trigger="user_message", agent=config
+        rt,
+        conversation,
+        user_id=caller.user_id,
+        trigger="user_message",
+        agent=config,
+        created=created,
     )
     # A model that cannot be used fails before any row is written.
     model = await rt.models.resolve_for(
@@ -181,16 +187,15 @@ async def chat(
     conversation = opened[0]
     if on_event is None:
         run = await _start(rt, caller, opened, message)
-        await rt.wait_run(run.id)
-        return await rt.result(run.id)
+        return await rt.result_of(await rt.wait_run(run.id))
     async with rt.events.subscribe(conversation.id) as subscription:
         run = await _start(rt, caller, opened, message)
         pump = asyncio.create_task(_forward(subscription, on_event))
         try:
-            await rt.wait_run(run.id)
+            settled = await rt.wait_run(run.id)
         finally:
             pump.cancel()
             await asyncio.gather(pump, return_exceptions=True)
         while (event := subscription.get_nowait()) is not None:
             on_event(event)
-    return await rt.result(run.id)
+    return await rt.result_of(settled)

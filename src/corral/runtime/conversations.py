@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from corral.errors import NotFound, UsageError
 from corral.policy.identity import Caller
@@ -38,6 +39,7 @@ _ROWS_IN_BULK = (
 )
 """Plain columns: splicing the rows into one JSON document in SQLite (``json_quote`` and
 ``group_concat`` over every column) cost more than the driver's own tuples."""
+_RUN_ROWS_IN_BULK = _ROWS_IN_BULK.replace(" ORDER BY", " AND run_id = ? ORDER BY")
 
 MANAGE_FEATURE = "conversations.manage"
 """Reading and writing conversations one does not own."""
@@ -169,6 +171,23 @@ class ConversationStore:
         async with self._sessions() as session:
             return [ConversationInfo.of(row, last) for row, last in await session.execute(query)]
 
+    async def profiles(self, conversation_id: str) -> tuple[str, str | None]:
+        """The conversation's profile and, when a delegate call started it, its parent
+        conversation's (a subagent follows its parent's switches too): one read, as every
+        run's start asks."""
+        parent = aliased(rt.Conversation)
+        query = (
+            select(rt.Conversation.profile, parent.profile)
+            .outerjoin(dt.Delegation, dt.Delegation.conversation_id == rt.Conversation.id)
+            .outerjoin(parent, parent.id == dt.Delegation.parent_conversation_id)
+            .where(rt.Conversation.id == conversation_id)
+        )
+        async with self._sessions() as session:
+            found = (await session.execute(query)).first()
+        if found is None:
+            raise NotFound(f"no conversation {conversation_id!r}; `corral conversations list`")
+        return found[0], found[1]
+
     async def delegated_from(self, conversation_id: str) -> str | None:
         """The conversation whose delegate call started this one, if any."""
         async with self._sessions() as session:
@@ -235,15 +254,22 @@ class ConversationStore:
                     for seq, kind, data, run_id, user_id, call_id, created_at in result
                 ]
 
-    async def rows_in_bulk(self, conversation_id: str, *, after: int = 0) -> list[TimelineRow]:
+    async def rows_in_bulk(
+        self, conversation_id: str, *, after: int = 0, run_id: str | None = None
+    ) -> list[TimelineRow]:
         """The same rows as :meth:`rows`, read straight from the driver where it can be:
-        a cold prompt reads them all, and SQLAlchemy's per-row processing plus one JSON
-        decode a row were most of that."""
+        a cold prompt reads them all (a run's result, every row of the run), and
+        SQLAlchemy's per-row processing plus one JSON decode a row were most of that."""
         with collector_paused():
             async with self._sessions() as session:
-                raw = await fetch_all(session, _ROWS_IN_BULK, (conversation_id, after))
+                if run_id is None:
+                    raw = await fetch_all(session, _ROWS_IN_BULK, (conversation_id, after))
+                else:
+                    raw = await fetch_all(
+                        session, _RUN_ROWS_IN_BULK, (conversation_id, after, run_id)
+                    )
             if raw is None:
-                return await self.rows(conversation_id, after=after)
+                return await self.rows(conversation_id, after=after, run_id=run_id)
             if not raw:
                 return []
             # The stored ``data`` is JSON text already: spliced into one array, Python decodes

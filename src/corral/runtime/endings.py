@@ -22,8 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from corral.runtime import turns
 from corral.runtime.appends import append_rows, write
 from corral.runtime.conversations import release_conversation
+from corral.runtime.ending_writes import end_through_writer
 from corral.runtime.runs import RunRecord, RunStatus, Wait, move_run
 from corral.runtime.timeline import NewRow, TimelineRow
+from corral.store.writer import SqliteWriter
 
 if TYPE_CHECKING:
     from corral.runtime.host import RunHost
@@ -82,7 +84,6 @@ async def end_run(
     With ``wake`` the freed conversation continues with any delivery that waited for it.
     """
     note = f"the run ended ({outcome.status}" + (f": {outcome.reason})" if outcome.reason else ")")
-    await rt.kernel.approvals.close_for_run(run.id, note)
     values: dict[str, Any] = {"reason": outcome.reason, "detail": outcome.detail, "waiting": []}
     if active_seconds is not None:
         values["active_seconds"] = active_seconds
@@ -102,6 +103,9 @@ async def end_run(
     )
 
     async def work(session: AsyncSession) -> list[TimelineRow] | None:
+        # In the transaction that ends the run, as its own one before: closed even when the
+        # run was no longer this caller's to end.
+        await rt.kernel.approvals.close_in(session, run.id, note)
         if not await move_run(
             session,
             run.id,
@@ -115,7 +119,21 @@ async def end_run(
         await release_conversation(session, run.conversation_id, run.id)
         return stored
 
-    stored = await write(rt.kernel.sessions, work)
+    writer = rt.kernel.writer
+    if isinstance(writer, SqliteWriter):
+        stored = await end_through_writer(
+            writer,
+            run_id=run.id,
+            conversation_id=run.conversation_id,
+            status=outcome.status,
+            from_statuses=from_statuses,
+            held_lease=held_lease,
+            values=values,
+            card=card,
+            note=note,
+        )
+    else:
+        stored = await write(rt.kernel.sessions, work)
     if stored is None:
         return False
     rt.publish_rows(run.conversation_id, stored)

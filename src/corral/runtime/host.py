@@ -269,8 +269,11 @@ class RunHost:
         return conversation
 
     async def result(self, run_id: str) -> RunResult:
-        run = await self.runs.get(run_id)
-        rows = await self.conversations.rows(run.conversation_id, run_id=run_id)
+        return await self.result_of(await self.runs.get(run_id))
+
+    async def result_of(self, run: RunRecord) -> RunResult:
+        """The result of ``run`` as just read (a settled run, say), with the rows it added."""
+        rows = await self.conversations.rows_in_bulk(run.conversation_id, run_id=run.id)
         return RunResult.of(run, rows)
 
     async def wait_run(self, run_id: str) -> RunRecord:

@@ -107,28 +107,27 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
         return
     if run.status != "queued":
         return
-    conversation = await rt.conversations.get(run.conversation_id)
+    own, parents = await rt.conversations.profiles(run.conversation_id)
     # A run may only become stricter: it adopts a stricter conversation profile on resume.
-    profile = stricter(run.profile, parse_profile(conversation.profile))
-    parent_id = await rt.conversations.delegated_from(run.conversation_id)
-    if parent_id is not None:  # a subagent also follows its parent conversation's switches
-        parent = await rt.conversations.get(parent_id)
-        profile = stricter(profile, parse_profile(parent.profile))
+    profile = stricter(run.profile, parse_profile(own))
+    if parents is not None:  # a subagent also follows its parent conversation's switches
+        profile = stricter(profile, parse_profile(parents))
     # Registered before the run counts as running, so a Stop in between always finds it.
     cancellation = Cancellation()
     rt.live[run_id] = cancellation
-    if not await rt.runs.move(
+    claimed = await rt.runs.claim(
         run_id,
         from_statuses=["queued"],
         to="running",
         worker=rt.worker,
         profile=profile,
         lease=rt_tables.Run.lease + 1,
-    ):
+    )
+    if claimed is None:
         if rt.live.get(run_id) is cancellation:
             del rt.live[run_id]
         return
-    run = await rt.runs.get(run_id)
+    run = claimed
     await rt.board.set(run_id, "running")
     rt.publish_run(run.conversation_id, run_id, "running", None, "")
     await _advance(rt, run, cancellation)

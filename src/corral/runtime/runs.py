@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import select, update
+from sqlalchemy import Update, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound
@@ -245,6 +245,22 @@ class RunStore:
                 session, run_id, from_statuses=from_statuses, to=to, held_lease=held_lease, **values
             )
 
+    async def claim(
+        self, run_id: str, *, from_statuses: Sequence[str], to: RunStatus, **values: Any
+    ) -> RunRecord | None:
+        """:meth:`move`, answering the run as the move left it (None when it did not move):
+        one ``UPDATE … RETURNING`` where the database has it, not a write and then a read."""
+        async with self._sessions.begin() as session:
+            query = _move_query(run_id, from_statuses, to, None, values)
+            if not session.get_bind().dialect.update_returning:
+                if not int(getattr(await session.execute(query), "rowcount", 0)) == 1:
+                    return None
+                row = await session.get(rt.Run, run_id, populate_existing=True)
+            else:
+                returning = query.returning(rt.Run).execution_options(synchronize_session=False)
+                row = (await session.scalars(returning)).first()
+        return RunRecord.of(row) if row is not None else None
+
     async def keep_trace(self, run_id: str, traceparent: str) -> None:
         """Make ``traceparent`` the one the run's later jobs continue, unless it has one."""
         async with self._sessions.begin() as session:
@@ -277,10 +293,20 @@ async def move_run(
 ) -> bool:
     """Compare-and-set the status; with ``held_lease``, only while the run's lease is still
     that one (a cluster worker's own claim: fencing, see :mod:`corral.runtime.takeover`)."""
+    outcome = await session.execute(_move_query(run_id, from_statuses, to, held_lease, values))
+    return int(getattr(outcome, "rowcount", 0)) == 1
+
+
+def _move_query(
+    run_id: str,
+    from_statuses: Sequence[str],
+    to: RunStatus,
+    held_lease: int | None,
+    values: dict[str, Any],
+) -> Update:
     if to in TERMINAL:
         values.setdefault("ended_at", utcnow())
     query = update(rt.Run).where(rt.Run.id == run_id, rt.Run.status.in_(list(from_statuses)))
     if held_lease is not None:
         query = query.where(rt.Run.lease == held_lease)
-    outcome = await session.execute(query.values(status=to, updated_at=utcnow(), **values))
-    return int(getattr(outcome, "rowcount", 0)) == 1
+    return query.values(status=to, updated_at=utcnow(), **values)

@@ -60,8 +60,10 @@ async def turn_spec(
     hop: int = 0,
     model: str | None = None,
     agent: AgentConfig | None = None,
+    created: bool = False,
 ) -> TurnSpec:
-    """The run a turn of ``conversation`` gets: its model, profile and limits."""
+    """The run a turn of ``conversation`` gets: its model, profile and limits
+    (``created``: the caller made the conversation just now, so no run came before)."""
     agent = agent or await load_agent(rt.kernel.sessions, conversation.agent)
     live = await rt.kernel.live_settings()
     spec = TurnSpec(
@@ -78,6 +80,8 @@ async def turn_spec(
     # A subagent's or a workflow run's conversation keeps its run's narrowing, limits and
     # kind on every later turn (a report from its own background shell, a person writing
     # into it): reach never widens.
+    if created:
+        return spec
     latest = await rt.runs.list_runs(conversation_id=conversation.id, limit=1)
     if not latest or latest[0].kind == "chat":
         return spec
@@ -169,14 +173,15 @@ async def wake(rt: RunHost, conversation_id: str, *, by: WakeBy = "ask") -> RunR
     server's own. A closing process starts nothing; the next host delivers them."""
     if rt.closing:
         return None
+    # Most runs end with nothing queued: that one read answers them.
+    queued = await rt.deliveries.list_deliveries(conversation_id, status="queued")
+    if not queued:
+        return None
     try:
         conversation = await rt.conversations.get(conversation_id)
     except NotFound:
         return None
     if conversation.active_run_id is not None:
-        return None
-    queued = await rt.deliveries.list_deliveries(conversation_id, status="queued")
-    if not queued:
         return None
     first = queued[0]
     mine = [d for d in queued if d.user_id == first.user_id]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from operator import is_
 
 from opentelemetry.trace import Tracer
 
@@ -41,7 +42,7 @@ from corral.tools.call_spans import traced_call
 from corral.tools.context import Cancellation
 from corral.tools.registry import LoadedTool, Registry
 from corral.tools.results import ToolResult
-from corral.tools.selection import Visibility
+from corral.tools.selection import Layer, Visibility
 from corral.tools.stage_approval import Approval, ApprovalSink
 from corral.tools.stage_context import BuildContext
 from corral.tools.stage_grants import FeatureGates
@@ -119,6 +120,9 @@ class Dispatcher:
         self._state_seen: DispatchState | None = None
         self._recheck_at = 0.0
         self._chain = self._composed()
+        self._visible: tuple[tuple[Layer, ...], tuple[LoadedTool, ...], list[LoadedTool]] | None
+        self._visible = None
+        """The last visible set with the layers and tools it was found from."""
 
     def add_stages(self, contributions: Sequence[StageContribution]) -> None:
         """Place a package's stages; a :class:`~corral.tools.stages.StageError` names one
@@ -190,7 +194,21 @@ class Dispatcher:
         return self._visibility.visibility(request, state)
 
     def visible_tools(self, request: CallRequest, state: DispatchState) -> list[LoadedTool]:
-        return self.visibility(request, state).visible(self.registry.tools.values())
+        layers = self._visibility.layers(request, state)
+        tools = tuple(self.registry.tools.values())
+        # A run asks at every step, with equal layers (value objects: a layer's answers
+        # follow from its fields) and the very same loaded tools; anything else filters again.
+        kept = self._visible
+        if (
+            kept is not None
+            and kept[0] == layers
+            and len(kept[1]) == len(tools)
+            and all(map(is_, kept[1], tools))
+        ):
+            return list(kept[2])
+        visible = Visibility(layers).visible(tools)
+        self._visible = (layers, tools, visible)
+        return list(visible)
 
     def visible_tool(self, request: CallRequest, state: DispatchState) -> LoadedTool:
         """The tool ``request`` names, if this caller and run may call it (else a refusal)."""

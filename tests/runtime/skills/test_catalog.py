@@ -11,6 +11,9 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
+
+from pytest import MonkeyPatch
 
 from corral.runtime.skills import SkillCatalog
 from corral.runtime.skills.catalog import SETTLED_SECONDS
@@ -117,3 +120,61 @@ def test_disabling_a_package_or_adding_one_changes_the_set(tmp_path: Path) -> No
     age(write_bundle(extra / "skills", "extra-skill") / "SKILL.md")
     catalog.add_package("extra", extra)
     assert sorted(catalog.load().skills) == ["extra-skill", "mine", "pkg-skill"]
+
+
+def settled_folders(tmp_path: Path) -> tuple[SkillCatalog, Path]:
+    """A settled catalog whose source folders have settled too, so their listings are kept."""
+    catalog, package_skills, drive_skills = settled_catalog(tmp_path)
+    age(package_skills, drive_skills)
+    catalog.load()
+    return catalog, drive_skills
+
+
+def test_a_settled_folder_is_not_listed_again(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    catalog, _ = settled_folders(tmp_path)
+    listed: list[object] = []
+    real = os.scandir
+
+    def counted(path: Any) -> Any:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", counted)
+    kept = catalog.load()
+    assert catalog.load() is kept and listed == []
+
+
+def test_a_settled_folder_shows_each_change_at_once(tmp_path: Path) -> None:
+    catalog, drive_skills = settled_folders(tmp_path)
+    added = write_bundle(drive_skills, "later")
+    age(added / "SKILL.md")
+    assert sorted(catalog.load().skills) == ["later", "mine", "pkg-skill"]
+    age(drive_skills)
+    catalog.load()
+    added.rename(drive_skills / ".later")  # hidden
+    assert sorted(catalog.load().skills) == ["mine", "pkg-skill"]
+    age(drive_skills)
+    catalog.load()
+    (drive_skills / ".later").rename(drive_skills / "later")
+    assert sorted(catalog.load().skills) == ["later", "mine", "pkg-skill"]
+    age(drive_skills)
+    catalog.load()
+    shutil.rmtree(drive_skills / "later")
+    assert sorted(catalog.load().skills) == ["mine", "pkg-skill"]
+
+
+def test_a_bundle_folder_that_is_a_link_is_looked_at_every_time(tmp_path: Path) -> None:
+    # An operator's folder may link a bundle elsewhere; where it leads can change with no
+    # trace in the folder holding the link, so that folder's listing is never kept.
+    mine = tmp_path / "operator"
+    target = write_bundle(tmp_path / "elsewhere", "linked")
+    age(target / "SKILL.md")
+    mine.mkdir()
+    (mine / "linked").symlink_to(target)
+    age(mine)
+    catalog = SkillCatalog(packages={}, drive_dir=tmp_path / "drive", folders=[mine])
+    assert sorted(catalog.load().skills) == ["linked"]
+    shutil.rmtree(target)
+    target.mkdir()
+    (target / "SKILL.md").write_text("not a bundle")
+    assert catalog.load().skills == {}

@@ -9,8 +9,12 @@ or the skills folder itself, and its bundle folders may be symbolic links (an op
 folder, as ``~/.claude/skills`` often is); a package's or the drive's may not.
 
 Parsed bundles are cached by the ``SKILL.md`` modification time, and the whole set is reused
-while a scan of the folders (one ``scandir`` a source, one ``lstat`` a bundle) finds every
-bundle as it was: the skills block asks for the set at every step of every run.
+while a scan of the folders finds every bundle as it was: the skills block asks for the set
+at every step of every run. A scan is one ``stat`` a source and one ``lstat`` a bundle: a
+source's listing is kept while the folder's own stamp (which adding, removing or renaming an
+entry changes, and ``ctime`` even when the modification time is put back) is as it was, and
+read again (``scandir``) when it is not, when it had not settled, or when a bundle folder in it
+is a link (a link's target can change with no trace in the folder).
 """
 
 from __future__ import annotations
@@ -49,6 +53,13 @@ _Entry = tuple[str, bool, _Stamp]
 
 _Scan = tuple[_Entry, ...] | OSError | Literal["escapes"] | None
 """One source's bundle folders; why it could not be listed; or None when it is absent."""
+
+_Listed = tuple[tuple[str, bool, str], ...]
+"""A source's bundle folders in name order: name, whether it is a link, path."""
+
+_FolderStamp = tuple[int, int, int, int]
+"""A source folder's ``stat`` as a kept listing is checked against: device, inode,
+modification and change times."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +118,8 @@ class SkillCatalog:
         self._roots_of: tuple[tuple[frozenset[str], int], list[_Root]] | None = None
         self._last: tuple[object, SkillSet] | None = None
         """The last scan and the set built from it, kept once its files had settled."""
+        self._listings: dict[Path, tuple[_FolderStamp, _Listed]] = {}
+        """Each source folder's listing, kept while the folder's stamp is as it was."""
 
     def add_package(self, name: str, path: Path) -> None:
         """A package that arrived after start-up (an MCP server has no skills folder)."""
@@ -136,19 +149,46 @@ class SkillCatalog:
         """The bundle folders of ``root`` in name order."""
         if root.origin == "drive" and self._drive_escapes(root):
             return "escapes"
+        found = self._listing(root.folder)
+        if not isinstance(found, tuple):
+            return found
+        return tuple((name, linked, _lstat(f"{path}/{SKILL_FILE}")) for name, linked, path in found)
+
+    def _listing(self, folder: Path) -> _Listed | OSError | None:
+        """The bundle folders in ``folder``: the kept listing while the folder's stamp is
+        the one it was listed under, else listed again."""
         try:
-            with os.scandir(root.folder) as listing:
-                found = [
+            found = os.stat(folder)
+        except FileNotFoundError:
+            self._listings.pop(folder, None)
+            return None
+        except OSError as exc:
+            return exc
+        stamp = (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+        kept = self._listings.get(folder)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        listed_at = time.time_ns()
+        try:
+            with os.scandir(folder) as entries:
+                listed = sorted(
                     (entry.name, entry.is_symlink(), entry.path)
-                    for entry in listing
+                    for entry in entries
                     if not entry.name.startswith(".") and entry.is_dir()
-                ]
+                )
         except FileNotFoundError:
             return None
         except OSError as exc:
             return exc
-        found.sort()
-        return tuple((name, linked, _lstat(f"{path}/{SKILL_FILE}")) for name, linked, path in found)
+        # Kept only once settled: a change within the timestamp granularity of the listing
+        # could leave the folder's stamp as it was (see SETTLED_SECONDS). Any later change of
+        # an entry moves the modification time off a settled one; putting it back moves ctime.
+        settled = stamp[2] < listed_at - int(SETTLED_SECONDS * 1e9)
+        if settled and not any(linked for _, linked, _ in listed):
+            self._listings[folder] = (stamp, tuple(listed))
+        else:
+            self._listings.pop(folder, None)
+        return tuple(listed)
 
     def _drive_escapes(self, root: _Root) -> bool:
         """Whether the drive's skills folder leads outside the drive (a link elsewhere)."""
