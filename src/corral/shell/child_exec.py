@@ -18,6 +18,7 @@ kernel without ``pidfd_open``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
 from asyncio import subprocess as aio_subprocess
@@ -30,9 +31,19 @@ _LIMIT = 2**16
 """The stream readers' buffer limit: asyncio's default for subprocess pipes."""
 
 
+@functools.cache
+def _pidfd_works() -> bool:
+    """Whether ``pidfd_open`` works here (a container's seccomp filter may refuse it)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 def pidfd_watched(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether a child spawned on ``loop`` is watched through a pidfd by :func:`exec_child`."""
-    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+    if sys.version_info >= (3, 12) or not _pidfd_works():
         return False
     from asyncio import unix_events
 
@@ -69,14 +80,20 @@ async def exec_child(
         loop, protocol, list(argv), False, stdin, stdout, stderr, 0, waiter=waiter, **popen
     )
     pid = transport.get_pid()
-    pidfd = os.pidfd_open(pid)  # the child is not reaped before this: it is ours alone
+    try:
+        pidfd = os.pidfd_open(pid)  # the child is not reaped before this: it is ours alone
+    except OSError:  # out of descriptors: the policy's watcher thread, as the stdlib does
+        asyncio.get_child_watcher().add_child_handler(
+            pid, lambda _pid, code: transport._process_exited(code)
+        )
+    else:
 
-    def exited() -> None:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-        transport._process_exited(_reap(pid, transport._proc))
+        def exited() -> None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            transport._process_exited(_reap(pid, transport._proc))
 
-    loop.add_reader(pidfd, exited)
+        loop.add_reader(pidfd, exited)
     try:
         await waiter
     except (SystemExit, KeyboardInterrupt):
