@@ -7,6 +7,7 @@ matter, and still done where it can.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,8 +18,11 @@ import pytest
 import corral
 from corral.platform import Platform
 from corral.shell import runner
+from corral.shell import service as service_module
+from corral.shell.check import check_command
 from corral.shell.egress.ask import ApprovedHosts
 from corral.shell.processes import start_time
+from corral.shell.service import INLINE_MAX
 from tests.shell.conftest import needs_bwrap, shells
 
 pytestmark = needs_bwrap
@@ -123,3 +127,24 @@ async def test_kept_hosts_are_read_once_per_refresh_and_changes_made_here_apply_
         later = time.monotonic() + 61
         monkeypatch.setattr(approved, "_clock", lambda: later)
         assert await _network(platform) == "proxy (egress policy)"
+
+
+async def test_a_short_command_without_a_glob_is_judged_on_the_loop(
+    sandboxed: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hop to a worker thread cost more than judging ``true`` (0.35 ms of CPU a call);
+    a glob (the gate may scan folders) and a long script still go off the loop."""
+    judged: dict[str, bool] = {}
+    real = check_command
+
+    def spy(command: str, **kwargs: Any) -> Any:
+        judged[command] = threading.get_ident() == loop_thread
+        return real(command, **kwargs)
+
+    monkeypatch.setattr(service_module, "check_command", spy)
+    loop_thread = threading.get_ident()
+    long = "true " + "&& true " * (INLINE_MAX // 8)
+    for command in ("true", "ls *.txt", "echo [ab]", long):
+        result = await sandboxed.call_tool("execute", {"command": command})
+        assert result.data is not None and "exit_code" in result.data, result.text
+    assert judged == {"true": True, "ls *.txt": False, "echo [ab]": False, long: False}

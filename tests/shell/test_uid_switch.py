@@ -65,13 +65,13 @@ async def test_a_sandboxed_spawn_switches_uid_without_forcing_a_fork(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen: list[dict[str, Any]] = []
-    real = asyncio.create_subprocess_exec
+    real = runner.exec_child
 
-    async def spy(*argv: str, **options: Any) -> asyncio.subprocess.Process:
-        seen.append({"argv": argv, **options})
-        return await real(*argv, **options)
+    async def spy(argv: list[str], **options: Any) -> asyncio.subprocess.Process:
+        seen.append({"argv": tuple(argv), **options})
+        return await real(argv, **options)
 
-    monkeypatch.setattr(runner.asyncio, "create_subprocess_exec", spy)
+    monkeypatch.setattr(runner, "exec_child", spy)
     spec = ProcessSpec(argv=STATUS, env={}, cwd="/", sandboxed=True, run_as=UID)
     process = await spawn_process(spec)
     out, _ = await process.communicate()

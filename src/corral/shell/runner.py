@@ -28,6 +28,7 @@ from typing import Literal, Protocol
 
 from corral.secrets import Redactor
 from corral.shell.capture import TailBuffer
+from corral.shell.child_exec import exec_child
 from corral.shell.processes import (
     descendants,
     group_members,
@@ -144,8 +145,8 @@ async def spawn_process(spec: ProcessSpec) -> asyncio.subprocess.Process:
         if switched is not None:  # the same switch, in a child started with vfork()
             argv, uid = switched, None
     try:
-        return await asyncio.create_subprocess_exec(
-            *argv,
+        return await exec_child(
+            argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

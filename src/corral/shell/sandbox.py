@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from corral.shell.real_paths import RealPaths
 from corral.shell.system_etc import HOSTNAME, SYNTHETIC_ETC, prepare_etc, system_files
 
 __all__ = [
@@ -167,7 +168,8 @@ def plan_mounts(
             if not source.writable and any(_within(source.root, t) for t in toolchain):
                 continue  # already visible read-only as part of the toolchain
             mounts.append(Mount("rw" if source.writable else "ro", source.root, source.root))
-    data_real = os.path.realpath(data_dir)
+    real = RealPaths()  # the protected paths share a few folders: each resolved once
+    data_real = real(data_dir)
     remounts: list[Mount] = []
     hidden = any(_within(data_real, s.root) for s in bound)
     if hidden:
@@ -176,10 +178,10 @@ def plan_mounts(
     # Under a hidden data folder only sources bound inside it can expose a protected file.
     exposing = [s for s in bound if not hidden or _within(s.root, data_real)]
     for raw in protected:
-        path = os.path.realpath(raw)
-        if not os.path.lexists(path) or not any(_within(path, s.root) for s in exposing):
+        path = real(raw)
+        if not real.lexists(path) or not any(_within(path, s.root) for s in exposing):
             continue
-        if os.path.isdir(path):
+        if real.isdir(path):
             mounts.append(Mount("tmpfs", path, order=2))
             remounts.append(Mount("remount_ro", path, order=3))
         else:

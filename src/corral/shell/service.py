@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -58,7 +59,7 @@ from corral.shell.step_spans import note_spawn, step_span
 from corral.shell.verdict import Verdict
 from corral.tracing.propagation import traced_variables
 
-__all__ = ["ShellOutcome", "ShellRequest", "ShellService"]
+__all__ = ["INLINE_MAX", "ShellOutcome", "ShellRequest", "ShellService", "judged_inline"]
 
 Bridge = EgressBridge | LoopbackProxy
 """A call's way to the egress proxy: bridged into bubblewrap's namespace, or on the host's
@@ -140,6 +141,16 @@ class ShellOutcome:
 
 
 DEFAULT_TIMEOUT = 120
+
+INLINE_MAX = 256
+"""Commands up to this many characters, with no glob character, are judged on the event
+loop: their analysis and path checks take about 0.1 ms, less than the hop to a worker
+thread and back (0.35 ms of CPU per call, measured on ``execute true``)."""
+
+
+def judged_inline(command: str) -> bool:
+    """Whether ``command`` is judged on the loop (short, and nothing the gate would glob)."""
+    return len(command) <= INLINE_MAX and not any(c in command for c in "*?[")
 
 
 def captured_text(capture: TailBuffer, limit: int) -> tuple[str, int]:
@@ -238,11 +249,12 @@ class ShellService:
         caller: Caller,
         policy: SourcePolicy | None = None,
     ) -> CheckedCommand:
-        """Both guards, off the event loop (a long script takes a while to analyse)."""
+        """Both guards: on the loop for a short command without a glob, else off it (a long
+        script takes a while to analyse, and a glob may make the gate scan folders)."""
         if policy is None:
             policy = (await self._state.dispatch_state()).sources
         self.judged += 1
-        return await asyncio.to_thread(
+        judge = functools.partial(
             check_command,
             command,
             cwd=cwd,
@@ -251,6 +263,9 @@ class ShellService:
             settings=self.settings,
             confinement=self.confinement,
         )
+        if judged_inline(command):
+            return judge()
+        return await asyncio.to_thread(judge)
 
     async def verdict(self, command: str, *, cwd: str | None, caller: Caller) -> Verdict:
         """Would ``command`` run in ``cwd`` for ``caller``? Nothing runs."""

@@ -124,10 +124,12 @@ def _keyword(keyword: str, value: Any, schema: dict[str, Any]) -> Check:
     if keyword == "additionalProperties":
         if value is True:
             return lambda _: True
-        if value is not False or "patternProperties" in schema:
+        if "patternProperties" in schema:
             raise _Unsupported
         known = frozenset((schema.get("properties") or {}).keys())
-        return lambda v: not isinstance(v, dict) or known.issuperset(v)
+        if value is False:
+            return lambda v: not isinstance(v, dict) or known.issuperset(v)
+        return _additional_check(known, _compile(value))
     if keyword == "items":
         item = _compile(value)
         return lambda v: not isinstance(v, list) or all(item(x) for x in v)
@@ -156,6 +158,20 @@ def _properties_check(value: Any) -> Check:
             return True
         for name, sub in compiled:
             if name in instance and not sub(instance[name]):
+                return False
+        return True
+
+    return check
+
+
+def _additional_check(known: frozenset[str], sub: Check) -> Check:
+    """Every property ``properties`` does not name must pass ``sub`` (a map of variables)."""
+
+    def check(instance: Any) -> bool:
+        if not isinstance(instance, dict):
+            return True
+        for name, item in instance.items():
+            if name not in known and not sub(item):
                 return False
         return True
 
