@@ -28,6 +28,8 @@ LOADED_WHEN_USED = (
     "corral.packages.core.todos",
     "corral.channels",
     "corral.store.channel_tables",
+    "corral.packages.core.execute",
+    "corral.packages.core.egress_asker",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -36,8 +38,9 @@ last checked, croniter with the first cron schedule, yaml with the first skill r
 with a PostgreSQL store, cryptography with the first credential, sealed approval or egress
 certificate, httpx (with its command-line tool's click, rich and pygments) with the first
 fetch, HTTP hook or direct vendor post, the built-in tools' handler modules (web_search
-with its providers, web_fetch, todos, ...) with each tool's first call, and the channels
-family with the first channel connected, or their service's first use."""
+with its providers, web_fetch, todos, ..., execute) with each tool's first policy check
+or call, and the channels family with the first channel connected, or their service's first
+use."""
 
 COMMAND = """
 import gc, json, runpy, sys
