@@ -30,6 +30,13 @@ LOADED_WHEN_USED = (
     "corral.store.channel_tables",
     "corral.packages.core.execute",
     "corral.packages.core.egress_asker",
+    "corral.packages.drive.reading",
+    "corral.packages.drive.writing",
+    "corral.packages.drive.listing",
+    "corral.packages.drive.search",
+    "corral.packages.drive.pdf_pages",
+    "corral.web.extraction",
+    "tiktoken",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -38,9 +45,10 @@ last checked, croniter with the first cron schedule, yaml with the first skill r
 with a PostgreSQL store, cryptography with the first credential, sealed approval or egress
 certificate, httpx (with its command-line tool's click, rich and pygments) with the first
 fetch, HTTP hook or direct vendor post, the built-in tools' handler modules (web_search
-with its providers, web_fetch, todos, ..., execute) with each tool's first policy check
-or call, and the channels family with the first channel connected, or their service's first
-use."""
+with its providers, web_fetch, todos, ..., execute and the drive's fs_* tools, with PDF
+pages and extraction) with each tool's first policy check or call, tiktoken with the first
+compaction, and the channels family with the first channel connected, or their service's
+first use."""
 
 COMMAND = """
 import gc, json, runpy, sys
