@@ -37,6 +37,8 @@ LOADED_WHEN_USED = (
     "corral.packages.drive.pdf_pages",
     "corral.web.extraction",
     "tiktoken",
+    "corral.platform.rewind",
+    "corral.platform.fork",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -47,8 +49,8 @@ certificate, httpx (with its command-line tool's click, rich and pygments) with 
 fetch, HTTP hook or direct vendor post, the built-in tools' handler modules (web_search
 with its providers, web_fetch, todos, ..., execute and the drive's fs_* tools, with PDF
 pages and extraction) with each tool's first policy check or call, tiktoken with the first
-compaction, and the channels family with the first channel connected, or their service's
-first use."""
+compaction, rewinds and forks with the first one, and the channels family with the first
+channel connected, or their service's first use."""
 
 COMMAND = """
 import gc, json, runpy, sys
