@@ -39,6 +39,11 @@ LOADED_WHEN_USED = (
     "tiktoken",
     "corral.platform.rewind",
     "corral.platform.fork",
+    "corral.web.fetch.hosts",
+    "corral.web.fetch.policy",
+    "corral.web.fetch.urls",
+    "idna",
+    "anyio",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -49,8 +54,9 @@ certificate, httpx (with its command-line tool's click, rich and pygments) with 
 fetch, HTTP hook or direct vendor post, the built-in tools' handler modules (web_search
 with its providers, web_fetch, todos, ..., execute and the drive's fs_* tools, with PDF
 pages and extraction) with each tool's first policy check or call, tiktoken with the first
-compaction, rewinds and forks with the first one, and the channels family with the first
-channel connected, or their service's first use."""
+compaction, rewinds and forks with the first one, the fetch policy, host and URL parsing
+(idna) and the resolver's thread pool (anyio) with the first fetch, and the channels family
+with the first channel connected, or their service's first use."""
 
 COMMAND = """
 import gc, json, runpy, sys
