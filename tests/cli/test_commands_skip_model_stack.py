@@ -44,6 +44,7 @@ LOADED_WHEN_USED = (
     "corral.web.fetch.urls",
     "idna",
     "anyio",
+    "corral.shell.command_rules",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -55,7 +56,8 @@ fetch, HTTP hook or direct vendor post, the built-in tools' handler modules (web
 with its providers, web_fetch, todos, ..., execute and the drive's fs_* tools, with PDF
 pages and extraction) with each tool's first policy check or call, tiktoken with the first
 compaction, rewinds and forks with the first one, the fetch policy, host and URL parsing
-(idna) and the resolver's thread pool (anyio) with the first fetch, and the channels family
+(idna) and the resolver's thread pool (anyio) with the first fetch, the permission rules' command
+judging with the first command judged, and the channels family
 with the first channel connected, or their service's first use."""
 
 COMMAND = """
