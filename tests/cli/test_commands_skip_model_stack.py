@@ -28,6 +28,23 @@ LOADED_WHEN_USED = (
     "corral.packages.core.todos",
     "corral.channels",
     "corral.store.channel_tables",
+    "corral.packages.core.execute",
+    "corral.packages.core.egress_asker",
+    "corral.packages.drive.reading",
+    "corral.packages.drive.writing",
+    "corral.packages.drive.listing",
+    "corral.packages.drive.search",
+    "corral.packages.drive.pdf_pages",
+    "corral.web.extraction",
+    "tiktoken",
+    "corral.platform.rewind",
+    "corral.platform.fork",
+    "corral.web.fetch.hosts",
+    "corral.web.fetch.policy",
+    "corral.web.fetch.urls",
+    "idna",
+    "anyio",
+    "corral.shell.command_rules",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -36,8 +53,12 @@ last checked, croniter with the first cron schedule, yaml with the first skill r
 with a PostgreSQL store, cryptography with the first credential, sealed approval or egress
 certificate, httpx (with its command-line tool's click, rich and pygments) with the first
 fetch, HTTP hook or direct vendor post, the built-in tools' handler modules (web_search
-with its providers, web_fetch, todos, ...) with each tool's first call, and the channels
-family with the first channel connected, or their service's first use."""
+with its providers, web_fetch, todos, ..., execute and the drive's fs_* tools, with PDF
+pages and extraction) with each tool's first policy check or call, tiktoken with the first
+compaction, rewinds and forks with the first one, the fetch policy, host and URL parsing
+(idna) and the resolver's thread pool (anyio) with the first fetch, the permission rules' command
+judging with the first command judged, and the channels family
+with the first channel connected, or their service's first use."""
 
 COMMAND = """
 import gc, json, runpy, sys

@@ -12,7 +12,6 @@ from corral.errors import UsageError
 from corral.kernel.approvals import ApprovalRecord
 from corral.kernel.command_rules import CommandRules
 from corral.kernel.remembered_rules import RememberOutcome, Scope
-from corral.shell.command_rules import judge_analysis
 
 __all__ = ["REMEMBER_KINDS", "Remember", "plan", "propose", "remember", "rememberable"]
 
@@ -30,6 +29,7 @@ async def propose(
     if tool != "execute" or not isinstance(command, str):
         return None
     from corral.shell.analysis import analyze  # its tables load with the first command
+    from corral.shell.command_rules import judge_analysis
 
     current = await rules.for_call(user_id, agent)
     uncovered = judge_analysis(analyze(command), current).uncovered
@@ -56,6 +56,7 @@ async def plan(
     rule allows yet, its exact words or the family the analysis proposes. Refuses, before
     the approval is claimed, what cannot be remembered."""
     from corral.shell.analysis import analyze
+    from corral.shell.command_rules import judge_analysis
 
     command = rememberable(rules, record)
     current = await rules.for_call(record.user_id, record.agent)

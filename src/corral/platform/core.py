@@ -8,7 +8,8 @@ services packages installed.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from corral.connect import CredentialStore
 from corral.errors import UsageError
@@ -16,9 +17,7 @@ from corral.kernel import DEFAULT_AGENT, ApprovalRecord, Decision, Kernel
 from corral.kernel.decisions import Surface, check_surface
 from corral.kernel.remembered_rules import Scope
 from corral.platform.direct_calls import DirectCalls
-from corral.platform.fork import ForkOutcome, fork_conversation
 from corral.platform.meta import conversation_meta
-from corral.platform.rewind import RewindPreview, RewindResult, Rewinds
 from corral.platform.rules import PlatformRules, Remember
 from corral.policy.identity import Caller
 from corral.policy.profiles import Profile, parse_profile
@@ -36,6 +35,10 @@ from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
 from corral.tools.results import ToolResult
 from corral.tools.services import Services
+
+if TYPE_CHECKING:
+    from corral.platform.fork import ForkOutcome
+    from corral.platform.rewind import RewindPreview, RewindResult, Rewinds
 
 __all__ = ["Platform"]
 
@@ -65,8 +68,14 @@ class Platform:
         """Approved calls made outside any run, running as tasks of this process."""
         self.decisions = kernel.approvals.decisions
         """Every pending decision (approvals, questions…): ``corral inbox``."""
-        self.rewinds = Rewinds(kernel, runtime)
+
+    @cached_property
+    def rewinds(self) -> Rewinds:
         """Checkpoints of a conversation, rewind previews and rewinds: ``corral rewind``."""
+        # Built (and its modules loaded) with the first use, not by every open.
+        from corral.platform.rewind import Rewinds
+
+        return Rewinds(self.kernel, self.runtime)
 
     @property
     def services(self) -> Services:
@@ -333,6 +342,8 @@ class Platform:
         conversation changed are copied there as they were before that call; the original
         files are only read. ``user`` needs read access to the conversation and its
         sources, and write access to ``files_into``."""
+        from corral.platform.fork import fork_conversation
+
         return await fork_conversation(
             self.kernel, self.runtime, conversation_id, at, user=user, files_into=files_into
         )

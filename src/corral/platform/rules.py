@@ -6,7 +6,7 @@ person's agents or, for an admin, the whole project)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import NotFound, UsageError
 from corral.kernel import ApprovalRecord, Kernel, rule_proposals
@@ -14,8 +14,10 @@ from corral.kernel.remembered_rules import SCOPES, RememberOutcome, Scope
 from corral.kernel.rule_proposals import REMEMBER_KINDS, Remember
 from corral.policy.command_rules import PrefixRule, ToolRule
 from corral.policy.identity import Caller
-from corral.shell.command_rules import RulesJudgement, judge_analysis
 from corral.shell.verdict import Verdict
+
+if TYPE_CHECKING:
+    from corral.shell.command_rules import RulesJudgement
 
 __all__ = ["REMEMBER_KINDS", "CommandCheck", "PlatformRules", "Remember"]
 
@@ -56,6 +58,8 @@ class PlatformRules:
         checked = await shells.check(command, cwd=cwd, caller=caller)
         if not checked.verdict.allowed or checked.analysis is None:
             return CommandCheck(verdict=checked.verdict, rules=None)
+        from corral.shell.command_rules import judge_analysis  # with the first command checked
+
         rules = await self._rules.for_call(caller.user_id, agent)
         return CommandCheck(verdict=checked.verdict, rules=judge_analysis(checked.analysis, rules))
 

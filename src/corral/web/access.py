@@ -11,16 +11,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import ConfigError
-from corral.web.fetch import (
-    AddressRules,
-    FetchPolicy,
-    Resolver,
-    SystemResolver,
-    parse_networks,
-)
+from corral.web.fetch import AddressRules, parse_networks
+from corral.web.fetch.resolver import Resolver, SystemResolver
 
 if TYPE_CHECKING:
-    from corral.web.fetch import Fetcher
+    from corral.web.fetch import Fetcher, FetchPolicy
 
 __all__ = ["WebAccess", "policy_from_live"]
 
@@ -31,6 +26,8 @@ def _split(value: str) -> list[str]:
 
 def policy_from_live(live: Mapping[str, Any]) -> FetchPolicy:
     """The fetch policy the administrator's live settings describe."""
+    from corral.web.fetch import FetchPolicy  # host patterns (idna), with the first fetcher
+
     try:
         ports = frozenset(int(p) for p in _split(str(live["web_allowed_ports"])))
         networks = parse_networks(_split(str(live["web_deny_networks"])))

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from corral.errors import Refusal
 from corral.kernel.command_rules import CommandRules
-from corral.packages.core.execute import CheckedShellCall
 from corral.policy.command_rules import Decision, RuleSet, ToolRule, strictest
-from corral.shell.command_rules import Resolver, RulesJudgement, judge_analysis
 from corral.tools.call import ToolCall
 from corral.tools.results import ToolResult
 from corral.tools.stage_approval import ApprovalAdvice
 from corral.tools.stages import Next, StageContribution
+
+if TYPE_CHECKING:
+    from corral.shell.command_rules import Resolver, RulesJudgement
 
 __all__ = ["CallRules", "RulesStage", "judge_call", "rules_stage"]
 
@@ -46,6 +48,11 @@ def judge_call(call: ToolCall, rules: RuleSet, *, which: Resolver = shutil.which
     decisions: list[Decision] = [rule.decision for rule in tool_rules]
     judgement: RulesJudgement | None = None
     if call.tool.name == EXECUTE:
+        # execute's own module (and the shell family behind it) is loaded by its first call,
+        # not by this stage's import at every open.
+        from corral.packages.core.execute import CheckedShellCall
+        from corral.shell.command_rules import judge_analysis
+
         # A glob on the command text cannot see what the script runs: it may ask or refuse,
         # only the per-command rules allow.
         decisions = [d for d in decisions if d != "allow"]

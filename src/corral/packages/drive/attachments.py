@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral.kernel import Kernel
-from corral.packages.drive.reading import read_location
 from corral.packages.drive.service import Drive
 from corral.policy.identity import Caller
 from corral.tools.results import TextBlock, ToolResult
@@ -33,6 +32,9 @@ class DriveAttachments:
         self._kernel = kernel
 
     async def attach(self, uris: Sequence[str], caller: Caller) -> list[dict[str, Any]]:
+        # fs_read's module (PDF pages, extraction) loads with the first attachment read.
+        from corral.packages.drive.reading import read_location
+
         state = await self._kernel.config.dispatch_state()
         blocks: list[dict[str, Any]] = []
         for uri in uris:

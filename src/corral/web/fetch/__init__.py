@@ -31,17 +31,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .addresses import AddressRules, IPAddress, IPNetwork, non_public_reason, parse_networks
-from .body import ContentKind
 from .errors import FetchError, FetchErrorCode
-from .hosts import Host, HostPattern, parse_host
-from .policy import DEFAULT_PORTS, FetchPolicy
-from .request import Method
-from .resolver import Resolver, StaticResolver, SystemResolver
-from .urls import Target, parse_url
 
 if TYPE_CHECKING:
+    from .body import ContentKind
     from .fetcher import Fetcher
+    from .hosts import Host, HostPattern, parse_host
+    from .policy import DEFAULT_PORTS, FetchPolicy
+    from .request import Method
+    from .resolver import Resolver, StaticResolver, SystemResolver
     from .response import FetchResponse, Hop
+    from .urls import Target, parse_url
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -68,8 +68,26 @@ __all__ = [
     "parse_url",
 ]
 
-_LAZY = {"Fetcher": "fetcher", "FetchResponse": "response", "Hop": "response"}
-"""The names that load their module (and httpx) on first use."""
+_LAZY = {
+    "Fetcher": "fetcher",
+    "FetchResponse": "response",
+    "Hop": "response",
+    "ContentKind": "body",
+    "Host": "hosts",
+    "HostPattern": "hosts",
+    "parse_host": "hosts",
+    "DEFAULT_PORTS": "policy",
+    "FetchPolicy": "policy",
+    "Method": "request",
+    "Resolver": "resolver",
+    "StaticResolver": "resolver",
+    "SystemResolver": "resolver",
+    "Target": "urls",
+    "parse_url": "urls",
+}
+"""The names that load their module on first use: the fetcher and response with httpx; the
+others (host spellings with idna, URL parsing, the policy, the resolver with anyio) are
+needed by the first fetch, not by an open that only builds the web service."""
 
 # Hidden from type checkers, as in ``corral/__init__.py``: they read the imports above.
 if not TYPE_CHECKING:

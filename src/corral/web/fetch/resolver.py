@@ -14,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from ipaddress import ip_address
 from typing import Protocol, runtime_checkable
 
-import anyio.to_thread
-
 from .addresses import IPAddress
 from .errors import FetchError
 
@@ -45,6 +43,8 @@ class SystemResolver:
 
     async def resolve(self, host: str, port: int) -> Sequence[IPAddress]:
         """Resolve through the operating system's resolver."""
+        import anyio.to_thread  # with the first lookup, not every open that builds a resolver
+
         try:
             infos = await anyio.to_thread.run_sync(
                 lambda: socket.getaddrinfo(
