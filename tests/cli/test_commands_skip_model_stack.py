@@ -45,6 +45,15 @@ LOADED_WHEN_USED = (
     "idna",
     "anyio",
     "corral.shell.command_rules",
+    "corral.shell.service",
+    "corral.shell.background",
+    "corral.shell.check",
+    "corral.shell.checkpoints",
+    "corral.shell.egress",
+    "corral.shell.host",
+    "corral.shell.records",
+    "corral.store.shell_tables",
+    "corral.packages.core.egress_credentials",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -57,8 +66,11 @@ with its providers, web_fetch, todos, ..., execute and the drive's fs_* tools, w
 pages and extraction) with each tool's first policy check or call, tiktoken with the first
 compaction, rewinds and forks with the first one, the fetch policy, host and URL parsing
 (idna) and the resolver's thread pool (anyio) with the first fetch, the permission rules' command
-judging with the first command judged, and the channels family
-with the first channel connected, or their service's first use."""
+judging with the first command judged, the channels family
+with the first channel connected, or their service's first use, and the shell service's
+family (the guards' checks, egress, checkpoints, background shells and their table) with its
+first use, a background shell to recover at open, or serving; the sandbox probe (confinement
+and the runner it starts ``true`` with) still runs at every open."""
 
 COMMAND = """
 import gc, json, runpy, sys

@@ -11,6 +11,7 @@ from sqlalchemy import update
 
 import corral
 from corral.platform import Platform
+from corral.platform.shells_on_demand import ShellsOnDemand
 from corral.shell.checkpoints.keeper import PRUNE_EVERY, CheckpointKeeper
 from corral.shell.checkpoints.rows import CallScope, CheckpointRows
 from corral.store import make_sessionmaker
@@ -139,7 +140,9 @@ async def test_the_periodic_sweep_drops_an_aged_checkpoint_without_a_new_one(
             .where(CheckpointRecord.call_id == aged)
             .values(created_at=datetime.now(UTC) - timedelta(days=8))
         )
-    sweep = shells(platform).sweep_checkpoints
+    on_demand = platform.services.shells  # builds the service on its first sweep
+    assert isinstance(on_demand, ShellsOnDemand)
+    sweep = on_demand.sweep_checkpoints
     assert sweep in platform.runtime.on_tick  # the hosts' and the cluster workers' pass
     assert await sweep() == []  # 8 days are within the default retention
     await platform.admin.set_live("checkpoint_keep_days", 7)

@@ -5,18 +5,17 @@ The package declares its tools and handlers; this module, in the platform layer,
 what they call and what the runtime runs beside them, so the package stays below the
 channels and the runtime lists are filled in one place. Installed as the built-in
 package's install hook (all of it, or the package is left out, named): web access
-(web_fetch, web_search), the shell service (execute), the credential store (web_search
-keys, connect), workflows with their scheduler (started when the process hosts), the
-channels with their row observers and delivery (built when first needed: see
-:mod:`~corral.platform.channels_on_demand`), and the services of ask_question, todos
-and compact_history with their parts of the prompt (the goal state block, the context map,
-the compaction overlay) and the run-end hook that closes the questions of a run that ended;
-and skills (the prompt's list, activation through execute, the run's ticket).
+(web_fetch, web_search), the shell service (execute; the sandbox probed at open, the
+service built when first needed: see :mod:`~corral.platform.shells_on_demand`), the
+credential store (web_search keys, connect), workflows with their scheduler (started when
+the process hosts), the channels with their row observers and delivery (built when first
+needed: see :mod:`~corral.platform.channels_on_demand`), and the services of ask_question,
+todos and compact_history with their parts of the prompt (the goal state block, the context
+map, the compaction overlay) and the run-end hook that closes the questions of a run that
+ended; and skills (the prompt's list, activation through execute, the run's ticket).
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 from sqlalchemy import select, update
 
@@ -24,9 +23,9 @@ from corral.connect import CredentialKey, CredentialStore
 from corral.errors import NotFound
 from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
-from corral.packages.core.egress_credentials import injected_bindings
 from corral.packages.core.mcp_servers import McpServers
 from corral.platform.channels_on_demand import ChannelsOnDemand
+from corral.platform.shells_on_demand import ShellsOnDemand, check_egress_live
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
 from corral.runtime.decision_sweep import DecisionSweep
@@ -41,15 +40,12 @@ from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.skills.trust import SkillTrust
 from corral.runtime.tool_search import ToolSearch
 from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
-from corral.shell.egress.policy import check_egress_setting
-from corral.shell.egress.upstream import UpstreamConnector
-from corral.shell.setup import open_shell_service, recover_shells
+from corral.shell.setup import probe_sandbox
 from corral.store import context_tables as ct
 from corral.store import runtime_tables as rt_tables
 from corral.store.tables import utcnow
 from corral.tools.services import Services
 from corral.web.access import WebAccess
-from corral.web.fetch.addresses import AddressRules
 
 __all__ = ["BUILT_IN", "install_built_in"]
 
@@ -69,20 +65,11 @@ async def install_built_in(setup: PackageSetup) -> Installed:
         on_value=kernel.config.add_secrets,
     )
 
-    shells = await open_shell_service(
-        settings=kernel.settings,
-        sessions=kernel.sessions,
-        state=kernel.config,
-        reports=lambda: kernel.services.reports,
-        conversation_access=lambda: kernel.services.conversation_access,
-    )
-    runtime.add_background_work(shells.background)
-    # Network mode proxy: DNS in the proxy, and web_fetch's address rules on every connection.
-    shells.enable_egress(
-        UpstreamConnector(judge=AddressRules().refusal),
-        credentials=partial(injected_bindings, credentials),
-    )
-    kernel.admin.check_live("egress", check_egress_setting)
+    # The sandbox is probed now; the service is built on first need (with egress enabled).
+    shells = ShellsOnDemand(kernel, credentials, await probe_sandbox(kernel.settings))
+    runtime.add_background_work(shells)
+    runtime.on_host.append(shells.host)
+    kernel.admin.check_live("egress", check_egress_live)
 
     questions, goals, compactions = Questions(runtime), Goals(runtime), Compactions(runtime)
     runtime.prompt.add_state_block(goals.block)
@@ -129,7 +116,7 @@ async def install_built_in(setup: PackageSetup) -> Installed:
         await credentials.all_values()
         await mcp_servers.restore()
         await _close_orphaned_questions(setup)
-        await recover_shells(shells)
+        await shells.start()
         await channels.start()
 
     return Installed(
@@ -154,7 +141,7 @@ async def install_built_in(setup: PackageSetup) -> Installed:
                 GitRemotes: GitRemotes(kernel, credentials),
                 ToolSearch: tool_search,
             },
-            deferred=channels.deferred(),
+            deferred={**channels.deferred(), **shells.deferred()},
         ),
         start=[start],
         close=[

@@ -28,8 +28,6 @@ from corral.runtime.results import ChatTurn
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import TimelineRow
 from corral.runtime.workflows import Workflows
-from corral.shell.checkpoints.rows import StoredCheckpoint
-from corral.shell.verdict import Verdict
 from corral.tools.context import Cancellation, Narrowing, OutputSink
 from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
@@ -39,6 +37,8 @@ from corral.tools.services import Services
 if TYPE_CHECKING:
     from corral.platform.fork import ForkOutcome
     from corral.platform.rewind import RewindPreview, RewindResult, Rewinds
+    from corral.shell.checkpoints.rows import StoredCheckpoint
+    from corral.shell.verdict import Verdict
 
 __all__ = ["Platform"]
 

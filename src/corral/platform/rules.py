@@ -14,10 +14,10 @@ from corral.kernel.remembered_rules import SCOPES, RememberOutcome, Scope
 from corral.kernel.rule_proposals import REMEMBER_KINDS, Remember
 from corral.policy.command_rules import PrefixRule, ToolRule
 from corral.policy.identity import Caller
-from corral.shell.verdict import Verdict
 
 if TYPE_CHECKING:
     from corral.shell.command_rules import RulesJudgement
+    from corral.shell.verdict import Verdict
 
 __all__ = ["REMEMBER_KINDS", "CommandCheck", "PlatformRules", "Remember"]
 

@@ -1,12 +1,13 @@
 """Setting up shell execution for an opened platform.
 
-:func:`open_shell_service` prepares the sandbox's ``/etc`` folder, finds out which
+:func:`probe_sandbox` prepares the sandbox's ``/etc`` folder and finds out which
 confinement tier works here (commands are refused when none the ``sandbox`` setting allows
-does, unless the operator chose ``sandbox = "unconfined"``) and builds the
-:class:`~corral.shell.service.ShellService`.
-:func:`recover_shells` runs once everything is wired: it marks background shells lost to a
-restart, reports them and delivers reports still pending. The built-in package's install
-hook calls both.
+does, unless the operator chose ``sandbox = "unconfined"``); :func:`build_shell_service`
+builds the :class:`~corral.shell.service.ShellService` on that probe, and
+:func:`open_shell_service` does both. :func:`recover_shells` runs once everything is wired:
+it marks background shells lost to a restart, reports them and delivers reports still
+pending. The built-in package probes at open and builds the service on first need (see
+:mod:`corral.platform.shells_on_demand`).
 """
 
 from __future__ import annotations
@@ -14,20 +15,31 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
-from corral.service_protocols import ReportSink
 from corral.settings import Settings
-from corral.shell.background import ConversationAccess
 from corral.shell.confinement import SandboxStatus, detect_confinement
-from corral.shell.host.client import HostBrokerClient
 from corral.shell.reach import drive_out_of_reach
 from corral.shell.sandbox import SandboxFiles
-from corral.shell.service import ShellService, StateSource
 
-__all__ = ["open_shell_service", "recover_shells", "sandbox_files_dir"]
+if TYPE_CHECKING:
+    # The service's module (egress, checkpoints, background shells) loads with its build.
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+    from corral.service_protocols import ReportSink
+    from corral.shell.background import ConversationAccess
+    from corral.shell.service import ShellService, StateSource
+
+__all__ = [
+    "SandboxProbe",
+    "build_shell_service",
+    "open_shell_service",
+    "probe_sandbox",
+    "recover_shells",
+    "sandbox_files_dir",
+]
 
 log = logging.getLogger("corral.shell")
 
@@ -39,14 +51,17 @@ def sandbox_files_dir(settings: Settings) -> Path:
     return settings.data_dir / "sandbox"
 
 
-async def open_shell_service(
-    *,
-    settings: Settings,
-    sessions: async_sessionmaker[AsyncSession],
-    state: StateSource,
-    reports: Callable[[], ReportSink | None],
-    conversation_access: Callable[[], ConversationAccess | None],
-) -> ShellService:
+@dataclass(frozen=True, slots=True)
+class SandboxProbe:
+    """What start-up found: the tier commands run under and the sandbox's prepared files."""
+
+    status: SandboxStatus
+    files: SandboxFiles
+
+
+async def probe_sandbox(settings: Settings) -> SandboxProbe:
+    """Prepare the sandbox's files and find the tier that works here (logged when it is
+    unconfined, missing or the weaker one)."""
     files = SandboxFiles.write(sandbox_files_dir(settings), uid=settings.sandbox_uid)
     unreachable = _drive_out_of_reach(settings)
     if unreachable is not None:
@@ -68,6 +83,22 @@ async def open_shell_service(
             "seccomp instead; `corral doctor` says how to get the stronger tier",
             status.checks[0].reason if status.checks else "unknown",
         )
+    return SandboxProbe(status=status, files=files)
+
+
+def build_shell_service(
+    probe: SandboxProbe,
+    *,
+    settings: Settings,
+    sessions: async_sessionmaker[AsyncSession],
+    state: StateSource,
+    reports: Callable[[], ReportSink | None],
+    conversation_access: Callable[[], ConversationAccess | None],
+) -> ShellService:
+    """The service on ``probe``'s tier (with the host broker when one is configured)."""
+    from corral.shell.host.client import HostBrokerClient
+    from corral.shell.service import ShellService
+
     broker = None
     if settings.host_broker_socket is not None:
         broker = HostBrokerClient(settings.host_broker_socket)
@@ -77,9 +108,28 @@ async def open_shell_service(
         state=state,
         reports=reports,
         conversation_access=conversation_access,
-        status=status,
-        files=files,
+        status=probe.status,
+        files=probe.files,
         broker=broker,
+    )
+
+
+async def open_shell_service(
+    *,
+    settings: Settings,
+    sessions: async_sessionmaker[AsyncSession],
+    state: StateSource,
+    reports: Callable[[], ReportSink | None],
+    conversation_access: Callable[[], ConversationAccess | None],
+) -> ShellService:
+    """Probe the sandbox, then build the service on it."""
+    return build_shell_service(
+        await probe_sandbox(settings),
+        settings=settings,
+        sessions=sessions,
+        state=state,
+        reports=reports,
+        conversation_access=conversation_access,
     )
 
 

@@ -26,10 +26,8 @@ from urllib.parse import urlsplit
 
 from corral.connect import CredentialStore, InjectedCredential
 from corral.errors import CorralError
-from corral.packages.core.egress_credentials import binding_of
 from corral.policy.identity import Caller
 from corral.policy.sources import SourcePolicy
-from corral.shell.egress.credentials import placeholder
 
 __all__ = [
     "HELPER_USERNAME",
@@ -115,6 +113,9 @@ async def staged_tokens(
             injected = {c.name: c for c in await credentials.injected(user_id=caller.user_id)}
         if name in injected:
             # Injected by the egress proxy: the command only ever holds the stand-in.
+            from corral.packages.core.egress_credentials import binding_of
+            from corral.shell.egress.credentials import placeholder
+
             staged[token_variable(str(row["name"]))] = placeholder(binding_of(injected[name]))
             continue
         value = await credentials.lookup(name, user_id=caller.user_id)

@@ -22,10 +22,6 @@ from corral.connect.mcp_roots import roots_for
 from corral.errors import ToolError
 from corral.packages.core.mcp_asker import RunAsker
 from corral.packages.core.mcp_resources import resource_reader
-from corral.shell.checkpoints.around import around, writable_roots
-from corral.shell.checkpoints.keeper import CheckpointKeeper
-from corral.shell.checkpoints.rows import CallScope
-from corral.shell.service import ShellService
 from corral.tools.context import CallContext
 from corral.tools.contract import LoadError, parse_tool, undescribed_properties
 from corral.tools.registry import Handler, LoadedTool, Package
@@ -33,6 +29,8 @@ from corral.tools.results import AudioBlock, ContentBlock, ImageBlock, TextBlock
 
 if TYPE_CHECKING:  # the SDK loads only once a server is in use (see connect.mcp_client)
     from mcp.types import CallToolResult, Tool
+
+    from corral.shell.checkpoints.keeper import CheckpointKeeper
 
 __all__ = ["build_package", "package_name", "tool_name", "warnings"]
 
@@ -145,6 +143,10 @@ def build_package(
 
 def _handler(connection: McpConnection, remote: str, folder: Path | None) -> Handler:
     async def call(args: dict[str, Any], ctx: CallContext) -> ToolResult:
+        # Checkpoints load with the first call, as the shell service is built on first need.
+        from corral.shell.checkpoints.around import around
+        from corral.shell.checkpoints.rows import CallScope
+
         async def heard(progress: float, total: float | None, message: str | None) -> None:
             ctx.output("progress", progress_line(progress, total, message))
 
@@ -200,6 +202,9 @@ def _checkpointed(
     """The keeper and the sources to snapshot around a call of a server working in
     ``folder`` (none: the tool is read-only, or the server does not run on a source the
     caller may write)."""
+    from corral.shell.checkpoints.around import writable_roots
+    from corral.shell.service import ShellService  # built on first need
+
     shells = ctx.services.get(ShellService)
     if folder is None or shells is None:
         return None, []

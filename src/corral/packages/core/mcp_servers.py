@@ -43,7 +43,6 @@ from corral.packages.core.mcp_home import server_home
 from corral.packages.core.mcp_package import build_package, package_name, warnings
 from corral.shell.environment import build_environment
 from corral.shell.launcher import launcher_argv
-from corral.shell.service import ShellService
 from corral.store import connect_tables as ct
 from corral.web.access import WebAccess
 
@@ -381,6 +380,8 @@ class McpServers:
 
     async def _network(self) -> HelperNetwork | None:
         """A stdio server's network: the shell's egress policy (see ShellService)."""
+        from corral.shell.service import ShellService  # built on first need
+
         shells = self._kernel.services.get(ShellService)
         return None if shells is None else await shells.helper_network(handoff="path")
 

@@ -31,7 +31,6 @@ from corral.runtime.skills.bundle import SkillBundle, SkillError, parse_skill
 from corral.runtime.skills.catalog import DRIVE_SKILLS, SkillCatalog, SkillSet
 from corral.runtime.skills.trust import SkillTrust, Trusted, bundle_digest
 from corral.service_protocols import CredentialLookup
-from corral.shell.egress.credentials import CredentialBinding, placeholder
 from corral.tools.narrowing import Narrowing
 from corral.tools.results import ToolResult
 from corral.tools.skill_binding import ShellBinding, SkillScope
@@ -352,6 +351,8 @@ def _untrusted(bundle: SkillBundle) -> SkillError:
 
 def _placeholder(credential: InjectedCredential) -> str:
     """What a command gets for a credential the egress proxy injects: never the value."""
+    from corral.shell.egress.credentials import CredentialBinding, placeholder
+
     return placeholder(
         CredentialBinding(
             name=credential.name,
