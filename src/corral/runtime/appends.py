@@ -24,6 +24,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TypeVar
 
 from sqlalchemy import func, insert, select, update
@@ -35,7 +36,7 @@ from corral.runtime.timeline import NewRow, TimelineRow
 from corral.store import runtime_tables as rt
 from corral.store.pg_writer import KeyTaken, MissingReference, PgWriter
 from corral.store.tables import utcnow
-from corral.store.writer import SqliteWriter
+from corral.store.writer import SqliteWriter, Work
 
 __all__ = [
     "Appender",
@@ -44,6 +45,7 @@ __all__ = [
     "append_rows",
     "insert_work",
     "next_seq",
+    "run_written",
     "stored_rows",
     "stored_time",
     "write",
@@ -192,6 +194,21 @@ async def append_rows(db: Db, conversation_id: str, rows: Sequence[NewRow]) -> l
     return stored
 
 
+async def run_written(
+    writer: SqliteWriter, work_at: Callable[[datetime], Work[T]]
+) -> tuple[T, datetime]:
+    """The writer's answer to ``work_at(now)`` and that ``now``; made again with a new time
+    while another connection holds the write lock past busy_timeout."""
+    for attempt in range(ATTEMPTS):
+        now = utcnow()
+        try:
+            return await writer.run(work_at(now)), now
+        except sqlite3.OperationalError as error:
+            if attempt == ATTEMPTS - 1 or "locked" not in str(error).lower():
+                raise
+    raise AssertionError("unreachable")
+
+
 def insert_work(
     conversation_id: str, rows: Sequence[NewRow], now: datetime
 ) -> Callable[[sqlite3.Connection], int]:
@@ -266,22 +283,14 @@ class Appender:
     async def _through_writer(
         self, writer: SqliteWriter, conversation_id: str, rows: Sequence[NewRow]
     ) -> list[TimelineRow]:
-        for attempt in range(ATTEMPTS):
-            now = utcnow()
-            try:
-                first = await writer.run(insert_work(conversation_id, rows, now))
-            except sqlite3.IntegrityError as error:
-                # The number is read under the write lock, so only the conversation is missing.
-                raise NotFound(
-                    f"no conversation {conversation_id!r} to append to ({error}); start one first"
-                ) from error
-            except sqlite3.OperationalError as error:
-                # Another connection held the write lock past busy_timeout: try again.
-                if attempt == ATTEMPTS - 1 or "locked" not in str(error).lower():
-                    raise
-                continue
-            return stored_rows(first, rows, now)
-        raise AssertionError("unreachable")
+        try:
+            first, now = await run_written(writer, partial(insert_work, conversation_id, rows))
+        except sqlite3.IntegrityError as error:
+            # The number is read under the write lock, so only the conversation is missing.
+            raise NotFound(
+                f"no conversation {conversation_id!r} to append to ({error}); start one first"
+            ) from error
+        return stored_rows(first, rows, now)
 
     async def _through_pg(
         self,

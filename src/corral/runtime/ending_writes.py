@@ -15,12 +15,12 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from corral.runtime.appends import ATTEMPTS, insert_work, stored_rows, stored_time
+from corral.runtime.appends import insert_work, run_written, stored_rows, stored_time
 from corral.runtime.runs import TERMINAL
 from corral.runtime.timeline import NewRow, TimelineRow
-from corral.store.tables import utcnow
 from corral.store.writer import SqliteWriter, Work
 
 __all__ = ["end_through_writer"]
@@ -33,6 +33,7 @@ _RELEASE = "UPDATE conversations SET active_run_id = NULL WHERE id = ? AND activ
 
 
 def _end_work(
+    now: datetime,
     *,
     run_id: str,
     conversation_id: str,
@@ -42,7 +43,6 @@ def _end_work(
     values: Mapping[str, Any],
     card: NewRow,
     note: str,
-    now: datetime,
 ) -> Work[int | None]:
     at = stored_time(now)
     sets: dict[str, Any] = {"status": status, "updated_at": at}
@@ -87,9 +87,10 @@ async def end_through_writer(
     """End the run in one committed transaction: its stored card row, or None when the run
     was no longer in ``from_statuses`` (or under ``held_lease``); its approvals and
     decisions are closed either way, as on the SQLAlchemy path."""
-    for attempt in range(ATTEMPTS):
-        now = utcnow()
-        work = _end_work(
+    first, now = await run_written(
+        writer,
+        partial(
+            _end_work,
             run_id=run_id,
             conversation_id=conversation_id,
             status=status,
@@ -98,14 +99,6 @@ async def end_through_writer(
             values=values,
             card=card,
             note=note,
-            now=now,
-        )
-        try:
-            first = await writer.run(work)
-        except sqlite3.OperationalError as error:
-            # Another connection held the write lock past busy_timeout: try again.
-            if attempt == ATTEMPTS - 1 or "locked" not in str(error).lower():
-                raise
-            continue
-        return None if first is None else stored_rows(first, [card], now)
-    raise AssertionError("unreachable")
+        ),
+    )
+    return None if first is None else stored_rows(first, [card], now)
