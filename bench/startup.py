@@ -6,7 +6,10 @@ Each case runs N times in a new interpreter (round robin, after one warm-up run 
 busy moment of the machine spreads over all cases); min and median wall times are printed
 beside two baselines measured in the same run: the interpreter alone (``pass``) and
 ``import corral.platform``, which is what ``import corral`` cost while the package imported
-its platform eagerly. ``typer`` with its help renderer is the floor of any ``--help``.
+its platform eagerly. ``typer`` with its help renderer is the floor of any ``--help``, and
+``bench/startup_floor.py`` (typer, rich, pydantic, SQLAlchemy's async ORM reading one table of
+the same database) the floor of any command that opens the platform with the chosen
+dependencies: the "x deps" column is each case against it.
 
 Four commands open the platform (on a data folder made here, holding one empty
 conversation) without talking to a model: ``tools list``, ``approvals list``,
@@ -69,6 +72,9 @@ def prepare(data: Path) -> str:
     return asyncio.run(start())
 
 
+FLOOR_SCRIPT = Path(__file__).with_name("startup_floor.py")
+
+
 def cases(data: Path, conversation_id: str) -> dict[str, list[str]]:
     python = sys.executable
     corral = [*corral_command(), "--data-dir", str(data)]
@@ -78,6 +84,7 @@ def cases(data: Path, conversation_id: str) -> dict[str, list[str]]:
         "import corral.platform": [python, "-c", "import corral.platform"],
         "import typer (+ help)": [python, "-c", "import typer, typer.rich_utils"],
         "import corral": [python, "-c", "import corral"],
+        "dependency floor": [python, str(FLOOR_SCRIPT), str(data / "corral.db")],
         "corral --help": [*corral_command(), "--help"],
         **{
             f"corral {command}": [*corral, *command.split(), *arguments.get(command, [])]
@@ -137,17 +144,19 @@ def main() -> None:
         imports = {name: import_seconds(argv) for name, argv in commands.items()}
     medians = {name: statistics.median(times) for name, times in timings.items()}
     floor, eager = medians["python -c pass"], medians["import corral.platform"]
+    dependencies = medians["dependency floor"]
     print(f"runs per case: {options.runs}; interpreter: {sys.executable}")
     print(
         f"{'case':<26} {'min s':>7} {'median s':>9} {'x floor':>8} {'x eager':>8} "
-        f"{'x --help':>8} {'imports s':>10}"
+        f"{'x --help':>8} {'x deps':>7} {'imports s':>10}"
     )
     helped = medians["corral --help"]
     for name, times in timings.items():
         median = medians[name]
         print(
             f"{name:<26} {min(times):7.3f} {median:9.3f} {median / floor:8.1f} "
-            f"{median / eager:8.2f} {median / helped:8.2f} {imports[name]:10.3f}"
+            f"{median / eager:8.2f} {median / helped:8.2f} {median / dependencies:7.2f} "
+            f"{imports[name]:10.3f}"
         )
     finish(
         "startup",
