@@ -22,7 +22,6 @@ from corral.runtime.collector import collector_paused
 from corral.runtime.timeline import TimelineRow
 from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt
-from corral.store import workflow_tables as wt
 from corral.store.raw_reads import fetch_all
 from corral.store.tables import utcnow
 
@@ -157,6 +156,8 @@ class ConversationStore:
     async def list_conversations(
         self, *, owner_id: str | None = None, limit: int = 100
     ) -> list[ConversationInfo]:
+        from corral.store import workflow_tables as wt  # the workflows' models load when used
+
         children = select(dt.Delegation.conversation_id)
         workflow_runs = select(wt.WorkflowRun.conversation_id)
         query = (
