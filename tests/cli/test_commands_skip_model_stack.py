@@ -57,6 +57,9 @@ LOADED_WHEN_USED = (
     "pydantic_settings",
     "corral.runtime.workflows",
     "corral.store.workflow_tables",
+    "corral.store.trace_tables",
+    "corral.store.rule_tables",
+    "corral.store.skill_tables",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -73,7 +76,8 @@ judging with the first command judged, the channels family
 with the first channel connected, or their service's first use, and the shell service's
 family (the guards' checks, egress, checkpoints, background shells and their table) with its
 first use, a background shell to recover at open, or serving, the workflows with their
-scheduler, webhooks and tables with their first use, a cluster tick or serving; the sandbox
+scheduler, webhooks and tables with their first use, a cluster tick or serving, the stored
+spans', remembered rules' and run tickets' tables with their first write or read; the sandbox
 probe (confinement and the runner it starts ``true`` with) still runs at every open.
 pydantic-settings never loads: the settings read their ``CORRAL_*`` variables themselves."""
 
