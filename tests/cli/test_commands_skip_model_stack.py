@@ -60,6 +60,8 @@ LOADED_WHEN_USED = (
     "corral.store.trace_tables",
     "corral.store.rule_tables",
     "corral.store.skill_tables",
+    "corral.runtime.delegation",
+    "corral.store.delegation_tables",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -77,7 +79,8 @@ with the first channel connected, or their service's first use, and the shell se
 family (the guards' checks, egress, checkpoints, background shells and their table) with its
 first use, a background shell to recover at open, or serving, the workflows with their
 scheduler, webhooks and tables with their first use, a cluster tick or serving, the stored
-spans', remembered rules' and run tickets' tables with their first write or read; the sandbox
+spans', remembered rules' and run tickets' tables with their first write or read, the
+delegate tool's service with a run's end, a lookup or a sweep; the sandbox
 probe (confinement and the runner it starts ``true`` with) still runs at every open.
 pydantic-settings never loads: the settings read their ``CORRAL_*`` variables themselves."""
 

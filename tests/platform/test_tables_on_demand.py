@@ -15,6 +15,7 @@ LATE = (
     "corral.store.skill_tables",
     "corral.store.trace_tables",
     "corral.store.workflow_tables",
+    "corral.store.delegation_tables",
     "corral.runtime.workflows",
 )
 

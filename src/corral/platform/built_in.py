@@ -13,8 +13,9 @@ credential store (web_search keys, connect), workflows with their scheduler and 
 delivery (built when first needed: see :mod:`~corral.platform.channels_on_demand`), and the
 services of ask_question, todos and compact_history with their parts of the prompt (the goal
 state block, the context map, the compaction overlay) and the run-end hook that closes the
-questions of a run that ended; and skills (the prompt's list, activation through execute, the
-run's ticket).
+questions of a run that ended; the delegate tool's service (built when first needed: see
+:mod:`~corral.platform.delegation_on_demand`); and skills (the prompt's list, activation
+through execute, the run's ticket).
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.platform.channels_on_demand import ChannelsOnDemand
+from corral.platform.delegation_on_demand import DelegationOnDemand
 from corral.platform.shells_on_demand import ShellsOnDemand, check_egress_live
 from corral.platform.workflows_on_demand import WorkflowsOnDemand
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
 from corral.runtime.decision_sweep import DecisionSweep
-from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
@@ -97,7 +98,7 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     runtime.remote_row_observers.append(channels.poke)
     runtime.run_end_hooks.append(channels.deliver_workflow_run)
     # The delegate tool's run-end hook runs after the questions' and the channels'.
-    delegation = Delegation(runtime)
+    delegation = DelegationOnDemand(runtime)
     runtime.on_tick.append(delegation.sweep)
     # Checkpoint retention by age applies even while no new checkpoint is kept.
     runtime.on_tick.append(shells.sweep_checkpoints)
@@ -137,7 +138,12 @@ async def install_built_in(setup: PackageSetup) -> Installed:
                 GitRemotes: GitRemotes(kernel, credentials),
                 ToolSearch: tool_search,
             },
-            deferred={**channels.deferred(), **shells.deferred(), **workflows.deferred()},
+            deferred={
+                **channels.deferred(),
+                **shells.deferred(),
+                **workflows.deferred(),
+                **delegation.deferred(),
+            },
         ),
         start=[start],
         close=[
