@@ -16,10 +16,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from corral.errors import ConfigError
+from corral.settings_env import environment_values, merged_over
 
 __all__ = ["DEFAULT_DATA_DIR", "ModelEndpoint", "Settings", "load_settings"]
 
@@ -44,10 +44,13 @@ class ModelEndpoint(BaseModel):
     )
 
 
-class Settings(BaseSettings):
-    """Settings read once at start-up."""
+ENV_PREFIX = "CORRAL_"
 
-    model_config = SettingsConfigDict(env_prefix="CORRAL_", extra="forbid")
+
+class Settings(BaseModel):
+    """Settings read once at start-up (:func:`load_settings` reads the file and environment)."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     data_dir: Path = Field(default=DEFAULT_DATA_DIR, description="Folder holding all state.")
     database_url: str | None = Field(
@@ -292,17 +295,6 @@ class Settings(BaseSettings):
             paths += [Path(f"{database}{end}") for end in ("", "-wal", "-shm", "-journal")]
         return paths
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings)
-
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
@@ -331,13 +323,11 @@ def load_settings(data_dir: str | os.PathLike[str] | None = None, **overrides: A
         )
     if config_path.is_file():
         file_values = _read_toml(config_path)
-    # File values sit below the environment: only pass those the environment does not set.
-    merged = {
-        key: value
-        for key, value in file_values.items()
-        if f"CORRAL_{key.upper()}" not in os.environ
-    }
-    merged.update(overrides)
+    environment = environment_values(Settings, ENV_PREFIX)
+    # The file sits below the environment (a key set in both is the environment's); keyword
+    # arguments sit above both, their tables merged into the environment's key by key.
+    above = {key: value for key, value in file_values.items() if key not in environment}
+    merged = merged_over(environment, {**above, **overrides})
     try:
         return Settings(**merged)
     except ValidationError as exc:

@@ -54,6 +54,14 @@ LOADED_WHEN_USED = (
     "corral.shell.records",
     "corral.store.shell_tables",
     "corral.packages.core.egress_credentials",
+    "pydantic_settings",
+    "corral.runtime.workflows",
+    "corral.store.workflow_tables",
+    "corral.store.trace_tables",
+    "corral.store.rule_tables",
+    "corral.store.skill_tables",
+    "corral.runtime.delegation",
+    "corral.store.delegation_tables",
 )
 """Modules that load only when their work is due: Alembic when the database is behind the
 newest migration, the command analyser (hundreds of patterns compiled) with the first
@@ -69,8 +77,12 @@ compaction, rewinds and forks with the first one, the fetch policy, host and URL
 judging with the first command judged, the channels family
 with the first channel connected, or their service's first use, and the shell service's
 family (the guards' checks, egress, checkpoints, background shells and their table) with its
-first use, a background shell to recover at open, or serving; the sandbox probe (confinement
-and the runner it starts ``true`` with) still runs at every open."""
+first use, a background shell to recover at open, or serving, the workflows with their
+scheduler, webhooks and tables with their first use, a cluster tick or serving, the stored
+spans', remembered rules' and run tickets' tables with their first write or read, the
+delegate tool's service with a run's end, a lookup or a sweep; the sandbox
+probe (confinement and the runner it starts ``true`` with) still runs at every open.
+pydantic-settings never loads: the settings read their ``CORRAL_*`` variables themselves."""
 
 COMMAND = """
 import gc, json, runpy, sys

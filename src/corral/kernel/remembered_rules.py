@@ -18,7 +18,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -26,7 +26,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.errors import NotFound, UsageError
 from corral.kernel.background_refresh import BackgroundRefresh
 from corral.policy.command_rules import Decision, PrefixRule, RuleOrigin, RuleSet
-from corral.store import rule_tables as rt
+
+if TYPE_CHECKING:
+    from corral.store import rule_tables as rt
 
 __all__ = ["RememberOutcome", "RememberedRules", "Scope"]
 
@@ -116,6 +118,8 @@ class RememberedRules:
         justification: str = "",
         approval_id: str | None = None,
     ) -> RememberOutcome:
+        from corral.store import rule_tables as rt  # the table loads with its first use
+
         if scope not in SCOPES:
             raise UsageError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
         if scope == "agent" and not agent:
@@ -161,6 +165,8 @@ class RememberedRules:
         return RememberOutcome(rule=_rule_of_fields(rule_id, new), added=True, replaced=replaced)
 
     async def remove(self, rule_id: str) -> None:
+        from corral.store import rule_tables as rt  # the table loads with its first use
+
         async with self._sessions.begin() as session:
             done = await session.execute(
                 delete(rt.RememberedRule).where(rt.RememberedRule.id == rule_id)
@@ -200,6 +206,8 @@ class RememberedRules:
             raise
 
     async def _read(self) -> list[_Row]:
+        from corral.store import rule_tables as rt  # the table loads with its first use
+
         writes, now = self._writes, self._clock()
         async with self._sessions() as session:
             found = (await session.execute(select(rt.RememberedRule))).scalars().all()

@@ -18,7 +18,6 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.kernel.tokens import hash_token
-from corral.store.skill_tables import RunTicket
 
 __all__ = ["TICKET_PREFIX", "Ticket", "Tickets"]
 
@@ -61,6 +60,8 @@ class Tickets:
             return known[0]
         token = TICKET_PREFIX + secrets.token_urlsafe(32)
         expires = now + self._lifetime
+        from corral.store.skill_tables import RunTicket  # the table loads with its first use
+
         async with self._sessions.begin() as session:
             session.add(
                 RunTicket(
@@ -78,6 +79,8 @@ class Tickets:
         """The run a live ticket belongs to; None for an unknown, ended or expired one."""
         if not token.startswith(TICKET_PREFIX):
             return None
+        from corral.store.skill_tables import RunTicket  # the table loads with its first use
+
         async with self._sessions() as session:
             row = await session.get(RunTicket, hash_token(token))
         if row is None:
@@ -90,11 +93,15 @@ class Tickets:
     async def end_run(self, run_id: str) -> None:
         """The run ended: its tickets are dead from now on, in every process."""
         self._issued.pop(run_id, None)
+        from corral.store.skill_tables import RunTicket  # the table loads with its first use
+
         async with self._sessions.begin() as session:
             await session.execute(delete(RunTicket).where(RunTicket.run_id == run_id))
 
     async def live_for(self, run_id: str) -> int:
         """How many live tickets ``run_id`` holds (for tests and diagnostics)."""
+        from corral.store.skill_tables import RunTicket  # the table loads with its first use
+
         async with self._sessions() as session:
             rows = await session.scalars(select(RunTicket).where(RunTicket.run_id == run_id))
             return len(list(rows))

@@ -22,17 +22,19 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.secrets import Redactor
 from corral.store.pg_writer import PgWriter
-from corral.store.trace_tables import TraceSpan
 from corral.store.writer import SqliteWriter
 from corral.tracing.stored import StoredSpan
 from corral.tracing.tracers import sdk_provider
+
+if TYPE_CHECKING:
+    from corral.store.trace_tables import TraceSpan
 
 __all__ = ["FLUSH_SECONDS", "TraceStore"]
 
@@ -118,6 +120,8 @@ class TraceStore:
             await self._writer.submit(partial(_insert, spans, redact))
             return len(spans)
         rows = [_row(span, redact) for span in spans]
+        from corral.store.trace_tables import TraceSpan  # the table loads with its first use
+
         async with self._sessions.begin() as session:
             await session.execute(insert(TraceSpan), rows)
         return len(rows)
@@ -126,12 +130,16 @@ class TraceStore:
         """Delete the spans that started more than ``trace_keep_days`` ago; how many."""
         _, days = await self._settings()
         cutoff = (now_ns if now_ns is not None else time.time_ns()) - int(days * _DAY_NS)
+        from corral.store.trace_tables import TraceSpan  # the table loads with its first use
+
         async with self._sessions.begin() as session:
             result = await session.execute(delete(TraceSpan).where(TraceSpan.start_ns < cutoff))
         return int(getattr(result, "rowcount", 0) or 0)
 
     async def spans(self, trace_id: str) -> list[StoredSpan]:
         """The stored spans of one trace, by start time."""
+        from corral.store.trace_tables import TraceSpan  # the table loads with its first use
+
         async with self._sessions() as session:
             rows = await session.scalars(
                 select(TraceSpan)

@@ -7,12 +7,15 @@ channels and the runtime lists are filled in one place. Installed as the built-i
 package's install hook (all of it, or the package is left out, named): web access
 (web_fetch, web_search), the shell service (execute; the sandbox probed at open, the
 service built when first needed: see :mod:`~corral.platform.shells_on_demand`), the
-credential store (web_search keys, connect), workflows with their scheduler (started when
-the process hosts), the channels with their row observers and delivery (built when first
-needed: see :mod:`~corral.platform.channels_on_demand`), and the services of ask_question,
-todos and compact_history with their parts of the prompt (the goal state block, the context
-map, the compaction overlay) and the run-end hook that closes the questions of a run that
-ended; and skills (the prompt's list, activation through execute, the run's ticket).
+credential store (web_search keys, connect), workflows with their scheduler and webhooks
+(built when first needed, the scheduler started when the process hosts: see
+:mod:`~corral.platform.workflows_on_demand`), the channels with their row observers and
+delivery (built when first needed: see :mod:`~corral.platform.channels_on_demand`), and the
+services of ask_question, todos and compact_history with their parts of the prompt (the goal
+state block, the context map, the compaction overlay) and the run-end hook that closes the
+questions of a run that ended; the delegate tool's service (built when first needed: see
+:mod:`~corral.platform.delegation_on_demand`); and skills (the prompt's list, activation
+through execute, the run's ticket).
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ from corral.packages.core.connect_git import GitRemotes
 from corral.packages.core.connect_sources import SourceMounts
 from corral.packages.core.mcp_servers import McpServers
 from corral.platform.channels_on_demand import ChannelsOnDemand
+from corral.platform.delegation_on_demand import DelegationOnDemand
 from corral.platform.shells_on_demand import ShellsOnDemand, check_egress_live
+from corral.platform.workflows_on_demand import WorkflowsOnDemand
 from corral.policy.identity import Caller
 from corral.runtime.compaction import Compactions
 from corral.runtime.decision_sweep import DecisionSweep
-from corral.runtime.delegation import Delegation
 from corral.runtime.goals import Goals
 from corral.runtime.package_setup import Installed, PackageSetup
 from corral.runtime.questions import Questions
@@ -39,7 +43,6 @@ from corral.runtime.runtime import Runtime
 from corral.runtime.skills import SkillCatalog, Skills, SkillsBlock
 from corral.runtime.skills.trust import SkillTrust
 from corral.runtime.tool_search import ToolSearch
-from corral.runtime.workflows import Scheduler, Webhooks, Workflows, WorkflowTool
 from corral.shell.setup import probe_sandbox
 from corral.store import context_tables as ct
 from corral.store import runtime_tables as rt_tables
@@ -82,23 +85,20 @@ async def install_built_in(setup: PackageSetup) -> Installed:
     tool_search = ToolSearch(runtime)
     runtime.prompt.set_tool_planner(tool_search)
 
-    workflows = Workflows(runtime, goals)
-    scheduler = Scheduler(workflows)
-
-    async def start_scheduler() -> None:
-        scheduler.start()
-
-    runtime.on_host.append(start_scheduler)
-    runtime.on_tick.append(scheduler.tick)  # on a cluster: the workers' periodic task
+    workflows = WorkflowsOnDemand(runtime, goals)
+    runtime.on_host.append(workflows.start_scheduler)
+    runtime.on_tick.append(workflows.tick)  # on a cluster: the workers' periodic task
 
     mcp_servers = McpServers(kernel, credentials=credentials)
     skills = _skills(setup, credentials)
-    channels = ChannelsOnDemand(runtime, credentials, questions=questions, workflows=workflows)
+    channels = ChannelsOnDemand(
+        runtime, credentials, questions=questions, workflows=workflows.workflows
+    )
     runtime.row_observers.append(channels.observe_rows)
     runtime.remote_row_observers.append(channels.poke)
     runtime.run_end_hooks.append(channels.deliver_workflow_run)
     # The delegate tool's run-end hook runs after the questions' and the channels'.
-    delegation = Delegation(runtime)
+    delegation = DelegationOnDemand(runtime)
     runtime.on_tick.append(delegation.sweep)
     # Checkpoint retention by age applies even while no new checkpoint is kept.
     runtime.on_tick.append(shells.sweep_checkpoints)
@@ -127,26 +127,28 @@ async def install_built_in(setup: PackageSetup) -> Installed:
             goals=goals,
             compactions=compactions,
             runs=delegation,
-            workflows=WorkflowTool(workflows),
+            workflows=workflows,
             credentials=credentials,
             skills=skills,
             conversation_access=ConversationReaders(runtime),
             extra={
                 Skills: skills,
-                Workflows: workflows,
-                Webhooks: Webhooks(workflows),
-                Scheduler: scheduler,
                 McpServers: mcp_servers,
                 SourceMounts: SourceMounts(kernel),
                 GitRemotes: GitRemotes(kernel, credentials),
                 ToolSearch: tool_search,
             },
-            deferred={**channels.deferred(), **shells.deferred()},
+            deferred={
+                **channels.deferred(),
+                **shells.deferred(),
+                **workflows.deferred(),
+                **delegation.deferred(),
+            },
         ),
         start=[start],
         close=[
             shells.close,
-            scheduler.close,
+            workflows.close,
             decision_sweep.close,
             delegation.close,
             mcp_servers.close,

@@ -13,7 +13,7 @@ channel connected at open, it is built and started at open, as before.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -48,7 +48,7 @@ class ChannelsOnDemand:
         credentials: CredentialStore,
         *,
         questions: Questions,
-        workflows: Workflows,
+        workflows: Callable[[], Workflows],
     ) -> None:
         self._runtime = runtime
         self._credentials = credentials
@@ -70,7 +70,10 @@ class ChannelsOnDemand:
         from corral.channels import Channels
 
         return Channels(
-            self._runtime, self._credentials, questions=self._questions, workflows=self._workflows
+            self._runtime,
+            self._credentials,
+            questions=self._questions,
+            workflows=self._workflows(),
         )
 
     def _build_kind(self) -> ChannelKind:

@@ -27,7 +27,6 @@ from corral.runtime.parking import denial
 from corral.runtime.results import ChatTurn
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import TimelineRow
-from corral.runtime.workflows import Workflows
 from corral.tools.context import Cancellation, Narrowing, OutputSink
 from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
@@ -37,6 +36,7 @@ from corral.tools.services import Services
 if TYPE_CHECKING:
     from corral.platform.fork import ForkOutcome
     from corral.platform.rewind import RewindPreview, RewindResult, Rewinds
+    from corral.runtime.workflows import Workflows
     from corral.shell.checkpoints.rows import StoredCheckpoint
     from corral.shell.verdict import Verdict
 
@@ -90,6 +90,8 @@ class Platform:
     @property
     def workflows(self) -> Workflows:
         """The project's workflows: set, run, read, schedule, webhooks and templates."""
+        from corral.runtime.workflows import Workflows
+
         return self.kernel.services.require(Workflows)
 
     def provide(self, services: Services | None = None, **fields: Any) -> None:

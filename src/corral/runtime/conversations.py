@@ -20,9 +20,7 @@ from corral.errors import NotFound, UsageError
 from corral.policy.identity import Caller
 from corral.runtime.collector import collector_paused
 from corral.runtime.timeline import TimelineRow
-from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt
-from corral.store import workflow_tables as wt
 from corral.store.raw_reads import fetch_all
 from corral.store.tables import utcnow
 
@@ -157,6 +155,9 @@ class ConversationStore:
     async def list_conversations(
         self, *, owner_id: str | None = None, limit: int = 100
     ) -> list[ConversationInfo]:
+        from corral.store import delegation_tables as dt  # the models load with their use
+        from corral.store import workflow_tables as wt
+
         children = select(dt.Delegation.conversation_id)
         workflow_runs = select(wt.WorkflowRun.conversation_id)
         query = (
@@ -175,6 +176,8 @@ class ConversationStore:
         """The conversation's profile and, when a delegate call started it, its parent
         conversation's (a subagent follows its parent's switches too): one read, as every
         run's start asks."""
+        from corral.store import delegation_tables as dt  # the table loads with its first use
+
         parent = aliased(rt.Conversation)
         query = (
             select(rt.Conversation.profile, parent.profile)
@@ -190,6 +193,8 @@ class ConversationStore:
 
     async def delegated_from(self, conversation_id: str) -> str | None:
         """The conversation whose delegate call started this one, if any."""
+        from corral.store import delegation_tables as dt  # the table loads with its first use
+
         async with self._sessions() as session:
             row = await session.get(dt.Delegation, conversation_id)
         return row.parent_conversation_id if row is not None else None

@@ -31,7 +31,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.errors import NotFound, PolicyDenied
 from corral.policy.identity import Caller
 from corral.policy.sources import Access, ResolvedPath, SourcePolicy
-from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt_tables
 from corral.tools.services import Shells
 
@@ -180,6 +179,8 @@ class Locator:
         return Location(target=target, uri=uri, path=resolved.path, durable=True)
 
     async def _owns_run(self, caller: Caller, *, parent: str, run_id: str) -> bool:
+        from corral.store import delegation_tables as dt  # the table loads with its first use
+
         query = (
             select(rt_tables.Run.user_id)
             .join(dt.Delegation, dt.Delegation.conversation_id == rt_tables.Run.conversation_id)

@@ -53,15 +53,16 @@ STEPS_MAX = 200
 
 
 class Delegation:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, *, hooked: bool = True) -> None:
         self._rt = runtime
         self._reports = runtime.reports
         self._growing: dict[str, str] = {}
         """Child conversations running in this process → their parent conversation."""
         self._settling: set[asyncio.Task[None]] = set()
         """Delegate runs' ends retried after a database outage."""
-        runtime.run_end_hooks.append(self._on_run_end)
-        runtime.row_observers.append(self._grow_transcript)
+        if hooked:  # else who built it passes the runtime's calls on (built on first need)
+            runtime.run_end_hooks.append(self._on_run_end)
+            runtime.row_observers.append(self._grow_transcript)
 
     # -- the tool -----------------------------------------------------------------------------
 
