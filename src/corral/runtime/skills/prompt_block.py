@@ -54,8 +54,16 @@ class SkillsBlock:
 
     def __init__(self, skills: Skills) -> None:
         self._skills = skills
+        self._last: tuple[object, str | None] | None = None
+        """The last block and what it was rendered from: every step of a run asks again."""
 
     async def render(self, view: PromptView) -> str | None:
         found = await self._skills.available(viewer=view.caller.user_id)
+        budget = int(view.live.get("skills_prompt_chars", 4_000))
+        key = (budget, [(n, b.description) for n, b in found.skills.items()])
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
         described = {n: attribute(b.description) for n, b in found.skills.items()}
-        return render_skills(described, int(view.live.get("skills_prompt_chars", 4_000)))
+        text = render_skills(described, budget)
+        self._last = (key, text)
+        return text
