@@ -9,6 +9,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import corral
+from corral.runtime.skills import Skills
 from tests.runtime.skills.conftest import write_bundle
 from tests.runtime.skills.test_catalog import age
 
@@ -62,3 +63,19 @@ async def test_the_skills_block_follows_an_edit_and_the_budget_from_step_to_step
     assert "- kept-skill: First words." in seen[0]
     assert all("- kept-skill: Second words." in s for s in seen[1:3])
     assert all("kept-skill" not in s and "past the prompt budget" in s for s in seen[3:])
+
+
+async def test_without_drive_skills_every_viewer_gets_the_catalogs_kept_set(
+    tmp_path: Path,
+) -> None:
+    # Only a drive skill needs the viewer's trust checked; with none, the set the catalog
+    # keeps is handed over as it is, so the skills block can tell nothing changed.
+    folder = tmp_path / "operator-skills"
+    age(write_bundle(folder, "first-skill") / "SKILL.md")
+    age(folder)
+    async with corral.open(tmp_path / "data", skill_paths=[folder]) as platform:
+        skills = platform.services.require(Skills)
+        kept = await skills.available(viewer=None)
+        assert await skills.available(viewer="someone") is kept
+        assert await skills.available(viewer="another") is kept
+        assert "first-skill" in kept.skills
