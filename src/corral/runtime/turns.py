@@ -37,6 +37,8 @@ __all__ = ["TurnSpec", "WakeBy", "start_turn", "turn_spec", "wake"]
 
 WakeBy = Literal["ask", "server", "browser"]
 
+_QUEUED = "SELECT 1 FROM conversation_deliveries WHERE conversation_id = ? AND status = 'queued'"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnSpec:
@@ -195,7 +197,11 @@ async def wake(rt: RunHost, conversation_id: str, *, by: WakeBy = "ask") -> RunR
     server's own. A closing process starts nothing; the next host delivers them."""
     if rt.closing:
         return None
-    # Most runs end with nothing queued: that one read answers them.
+    # Most runs end with nothing queued: that one read answers them, on the calling thread
+    # where the store allows it.
+    reader = rt.kernel.reader
+    if reader is not None and reader.exists(_QUEUED, (conversation_id,)) is False:
+        return None
     queued = await rt.deliveries.list_deliveries(conversation_id, status="queued")
     if not queued:
         return None

@@ -26,20 +26,35 @@ MetaRead = Callable[[str], Awaitable["int | None"]]
 
 
 class MetaReader:
-    """Reads ``meta`` values from one SQLite file on the calling thread."""
+    """Reads ``meta`` values (and the other small reads of :meth:`exists`) from one SQLite
+    file on the calling thread."""
 
     def __init__(self, path: str) -> None:
         self._path = path
         self._db: sqlite3.Connection | None = None
 
-    async def read(self, key: str) -> int | None:
+    def _connection(self) -> sqlite3.Connection:
         db = self._db
         if db is None:
             db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA query_only = ON")
             self._db = db
-        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return db
+
+    async def read(self, key: str) -> int | None:
+        row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else int(row[0])
+
+    def exists(self, sql: str, parameters: tuple[object, ...]) -> bool | None:
+        """Whether ``sql`` (``?`` placeholders) finds a row; None when the file could not be
+        read at once (the caller then asks through its session). For the checks that let a
+        run's start or end skip work there is none for, without a session's thread hops."""
+        try:
+            # One row always: the statement runs to its end, so no read stays open.
+            (found,) = self._connection().execute(f"SELECT EXISTS ({sql})", parameters).fetchall()
+        except sqlite3.OperationalError:
+            return None
+        return bool(found[0])
 
     def close(self) -> None:
         if self._db is not None:
