@@ -1,7 +1,8 @@
 """A run's start and end skip the work there is none for (approved calls to run, questions
-to close, tickets to end, children to stop, deliveries to wake with), each known from one
-read on the calling thread instead of a session: a plain chat sends none of those
-statements through SQLAlchemy, and each still happens when there is something to do."""
+to close, tickets to end, children to stop, deliveries to wake with, budgets to open, a goal
+state to show), each known from one read on the calling thread instead of a session, and its
+short row reads are made there too: a plain chat sends none of those statements through
+SQLAlchemy, and each still happens when there is something to do."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ SKIPPED = (
     "parent_run_id IN",
     "parent_run_id =",
     "FROM conversation_deliveries",
+    "FROM run_budgets",
+    "FROM conversation_budgets",
+    "FROM conversation_goals",
+    "FROM conversation_rows",
 )
 
 

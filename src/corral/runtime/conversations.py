@@ -23,6 +23,7 @@ from corral.runtime.timeline import TimelineRow
 from corral.store import delegation_tables as dt
 from corral.store import runtime_tables as rt
 from corral.store import workflow_tables as wt
+from corral.store.meta_reads import MetaReader
 from corral.store.raw_reads import fetch_all
 from corral.store.tables import utcnow
 
@@ -40,6 +41,9 @@ _ROWS_IN_BULK = (
 """Plain columns: splicing the rows into one JSON document in SQLite (``json_quote`` and
 ``group_concat`` over every column) cost more than the driver's own tuples."""
 _RUN_ROWS_IN_BULK = _ROWS_IN_BULK.replace(" ORDER BY", " AND run_id = ? ORDER BY")
+INLINE_ROWS = 256
+"""At most this many rows are read on the calling thread (a run's first prompt, its
+result); more go through the session, in aiosqlite's thread."""
 
 MANAGE_FEATURE = "conversations.manage"
 """Reading and writing conversations one does not own."""
@@ -115,8 +119,12 @@ async def release_conversation(session: AsyncSession, conversation_id: str, run_
 
 
 class ConversationStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], reader: MetaReader | None = None
+    ) -> None:
         self._sessions = sessions
+        self._reader = reader
+        """Short reads on the calling thread (a SQLite file): see :data:`INLINE_ROWS`."""
 
     async def create(
         self, *, owner_id: str, agent: str, profile: str, model: str | None, title: str = ""
@@ -261,13 +269,19 @@ class ConversationStore:
         a cold prompt reads them all (a run's result, every row of the run), and
         SQLAlchemy's per-row processing plus one JSON decode a row were most of that."""
         with collector_paused():
-            async with self._sessions() as session:
-                if run_id is None:
-                    raw = await fetch_all(session, _ROWS_IN_BULK, (conversation_id, after))
-                else:
-                    raw = await fetch_all(
-                        session, _RUN_ROWS_IN_BULK, (conversation_id, after, run_id)
-                    )
+            sql, parameters = (
+                (_ROWS_IN_BULK, (conversation_id, after))
+                if run_id is None
+                else (_RUN_ROWS_IN_BULK, (conversation_id, after, run_id))
+            )
+            raw = (
+                None
+                if self._reader is None
+                else self._reader.fetch_small(sql, parameters, INLINE_ROWS)
+            )
+            if raw is None:
+                async with self._sessions() as session:
+                    raw = await fetch_all(session, sql, parameters)
             if raw is None:
                 return await self.rows(conversation_id, after=after, run_id=run_id)
             if not raw:

@@ -89,11 +89,11 @@ class RunHost:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         sessions = kernel.sessions
-        self.conversations = ConversationStore(sessions)
+        self.conversations = ConversationStore(sessions, kernel.reader)
         self.appender = Appender(kernel.engine, kernel.writer)
         self.runs = RunStore(sessions)
         self.deliveries = DeliveryStore(sessions)
-        self.budgets = BudgetStore(sessions)
+        self.budgets = BudgetStore(sessions, kernel.reader)
         self.budgeted = BudgetedRuns()
         """The runs of this process that have a budget (the budget stage counts their calls)."""
         self.events = EventBus()

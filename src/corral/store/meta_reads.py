@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral.store.writer import SqliteWriter
 
@@ -55,6 +55,22 @@ class MetaReader:
         except sqlite3.OperationalError:
             return None
         return bool(found[0])
+
+    def fetch_small(
+        self, sql: str, parameters: tuple[object, ...], most: int
+    ) -> list[tuple[Any, ...]] | None:
+        """Every row of ``sql`` when there are at most ``most``; None when there are more
+        (a long read belongs in a thread, not on the event loop) or the file could not be
+        read at once: the caller then reads through its session."""
+        try:
+            cursor = self._connection().execute(sql, parameters)
+            try:
+                rows = cursor.fetchmany(most + 1)
+            finally:
+                cursor.close()  # ends the read, however many rows were left
+        except sqlite3.OperationalError:
+            return None
+        return rows if len(rows) <= most else None
 
     def close(self) -> None:
         if self._db is not None:
