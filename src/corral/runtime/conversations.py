@@ -42,6 +42,11 @@ _ROWS_IN_BULK = (
 ``group_concat`` over every column) cost more than the driver's own tuples."""
 _RUN_ROWS_IN_BULK = _ROWS_IN_BULK.replace(" ORDER BY", " AND run_id = ? ORDER BY")
 INLINE_ROWS = 256
+_PROFILES = (
+    "SELECT c.profile, p.profile FROM conversations AS c "
+    "LEFT OUTER JOIN delegations AS d ON d.conversation_id = c.id "
+    "LEFT OUTER JOIN conversations AS p ON p.id = d.parent_conversation_id WHERE c.id = ?"
+)
 """At most this many rows are read on the calling thread (a run's first prompt, its
 result); more go through the session, in aiosqlite's thread."""
 
@@ -182,7 +187,14 @@ class ConversationStore:
     async def profiles(self, conversation_id: str) -> tuple[str, str | None]:
         """The conversation's profile and, when a delegate call started it, its parent
         conversation's (a subagent follows its parent's switches too): one read, as every
-        run's start asks."""
+        run's start asks (on the calling thread where the store allows it)."""
+        rows = (
+            None
+            if self._reader is None
+            else self._reader.fetch_small(_PROFILES, (conversation_id,), 1)
+        )
+        if rows:
+            return rows[0][0], rows[0][1]
         parent = aliased(rt.Conversation)
         query = (
             select(rt.Conversation.profile, parent.profile)

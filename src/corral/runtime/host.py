@@ -35,6 +35,7 @@ from corral.runtime.stored_waits import StoredWaits
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.usage import UsageLog
 from corral.runtime.workers import worker_id
+from corral.store.writer import SqliteWriter
 from corral.tools.context import Cancellation, OutputSink
 from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
@@ -91,7 +92,11 @@ class RunHost:
         sessions = kernel.sessions
         self.conversations = ConversationStore(sessions, kernel.reader)
         self.appender = Appender(kernel.engine, kernel.writer)
-        self.runs = RunStore(sessions)
+        self.runs = RunStore(
+            sessions,
+            reader=kernel.reader,
+            writer=kernel.writer if isinstance(kernel.writer, SqliteWriter) else None,
+        )
         self.deliveries = DeliveryStore(sessions)
         self.budgets = BudgetStore(sessions, kernel.reader)
         self.budgeted = BudgetedRuns()

@@ -62,7 +62,6 @@ from corral.runtime.takeover import (
     unfinished_calls,
 )
 from corral.runtime.timeline import NewRow
-from corral.store import runtime_tables as rt_tables
 from corral.store.outages import database_unavailable
 from corral.tools.context import Cancellation
 from corral.tools.results import ToolResult
@@ -121,7 +120,7 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
         to="running",
         worker=rt.worker,
         profile=profile,
-        lease=rt_tables.Run.lease + 1,
+        bump_lease=True,
     )
     if claimed is None:
         if rt.live.get(run_id) is cancellation:
