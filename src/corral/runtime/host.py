@@ -108,6 +108,7 @@ class RunHost:
         self.models = ModelRegistry(kernel.settings)
         self.prompt = PromptBuilder(self.conversations)
         self.usage = UsageLog(kernel.logs, self.budgets)
+        self._services_for: tuple[ResolvedModel, Services, UsageLog, Services] | None = None
         self.worker = worker_id()
         self.cluster_worker = False
         """True in a ``corral worker`` process, which advances runs and leaves talking to
@@ -198,8 +199,14 @@ class RunHost:
 
     def services_for(self, model: ResolvedModel) -> Services:
         """What handlers of a run's calls get as ``ctx.services``: the installed services,
-        the conversation's model and the usage recorder."""
-        return Services(conversation_model=model, usage=self.usage).over(self.kernel.services)
+        the conversation's model and the usage recorder (kept while all three are the same
+        objects: every step asks, and services are replaced, never changed in place)."""
+        base, kept = self.kernel.services, self._services_for
+        if kept is not None and kept[0] is model and kept[1] is base and kept[2] is self.usage:
+            return kept[3]
+        services = Services(conversation_model=model, usage=self.usage).over(base)
+        self._services_for = (model, base, self.usage, services)
+        return services
 
     def pick_model(
         self, requested: str | None, conversation: ConversationInfo, agent: AgentConfig
