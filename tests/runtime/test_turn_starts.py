@@ -5,6 +5,7 @@ in on still takes them along."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from sqlalchemy import update
 
 from corral.platform import Platform
+from corral.runtime.conversations import ConversationStore
 from corral.runtime.runtime import Runtime
 from corral.runtime.timeline import NewRow
 from corral.runtime.turns import start_turn, turn_spec
@@ -113,3 +115,32 @@ async def test_a_busy_conversation_starts_no_turn_through_the_writer(
     assert await start_turn(rt, spec, [NewRow(kind="user_message", data={"text": "x"})]) is None
     assert await rt.runs.list_runs(conversation_id=conversation.id) == runs_before
     assert await rt.conversations.rows(conversation.id) == rows_before
+
+
+async def test_the_writer_makes_a_conversation_as_the_session_does(rt: Runtime) -> None:
+    writer = rt.kernel.writer
+    assert isinstance(writer, SqliteWriter)
+    owner = await rt.kernel.caller()
+    made = []
+    for store in (rt.conversations, ConversationStore(rt.kernel.sessions)):
+        info = await store.create(
+            owner_id=owner.user_id, agent="default", profile="safe", model=None
+        )
+        stored_info = await rt.conversations.get(info.id)
+        untimed = {"created_at": None, "updated_at": None}
+        assert replace(info, **untimed) == replace(stored_info, **untimed)
+        assert info.created_at is not None and stored_info.created_at is not None
+        db = sqlite3.connect(writer.path)
+        db.row_factory = sqlite3.Row
+        try:
+            row = dict(
+                db.execute("SELECT * FROM conversations WHERE id = ?", (info.id,)).fetchone()
+            )
+        finally:
+            db.close()
+        times = [row.pop("created_at"), row.pop("updated_at")]
+        row.pop("id")
+        made.append(
+            (row, [len(t) for t in times], replace(info, id="c", created_at=None, updated_at=None))
+        )
+    assert made[0] == made[1]

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import delete, exists, func, select, update
@@ -18,6 +20,7 @@ from sqlalchemy.orm import aliased
 
 from corral.errors import NotFound, UsageError
 from corral.policy.identity import Caller
+from corral.runtime.appends import insert_of, run_written
 from corral.runtime.collector import collector_paused
 from corral.runtime.timeline import TimelineRow
 from corral.store import delegation_tables as dt
@@ -26,6 +29,7 @@ from corral.store import workflow_tables as wt
 from corral.store.meta_reads import MetaReader
 from corral.store.raw_reads import fetch_all
 from corral.store.tables import utcnow
+from corral.store.writer import SqliteWriter, Work
 
 __all__ = [
     "ConversationInfo",
@@ -123,13 +127,28 @@ async def release_conversation(session: AsyncSession, conversation_id: str, run_
     )
 
 
+def _insert_work(row: rt.Conversation, now: datetime) -> Work[None]:
+    row.created_at = row.updated_at = now
+    sql, values = insert_of(row)
+
+    def work(db: sqlite3.Connection) -> None:
+        db.execute(sql, values)
+
+    return work
+
+
 class ConversationStore:
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], reader: MetaReader | None = None
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        reader: MetaReader | None = None,
+        writer: SqliteWriter | None = None,
     ) -> None:
         self._sessions = sessions
         self._reader = reader
         """Short reads on the calling thread (a SQLite file): see :data:`INLINE_ROWS`."""
+        self._writer = writer
+        """New conversations inserted through the store's writer (a SQLite file)."""
 
     async def create(
         self, *, owner_id: str, agent: str, profile: str, model: str | None, title: str = ""
@@ -142,6 +161,12 @@ class ConversationStore:
             profile=profile,
             title=title,
         )
+        if self._writer is not None:
+            # One transaction through the store's writer instead of a session's (a chat to a
+            # new conversation starts here); every column as the session would store it.
+            row.active_run_id = None
+            await run_written(self._writer, partial(_insert_work, row))
+            return ConversationInfo.of(row)
         async with self._sessions.begin() as session:
             session.add(row)
         return ConversationInfo.of(row)

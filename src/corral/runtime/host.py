@@ -90,12 +90,13 @@ class RunHost:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         sessions = kernel.sessions
-        self.conversations = ConversationStore(sessions, kernel.reader)
+        sqlite_writer = kernel.writer if isinstance(kernel.writer, SqliteWriter) else None
+        self.conversations = ConversationStore(sessions, kernel.reader, sqlite_writer)
         self.appender = Appender(kernel.engine, kernel.writer)
         self.runs = RunStore(
             sessions,
             reader=kernel.reader,
-            writer=kernel.writer if isinstance(kernel.writer, SqliteWriter) else None,
+            writer=sqlite_writer,
         )
         self.deliveries = DeliveryStore(sessions)
         self.budgets = BudgetStore(sessions, kernel.reader)

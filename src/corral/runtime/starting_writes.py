@@ -15,14 +15,13 @@ and marks them delivered: the work here sees them first and stores nothing.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from corral.runtime.appends import insert_work, run_written, stored_rows, stored_time
+from corral.runtime.appends import insert_of, insert_work, run_written, stored_rows, stored_time
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.store import runtime_tables as rt
 from corral.store.writer import SqliteWriter, Work
@@ -40,16 +39,6 @@ _CLAIM = (
     "UPDATE conversations SET active_run_id = ?, updated_at = ? "
     "WHERE id = ? AND active_run_id IS NULL"
 )
-_COLUMNS = tuple(column.key for column in rt.Run.__table__.columns)
-_INSERT_RUN = f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
-
-
-def _stored(value: Any) -> Any:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value)
-    if isinstance(value, datetime):
-        return stored_time(value)
-    return value
 
 
 def _start_work(
@@ -60,7 +49,7 @@ def _start_work(
     row.reason, row.ended_at = None, None
     row.lease, row.outage_retries = 0, 0
     row.created_at = row.updated_at = now
-    values = tuple(_stored(getattr(row, name)) for name in _COLUMNS)
+    insert_run, values = insert_of(row)
     append = insert_work(row.conversation_id, rows, now)
 
     def work(db: sqlite3.Connection) -> int | Literal["deliveries queued"] | None:
@@ -68,7 +57,7 @@ def _start_work(
             return DELIVERIES_QUEUED
         if db.execute(_CLAIM, (row.id, at, row.conversation_id)).rowcount != 1:
             return None
-        db.execute(_INSERT_RUN, values)
+        db.execute(insert_run, values)
         return append(db)
 
     return work
