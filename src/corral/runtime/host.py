@@ -29,6 +29,7 @@ from corral.runtime.jobs import JobRunner
 from corral.runtime.models import ModelRegistry, ResolvedModel
 from corral.runtime.prompt import PromptBuilder
 from corral.runtime.results import RunResult
+from corral.runtime.run_reads import SqliteRunStore
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord, RunStore
 from corral.runtime.skills.allowed_tools import run_narrowing
 from corral.runtime.stored_waits import StoredWaits
@@ -93,10 +94,10 @@ class RunHost:
         sqlite_writer = kernel.writer if isinstance(kernel.writer, SqliteWriter) else None
         self.conversations = ConversationStore(sessions, kernel.reader, sqlite_writer)
         self.appender = Appender(kernel.engine, kernel.writer)
-        self.runs = RunStore(
-            sessions,
-            reader=kernel.reader,
-            writer=sqlite_writer,
+        self.runs: RunStore = (
+            RunStore(sessions)
+            if kernel.reader is None or sqlite_writer is None
+            else SqliteRunStore(sessions, reader=kernel.reader, writer=sqlite_writer)
         )
         self.deliveries = DeliveryStore(sessions)
         self.budgets = BudgetStore(sessions, kernel.reader)

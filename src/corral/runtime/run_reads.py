@@ -18,15 +18,16 @@ from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime
+from sqlalchemy import JSON, Boolean, ClauseElement, DateTime
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.runtime.appends import run_written, stored_time
-from corral.runtime.runs import TERMINAL, RunRecord, RunStatus
+from corral.runtime.runs import TERMINAL, RunRecord, RunStatus, RunStore
 from corral.store import runtime_tables as rt
 from corral.store.meta_reads import MetaReader
 from corral.store.writer import SqliteWriter, Work
 
-__all__ = ["READ_RUN", "claim_through_writer", "read_run"]
+__all__ = ["READ_RUN", "SqliteRunStore", "claim_through_writer", "read_run"]
 
 _COLUMNS = tuple(rt.Run.__table__.columns)
 _NAMES = tuple(column.key for column in _COLUMNS)
@@ -124,3 +125,48 @@ async def claim_through_writer(
         ),
     )
     return None if found is None else record_of(found)
+
+
+class SqliteRunStore(RunStore):
+    """The run store of a SQLite file: a run's row read on the calling thread, its claim
+    through the store's writer; anything else (and a read the file did not answer at once)
+    through sessions, as :class:`RunStore`."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        reader: MetaReader,
+        writer: SqliteWriter,
+    ) -> None:
+        super().__init__(sessions)
+        self._reader = reader
+        self._writer = writer
+
+    async def find(self, run_id: str) -> RunRecord | None:
+        read = read_run(self._reader, run_id)
+        if not isinstance(read, bool):
+            return read
+        return await super().find(run_id)
+
+    async def claim(
+        self,
+        run_id: str,
+        *,
+        from_statuses: Sequence[str],
+        to: RunStatus,
+        bump_lease: bool = False,
+        **values: Any,
+    ) -> RunRecord | None:
+        if any(isinstance(value, ClauseElement) for value in values.values()):
+            return await super().claim(
+                run_id, from_statuses=from_statuses, to=to, bump_lease=bump_lease, **values
+            )
+        return await claim_through_writer(
+            self._writer,
+            run_id,
+            from_statuses=from_statuses,
+            to=to,
+            values=values,
+            bump_lease=bump_lease,
+        )

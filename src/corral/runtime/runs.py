@@ -17,15 +17,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ClauseElement, Update, select, update
+from sqlalchemy import Update, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.errors import NotFound
 from corral.policy.profiles import Profile, parse_profile
 from corral.store import runtime_tables as rt
-from corral.store.meta_reads import MetaReader
 from corral.store.tables import utcnow
-from corral.store.writer import SqliteWriter
 from corral.tools.context import Narrowing
 from corral.tracing.propagation import current_traceparent
 
@@ -198,18 +196,8 @@ def run_row(
 
 
 class RunStore:
-    def __init__(
-        self,
-        sessions: async_sessionmaker[AsyncSession],
-        *,
-        reader: MetaReader | None = None,
-        writer: SqliteWriter | None = None,
-    ) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
-        self._reader = reader
-        self._writer = writer
-        """On a SQLite file: a run's row read on the calling thread and its claim through
-        the store's writer (see :mod:`corral.runtime.run_reads`)."""
 
     async def get(self, run_id: str) -> RunRecord:
         found = await self.find(run_id)
@@ -218,12 +206,6 @@ class RunStore:
         return found
 
     async def find(self, run_id: str) -> RunRecord | None:
-        if self._reader is not None:
-            from corral.runtime.run_reads import read_run  # it reads this module's records
-
-            read = read_run(self._reader, run_id)
-            if not isinstance(read, bool):
-                return read
         async with self._sessions() as session:
             row = await session.get(rt.Run, run_id)
         return RunRecord.of(row) if row is not None else None
@@ -274,18 +256,6 @@ class RunStore:
         """:meth:`move`, answering the run as the move left it (None when it did not move):
         one ``UPDATE … RETURNING`` where the database has it, not a write and then a read.
         With ``bump_lease`` the run's lease moves one up (a worker's claim: fencing)."""
-        expressions = any(isinstance(v, ClauseElement) for v in values.values())
-        if self._writer is not None and not expressions:
-            from corral.runtime.run_reads import claim_through_writer
-
-            return await claim_through_writer(
-                self._writer,
-                run_id,
-                from_statuses=from_statuses,
-                to=to,
-                values=values,
-                bump_lease=bump_lease,
-            )
         if bump_lease:
             values["lease"] = rt.Run.lease + 1
         async with self._sessions.begin() as session:
