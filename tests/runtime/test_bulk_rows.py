@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import Any
+
+import pytest
 
 from corral.platform import Platform
+from corral.runtime import conversations
 from corral.runtime.timeline import NewRow, TimelineRow
 
 AWKWARD = {
@@ -67,3 +71,28 @@ async def test_bulk_rows_of_one_run_equal_the_query_rows(platform: Platform) -> 
     assert [r.seq for r in got] == [2, 6] and got == expected
     assert await store.rows_in_bulk(conversation, run_id="r_none") == []
     assert await store.rows_in_bulk(conversation, after=2, run_id="r_1") == expected[1:]
+
+
+async def test_short_reads_on_the_calling_thread_equal_the_query_rows(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A short read (a run's first prompt, its result) is made without a session; a long
+    # one goes through the session, in aiosqlite's thread; both give the query's rows.
+    conversation = await _filled(platform)
+    store = platform.runtime.conversations
+    expected = await store.rows(conversation)
+    through_sessions: list[str] = []
+    real = conversations.fetch_all
+
+    async def counted(session: Any, sql: str, parameters: tuple[Any, ...]) -> Any:
+        through_sessions.append(sql)
+        return await real(session, sql, parameters)
+
+    monkeypatch.setattr(conversations, "fetch_all", counted)
+    assert await store.rows_in_bulk(conversation) == expected
+    assert await store.rows_in_bulk(conversation, run_id="r_1") == expected[1:2]
+    assert through_sessions == []
+    monkeypatch.setattr(conversations, "INLINE_ROWS", 2)
+    assert await store.rows_in_bulk(conversation) == expected
+    assert await store.rows_in_bulk(conversation, after=3) == expected[3:]
+    assert len(through_sessions) == 1  # only the longer one went through the session

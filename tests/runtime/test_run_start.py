@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from corral.errors import NotFound
 from corral.platform import Platform
+from corral.runtime.conversations import ConversationStore
 from corral.runtime.runtime import Runtime
 from corral.store import runtime_tables as rt_tables
 from tests.runtime.conftest import ScriptWriter
@@ -69,3 +71,23 @@ async def test_a_new_conversation_has_no_earlier_run_to_look_up(
         "more", conversation_id=turn.conversation_id, model=write_script({"text": "again"})
     )
     assert again.status == "finished" and len(looked) == 1
+
+
+async def test_the_profiles_are_read_on_the_calling_thread_as_the_session_reads_them(
+    rt: Runtime,
+) -> None:
+    conversation = await rt.start_conversation(model="script:none", profile="auto")
+    sessions_only = ConversationStore(rt.kernel.sessions)
+    statements: list[str] = []
+
+    def before(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    engine = rt.kernel.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        inline = await rt.conversations.profiles(conversation.id)
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+    assert statements == []
+    assert inline == await sessions_only.profiles(conversation.id) == ("auto", None)

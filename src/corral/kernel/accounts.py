@@ -16,7 +16,7 @@ from corral.kernel.tickets import TICKET_PREFIX, Tickets
 from corral.kernel.tokens import TokenLookup, hash_token
 from corral.policy.grants import BUILTIN_ROLES, validate_feature_pattern
 from corral.store import tables as t
-from corral.store.meta_reads import MetaRead
+from corral.store.meta_reads import MetaRead, MetaReader
 
 __all__ = ["Identity", "NewToken"]
 
@@ -36,11 +36,12 @@ class Identity:
         sessions: async_sessionmaker[AsyncSession],
         config: ConfigCache,
         read_meta: MetaRead | None = None,
+        reader: MetaReader | None = None,
     ) -> None:
         self._sessions = sessions
         self._config = config
         self.tokens = TokenLookup(sessions, read_meta=read_meta)
-        self.tickets = Tickets(sessions)
+        self.tickets = Tickets(sessions, reader=reader)
 
     async def create_role(self, name: str, features: list[str], description: str = "") -> None:
         if not _NAME.match(name):

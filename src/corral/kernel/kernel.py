@@ -26,7 +26,7 @@ from corral.policy.identity import Caller
 from corral.secrets import Redactor
 from corral.settings import Settings
 from corral.store import check_reachable, make_engine, make_sessionmaker, upgrade
-from corral.store.meta_reads import meta_reader
+from corral.store.meta_reads import MetaReader, meta_reader
 from corral.store.pg_writer import PgWriter
 from corral.store.writer import SqliteWriter, open_writer
 from corral.tools.checked_files import CheckedFiles
@@ -54,11 +54,13 @@ class Kernel:
         self.writer: SqliteWriter | PgWriter | None = open_writer(engine)
         """The store's writer for the hot appends (None: SQLite in memory)."""
         read_meta, self._meta_reader = meta_reader(self.writer)
+        self.reader: MetaReader | None = self._meta_reader
+        """Small reads on the calling thread (a SQLite file only; else None)."""
         self.registry = registry
         self.config = ConfigCache(sessions, settings, read_meta)
         self.logs = LogStore(sessions)
         self.approvals = ApprovalStore(sessions, CredentialKey.in_private_dir(settings.private_dir))
-        self.identity = Identity(sessions, self.config, read_meta)
+        self.identity = Identity(sessions, self.config, read_meta, self.reader)
         self.admin = Admin(
             sessions,
             self.config,

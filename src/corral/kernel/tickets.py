@@ -18,12 +18,16 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from corral.kernel.tokens import hash_token
+from corral.store.meta_reads import MetaReader
 
 __all__ = ["TICKET_PREFIX", "Ticket", "Tickets"]
 
 TICKET_PREFIX = "ctk_"
 """Tickets are told apart from API tokens by this prefix."""
 DEFAULT_LIFETIME = timedelta(hours=12)
+
+
+_HELD = "SELECT 1 FROM run_tickets WHERE run_id = ?"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,10 +48,12 @@ class Tickets:
         *,
         lifetime: timedelta = DEFAULT_LIFETIME,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        reader: MetaReader | None = None,
     ) -> None:
         self._sessions = sessions
         self._lifetime = lifetime
         self._clock = clock
+        self._reader = reader
         self._issued: dict[str, tuple[str, datetime]] = {}
 
     async def for_run(self, *, run_id: str, user_id: str, conversation_id: str) -> str:
@@ -93,6 +99,9 @@ class Tickets:
     async def end_run(self, run_id: str) -> None:
         """The run ended: its tickets are dead from now on, in every process."""
         self._issued.pop(run_id, None)
+        reader = self._reader
+        if reader is not None and reader.exists(_HELD, (run_id,)) is False:
+            return  # most runs run no skill script: answered without a write
         from corral.store.skill_tables import RunTicket  # the table loads with its first use
 
         async with self._sessions.begin() as session:

@@ -186,6 +186,7 @@ def _skills(setup: PackageSetup, credentials: CredentialStore) -> Skills:
         },
         drive_dir=settings.drive_dir,
         folders=settings.skill_paths,
+        fixed=[n for n, p in kernel.registry.packages.items() if p.origin == "entry_point"],
     )
     skills = Skills(
         catalog=catalog,

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -43,6 +43,7 @@ __all__ = [
     "Fence",
     "Fenced",
     "append_rows",
+    "insert_of",
     "insert_work",
     "next_seq",
     "run_written",
@@ -113,6 +114,23 @@ def stored_time(now: datetime) -> str:
         now.second,
         now.microsecond,
     )
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    if isinstance(value, datetime):
+        return stored_time(value)
+    return value
+
+
+def insert_of(row: Any) -> tuple[str, tuple[Any, ...]]:
+    """The INSERT of ORM object ``row`` with every column of its table as set on it, and its
+    values stored as SQLAlchemy stores them."""
+    table = row.__table__
+    names = [column.key for column in table.columns]
+    sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    return sql, tuple(_stored(getattr(row, name)) for name in names)
 
 
 def _retryable(error: Exception) -> bool:

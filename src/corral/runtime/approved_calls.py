@@ -34,11 +34,18 @@ if TYPE_CHECKING:
 
 __all__ = ["run_approved_calls"]
 
+_APPROVED_UNRUN = (
+    "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'approved' AND result IS NULL"
+)
+
 
 async def run_approved_calls(rt: RunHost, scope: StepScope) -> tuple[Wait, ...]:
     """Run the run's approved calls that have no result yet; the waits they park on in
     turn (a delegate whose child parked)."""
     run = scope.run
+    reader = rt.kernel.reader
+    if reader is not None and reader.exists(_APPROVED_UNRUN, (run.id,)) is False:
+        return ()  # most runs have none: answered without a session
     records = [r for r in await rt.kernel.approvals.approved_unrun(run.id) if r.call_id]
     if not records:
         return ()

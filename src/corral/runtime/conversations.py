@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import delete, exists, func, select, update
@@ -18,11 +20,14 @@ from sqlalchemy.orm import aliased
 
 from corral.errors import NotFound, UsageError
 from corral.policy.identity import Caller
+from corral.runtime.appends import insert_of, run_written
 from corral.runtime.collector import collector_paused
 from corral.runtime.timeline import TimelineRow
 from corral.store import runtime_tables as rt
+from corral.store.meta_reads import MetaReader
 from corral.store.raw_reads import fetch_all
 from corral.store.tables import utcnow
+from corral.store.writer import SqliteWriter, Work
 
 __all__ = [
     "ConversationInfo",
@@ -38,6 +43,14 @@ _ROWS_IN_BULK = (
 """Plain columns: splicing the rows into one JSON document in SQLite (``json_quote`` and
 ``group_concat`` over every column) cost more than the driver's own tuples."""
 _RUN_ROWS_IN_BULK = _ROWS_IN_BULK.replace(" ORDER BY", " AND run_id = ? ORDER BY")
+INLINE_ROWS = 256
+_PROFILES = (
+    "SELECT c.profile, p.profile FROM conversations AS c "
+    "LEFT OUTER JOIN delegations AS d ON d.conversation_id = c.id "
+    "LEFT OUTER JOIN conversations AS p ON p.id = d.parent_conversation_id WHERE c.id = ?"
+)
+"""At most this many rows are read on the calling thread (a run's first prompt, its
+result); more go through the session, in aiosqlite's thread."""
 
 MANAGE_FEATURE = "conversations.manage"
 """Reading and writing conversations one does not own."""
@@ -112,9 +125,28 @@ async def release_conversation(session: AsyncSession, conversation_id: str, run_
     )
 
 
+def _insert_work(row: rt.Conversation, now: datetime) -> Work[None]:
+    row.created_at = row.updated_at = now
+    sql, values = insert_of(row)
+
+    def work(db: sqlite3.Connection) -> None:
+        db.execute(sql, values)
+
+    return work
+
+
 class ConversationStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        reader: MetaReader | None = None,
+        writer: SqliteWriter | None = None,
+    ) -> None:
         self._sessions = sessions
+        self._reader = reader
+        """Short reads on the calling thread (a SQLite file): see :data:`INLINE_ROWS`."""
+        self._writer = writer
+        """New conversations inserted through the store's writer (a SQLite file)."""
 
     async def create(
         self, *, owner_id: str, agent: str, profile: str, model: str | None, title: str = ""
@@ -127,6 +159,12 @@ class ConversationStore:
             profile=profile,
             title=title,
         )
+        if self._writer is not None:
+            # One transaction through the store's writer instead of a session's (a chat to a
+            # new conversation starts here); every column as the session would store it.
+            row.active_run_id = None
+            await run_written(self._writer, partial(_insert_work, row))
+            return ConversationInfo.of(row)
         async with self._sessions.begin() as session:
             session.add(row)
         return ConversationInfo.of(row)
@@ -175,7 +213,14 @@ class ConversationStore:
     async def profiles(self, conversation_id: str) -> tuple[str, str | None]:
         """The conversation's profile and, when a delegate call started it, its parent
         conversation's (a subagent follows its parent's switches too): one read, as every
-        run's start asks."""
+        run's start asks (on the calling thread where the store allows it)."""
+        rows = (
+            None
+            if self._reader is None
+            else self._reader.fetch_small(_PROFILES, (conversation_id,), 1)
+        )
+        if rows:
+            return rows[0][0], rows[0][1]
         from corral.store import delegation_tables as dt  # the table loads with its first use
 
         parent = aliased(rt.Conversation)
@@ -266,13 +311,19 @@ class ConversationStore:
         a cold prompt reads them all (a run's result, every row of the run), and
         SQLAlchemy's per-row processing plus one JSON decode a row were most of that."""
         with collector_paused():
-            async with self._sessions() as session:
-                if run_id is None:
-                    raw = await fetch_all(session, _ROWS_IN_BULK, (conversation_id, after))
-                else:
-                    raw = await fetch_all(
-                        session, _RUN_ROWS_IN_BULK, (conversation_id, after, run_id)
-                    )
+            sql, parameters = (
+                (_ROWS_IN_BULK, (conversation_id, after))
+                if run_id is None
+                else (_RUN_ROWS_IN_BULK, (conversation_id, after, run_id))
+            )
+            raw = (
+                None
+                if self._reader is None
+                else self._reader.fetch_small(sql, parameters, INLINE_ROWS)
+            )
+            if raw is None:
+                async with self._sessions() as session:
+                    raw = await fetch_all(session, sql, parameters)
             if raw is None:
                 return await self.rows(conversation_id, after=after, run_id=run_id)
             if not raw:

@@ -29,12 +29,14 @@ from corral.runtime.jobs import JobRunner
 from corral.runtime.models import ModelRegistry, ResolvedModel
 from corral.runtime.prompt import PromptBuilder
 from corral.runtime.results import RunResult
+from corral.runtime.run_reads import SqliteRunStore
 from corral.runtime.runs import ACTIVE, TERMINAL, RunRecord, RunStore
 from corral.runtime.skills.allowed_tools import run_narrowing
 from corral.runtime.stored_waits import StoredWaits
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.runtime.usage import UsageLog
 from corral.runtime.workers import worker_id
+from corral.store.writer import SqliteWriter
 from corral.tools.context import Cancellation, OutputSink
 from corral.tools.dispatch import CallRequest
 from corral.tools.registry import LoadedTool
@@ -89,11 +91,16 @@ class RunHost:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         sessions = kernel.sessions
-        self.conversations = ConversationStore(sessions)
+        sqlite_writer = kernel.writer if isinstance(kernel.writer, SqliteWriter) else None
+        self.conversations = ConversationStore(sessions, kernel.reader, sqlite_writer)
         self.appender = Appender(kernel.engine, kernel.writer)
-        self.runs = RunStore(sessions)
+        self.runs: RunStore = (
+            RunStore(sessions)
+            if kernel.reader is None or sqlite_writer is None
+            else SqliteRunStore(sessions, reader=kernel.reader, writer=sqlite_writer)
+        )
         self.deliveries = DeliveryStore(sessions)
-        self.budgets = BudgetStore(sessions)
+        self.budgets = BudgetStore(sessions, kernel.reader)
         self.budgeted = BudgetedRuns()
         """The runs of this process that have a budget (the budget stage counts their calls)."""
         self.events = EventBus()
@@ -103,6 +110,7 @@ class RunHost:
         self.models = ModelRegistry(kernel.settings)
         self.prompt = PromptBuilder(self.conversations)
         self.usage = UsageLog(kernel.logs, self.budgets)
+        self._services_for: tuple[ResolvedModel, Services, UsageLog, Services] | None = None
         self.worker = worker_id()
         self.cluster_worker = False
         """True in a ``corral worker`` process, which advances runs and leaves talking to
@@ -193,8 +201,14 @@ class RunHost:
 
     def services_for(self, model: ResolvedModel) -> Services:
         """What handlers of a run's calls get as ``ctx.services``: the installed services,
-        the conversation's model and the usage recorder."""
-        return Services(conversation_model=model, usage=self.usage).over(self.kernel.services)
+        the conversation's model and the usage recorder (kept while all three are the same
+        objects: every step asks, and services are replaced, never changed in place)."""
+        base, kept = self.kernel.services, self._services_for
+        if kept is not None and kept[0] is model and kept[1] is base and kept[2] is self.usage:
+            return kept[3]
+        services = Services(conversation_model=model, usage=self.usage).over(base)
+        self._services_for = (model, base, self.usage, services)
+        return services
 
     def pick_model(
         self, requested: str | None, conversation: ConversationInfo, agent: AgentConfig

@@ -62,7 +62,6 @@ from corral.runtime.takeover import (
     unfinished_calls,
 )
 from corral.runtime.timeline import NewRow
-from corral.store import runtime_tables as rt_tables
 from corral.store.outages import database_unavailable
 from corral.tools.context import Cancellation
 from corral.tools.results import ToolResult
@@ -121,7 +120,7 @@ async def advance_run(rt: RunHost, run_id: str) -> None:
         to="running",
         worker=rt.worker,
         profile=profile,
-        lease=rt_tables.Run.lease + 1,
+        bump_lease=True,
     )
     if claimed is None:
         if rt.live.get(run_id) is cancellation:
@@ -551,17 +550,36 @@ class _Loop:
         )
 
     async def _model_turn(self, model: ResolvedModel, prompt: Prompt) -> ModelResponse | None:
-        task = asyncio.ensure_future(self._request(model, prompt))
-        unregister = self.cancellation.on_cancel(task.cancel)
-        try:
-            return await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise
+        """The model's response, or None when the run was stopped while it was asked.
+
+        The request runs in this task (a task of its own cost an extra loop pass a step); a
+        Stop cancels this task and the cancellation is taken back here, unless this task was
+        also cancelled from outside (a shutdown), which goes on."""
+        current = asyncio.current_task()
+        assert current is not None
+        if self.cancellation.cancelled:
             return None
+        stopped = False
+
+        def stop() -> None:
+            nonlocal stopped
+            if not stopped:
+                stopped = True
+                current.cancel()
+
+        unregister = self.cancellation.on_cancel(stop)
+        try:
+            response = await self._request(model, prompt)
+        except asyncio.CancelledError:
+            if stopped and current.uncancel() == 0:
+                return None
+            raise
         finally:
             unregister()
+        if stopped:  # the request swallowed the cancellation: take it back all the same
+            current.uncancel()
+            return None
+        return response
 
     async def _request(self, resolved: ResolvedModel, prompt: Prompt) -> ModelResponse:
         tracer = self.rt.kernel.dispatcher.tracer

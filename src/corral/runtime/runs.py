@@ -200,11 +200,10 @@ class RunStore:
         self._sessions = sessions
 
     async def get(self, run_id: str) -> RunRecord:
-        async with self._sessions() as session:
-            row = await session.get(rt.Run, run_id)
-        if row is None:
+        found = await self.find(run_id)
+        if found is None:
             raise NotFound(f"no run {run_id!r}")
-        return RunRecord.of(row)
+        return found
 
     async def find(self, run_id: str) -> RunRecord | None:
         async with self._sessions() as session:
@@ -246,10 +245,19 @@ class RunStore:
             )
 
     async def claim(
-        self, run_id: str, *, from_statuses: Sequence[str], to: RunStatus, **values: Any
+        self,
+        run_id: str,
+        *,
+        from_statuses: Sequence[str],
+        to: RunStatus,
+        bump_lease: bool = False,
+        **values: Any,
     ) -> RunRecord | None:
         """:meth:`move`, answering the run as the move left it (None when it did not move):
-        one ``UPDATE … RETURNING`` where the database has it, not a write and then a read."""
+        one ``UPDATE … RETURNING`` where the database has it, not a write and then a read.
+        With ``bump_lease`` the run's lease moves one up (a worker's claim: fencing)."""
+        if bump_lease:
+            values["lease"] = rt.Run.lease + 1
         async with self._sessions.begin() as session:
             query = _move_query(run_id, from_statuses, to, None, values)
             if not session.get_bind().dialect.update_returning:

@@ -22,9 +22,12 @@ from corral.runtime.agents import AgentConfig, load_agent
 from corral.runtime.appends import append_rows, write
 from corral.runtime.caller_scope import CallerScope
 from corral.runtime.conversations import ConversationInfo, claim_conversation
-from corral.runtime.deliveries import mark_delivered, take_queued
+from corral.runtime.deliveries import DeliveryRecord, mark_delivered, take_queued
 from corral.runtime.runs import RunKind, RunRecord, Trigger, new_run_id, run_row
+from corral.runtime.starting_writes import start_through_writer
 from corral.runtime.timeline import NewRow, TimelineRow
+from corral.store.runtime_tables import Run
+from corral.store.writer import SqliteWriter
 from corral.tools.context import Narrowing
 
 if TYPE_CHECKING:
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["TurnSpec", "WakeBy", "start_turn", "turn_spec", "wake"]
 
 WakeBy = Literal["ask", "server", "browser"]
+
+_QUEUED = "SELECT 1 FROM conversation_deliveries WHERE conversation_id = ? AND status = 'queued'"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,38 +106,25 @@ async def start_turn(
 ) -> tuple[RunRecord, list[TimelineRow]] | None:
     """Claim the conversation and queue a run opened by ``rows``; None when it is busy."""
     run_id = new_run_id()
+    writer = rt.kernel.writer
+    if isinstance(writer, SqliteWriter):
+        row = _run_row(rt, spec, run_id, [])
+        opening = [_opening(r, run_id) for r in rows]
+        through = await start_through_writer(writer, row, opening)
+        if through is None:
+            return None
+        if not isinstance(through, str):
+            return await _started(rt, spec, RunRecord.of(row), through)
 
     async def work(session: AsyncSession) -> tuple[RunRecord, list[TimelineRow]] | None:
         if not await claim_conversation(session, spec.conversation_id, run_id):
             return None
         riding = await take_queued(session, spec.conversation_id, user_id=spec.user_id)
-        row = run_row(
-            run_id=run_id,
-            conversation_id=spec.conversation_id,
-            user_id=spec.user_id,
-            agent=spec.agent,
-            model=spec.model,
-            profile=spec.profile,
-            narrowing=spec.narrowing,
-            trigger=spec.trigger,
-            hop=max([spec.hop, *(d.hop for d in riding)]),
-            step_budget=spec.step_budget,
-            wall_clock_limit_s=spec.wall_clock_limit_s,
-            kind=spec.kind,
-            parent_run_id=spec.parent_run_id,
-        )
-        row.worker = rt.worker
+        row = _run_row(rt, spec, run_id, riding)
         session.add(row)
         opening = [d.as_row() for d in riding] + list(rows)
         stored = await append_rows(
-            session,
-            spec.conversation_id,
-            [
-                NewRow(
-                    kind=r.kind, data=r.data, run_id=run_id, user_id=r.user_id, call_id=r.call_id
-                )
-                for r in opening
-            ],
+            session, spec.conversation_id, [_opening(r, run_id) for r in opening]
         )
         await mark_delivered(session, riding, [r.seq for r in stored[: len(riding)]])
         await session.flush()
@@ -141,11 +133,43 @@ async def start_turn(
     started = await write(rt.kernel.sessions, work)
     if started is None:
         return None
-    record, stored = started
+    return await _started(rt, spec, *started)
+
+
+def _run_row(rt: RunHost, spec: TurnSpec, run_id: str, riding: Sequence[DeliveryRecord]) -> Run:
+    row = run_row(
+        run_id=run_id,
+        conversation_id=spec.conversation_id,
+        user_id=spec.user_id,
+        agent=spec.agent,
+        model=spec.model,
+        profile=spec.profile,
+        narrowing=spec.narrowing,
+        trigger=spec.trigger,
+        hop=max([spec.hop, *(d.hop for d in riding)]),
+        step_budget=spec.step_budget,
+        wall_clock_limit_s=spec.wall_clock_limit_s,
+        kind=spec.kind,
+        parent_run_id=spec.parent_run_id,
+    )
+    row.worker = rt.worker
+    return row
+
+
+def _opening(row: NewRow, run_id: str) -> NewRow:
+    return NewRow(
+        kind=row.kind, data=row.data, run_id=run_id, user_id=row.user_id, call_id=row.call_id
+    )
+
+
+async def _started(
+    rt: RunHost, spec: TurnSpec, record: RunRecord, stored: list[TimelineRow]
+) -> tuple[RunRecord, list[TimelineRow]]:
+    """Announce the stored turn in this process and hand its run to the job runner."""
     rt.publish_rows(spec.conversation_id, stored)
-    await rt.board.set(run_id, "queued")
-    rt.publish_run(spec.conversation_id, run_id, "queued", None, "")
-    rt.jobs.submit(run_id)
+    await rt.board.set(record.id, "queued")
+    rt.publish_run(spec.conversation_id, record.id, "queued", None, "")
+    rt.jobs.submit(record.id)
     return record, stored
 
 
@@ -173,7 +197,11 @@ async def wake(rt: RunHost, conversation_id: str, *, by: WakeBy = "ask") -> RunR
     server's own. A closing process starts nothing; the next host delivers them."""
     if rt.closing:
         return None
-    # Most runs end with nothing queued: that one read answers them.
+    # Most runs end with nothing queued: that one read answers them, on the calling thread
+    # where the store allows it.
+    reader = rt.kernel.reader
+    if reader is not None and reader.exists(_QUEUED, (conversation_id,)) is False:
+        return None
     queued = await rt.deliveries.list_deliveries(conversation_id, status="queued")
     if not queued:
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral.store.writer import SqliteWriter
 
@@ -26,20 +26,51 @@ MetaRead = Callable[[str], Awaitable["int | None"]]
 
 
 class MetaReader:
-    """Reads ``meta`` values from one SQLite file on the calling thread."""
+    """Reads ``meta`` values (and the other small reads of :meth:`exists`) from one SQLite
+    file on the calling thread."""
 
     def __init__(self, path: str) -> None:
         self._path = path
         self._db: sqlite3.Connection | None = None
 
-    async def read(self, key: str) -> int | None:
+    def _connection(self) -> sqlite3.Connection:
         db = self._db
         if db is None:
             db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA query_only = ON")
             self._db = db
-        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return db
+
+    async def read(self, key: str) -> int | None:
+        row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else int(row[0])
+
+    def exists(self, sql: str, parameters: tuple[object, ...]) -> bool | None:
+        """Whether ``sql`` (``?`` placeholders) finds a row; None when the file could not be
+        read at once (the caller then asks through its session). For the checks that let a
+        run's start or end skip work there is none for, without a session's thread hops."""
+        try:
+            # One row always: the statement runs to its end, so no read stays open.
+            (found,) = self._connection().execute(f"SELECT EXISTS ({sql})", parameters).fetchall()
+        except sqlite3.OperationalError:
+            return None
+        return bool(found[0])
+
+    def fetch_small(
+        self, sql: str, parameters: tuple[object, ...], most: int
+    ) -> list[tuple[Any, ...]] | None:
+        """Every row of ``sql`` when there are at most ``most``; None when there are more
+        (a long read belongs in a thread, not on the event loop) or the file could not be
+        read at once: the caller then reads through its session."""
+        try:
+            cursor = self._connection().execute(sql, parameters)
+            try:
+                rows = cursor.fetchmany(most + 1)
+            finally:
+                cursor.close()  # ends the read, however many rows were left
+        except sqlite3.OperationalError:
+            return None
+        return rows if len(rows) <= most else None
 
     def close(self) -> None:
         if self._db is not None:

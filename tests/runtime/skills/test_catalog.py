@@ -178,3 +178,39 @@ def test_a_bundle_folder_that_is_a_link_is_looked_at_every_time(tmp_path: Path) 
     target.mkdir()
     (target / "SKILL.md").write_text("not a bundle")
     assert catalog.load().skills == {}
+
+
+def test_an_installed_packages_skills_are_scanned_once(
+    tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    # An installed Python package's skills ship with its code, which is not loaded again
+    # either; a folder package's are still looked at every time.
+    installed = tmp_path / "installed"
+    folder = tmp_path / "folder"
+    age(write_bundle(installed / "skills", "shipped") / "SKILL.md")
+    age(write_bundle(folder / "skills", "local") / "SKILL.md")
+    catalog = SkillCatalog(
+        packages={"installed": installed, "folder": folder},
+        drive_dir=tmp_path / "drive",
+        fixed=["installed"],
+    )
+    assert sorted(catalog.load().skills) == ["local", "shipped"]
+    looked: list[str] = []
+    real_stat, real_lstat = os.stat, os.lstat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        looked.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        looked.append(str(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "lstat", lstat)
+    catalog.load()
+    assert looked and not [p for p in looked if p.startswith(str(installed))]
+    assert [p for p in looked if p.startswith(str(folder))]
+    edited = folder / "skills" / "local" / "SKILL.md"
+    edited.write_text(edited.read_text().replace("Publish notes.", "Other notes."))
+    assert catalog.load().skills["local"].description == "Other notes."

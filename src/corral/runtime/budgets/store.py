@@ -27,6 +27,7 @@ from corral.runtime.budgets.limits import (
     tightest,
 )
 from corral.store import budget_tables as bt
+from corral.store.meta_reads import MetaReader
 from corral.store.tables import utcnow
 
 __all__ = ["BudgetStore", "RunBudgetView"]
@@ -81,9 +82,21 @@ class RunBudgetView:
         )
 
 
+_CONVERSATION_BUDGET = "SELECT 1 FROM conversation_budgets WHERE conversation_id = ?"
+_RUN_BUDGET = "SELECT 1 FROM run_budgets WHERE run_id = ?"
+
+
 class BudgetStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], reader: MetaReader | None = None
+    ) -> None:
         self._sessions = sessions
+        self._reader = reader
+        """Answers on the calling thread whether a budget row exists: every run's start asks,
+        and most have none."""
+
+    def _none_found(self, sql: str, key: str) -> bool:
+        return self._reader is not None and self._reader.exists(sql, (key,)) is False
 
     # -- conversations ------------------------------------------------------------------------
 
@@ -92,6 +105,8 @@ class BudgetStore:
 
     async def conversation_terms(self, conversation_id: str) -> tuple[Budget, str | None]:
         """The conversation's budget and the run its runs are charged to (if any)."""
+        if self._none_found(_CONVERSATION_BUDGET, conversation_id):
+            return Budget(), None
         async with self._sessions() as session:
             row = await session.get(bt.ConversationBudget, conversation_id)
         if row is None:
@@ -130,6 +145,8 @@ class BudgetStore:
     # -- runs ---------------------------------------------------------------------------------
 
     async def find(self, run_id: str) -> RunBudgetView | None:
+        if self._none_found(_RUN_BUDGET, run_id):
+            return None
         async with self._sessions() as session:
             row = await session.get(bt.RunBudget, run_id)
         return RunBudgetView.of(row) if row is not None else None

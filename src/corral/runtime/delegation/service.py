@@ -52,6 +52,12 @@ TIMEOUT_MS_MAX = 1_680_000
 STEPS_MAX = 200
 
 
+_ACTIVE_CHILD = (
+    "SELECT 1 FROM runs WHERE parent_run_id = ? AND status IN "
+    f"({', '.join(repr(status) for status in sorted(ACTIVE))})"
+)
+
+
 class Delegation:
     def __init__(self, runtime: Runtime, *, hooked: bool = True) -> None:
         self._rt = runtime
@@ -607,6 +613,9 @@ class Delegation:
     async def _stop_children(self, run: RunRecord, status: str) -> None:
         """A stopped run stops all its children; a run that ended otherwise stops those it
         was waiting for (background children go on and report)."""
+        reader = self._rt.kernel.reader
+        if reader is not None and reader.exists(_ACTIVE_CHILD, (run.id,)) is False:
+            return  # most runs start none: answered without a session
         for child in await self._rt.runs.list_runs(statuses=list(ACTIVE), parent_run_id=run.id):
             if status != "stopped" and (await self._delegation(child.conversation_id)).background:
                 continue

@@ -33,7 +33,7 @@ def _now() -> str:
 class Goals:
     def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
-        self.store = GoalStore(runtime.kernel.sessions)
+        self.store = GoalStore(runtime.kernel.sessions, runtime.kernel.reader)
         self.block = GoalBlock(self.store)
 
     # -- the tool's side ------------------------------------------------------------------

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from corral.runtime.goals.rules import Change
 from corral.runtime.goals.state import GoalState
 from corral.store import context_tables as ct
+from corral.store.meta_reads import MetaReader
 from corral.store.tables import utcnow
 
 __all__ = ["GoalStore"]
@@ -25,15 +26,26 @@ __all__ = ["GoalStore"]
 ATTEMPTS = 8
 
 
+_HAS_STATE = "SELECT 1 FROM conversation_goals WHERE conversation_id = ?"
+
+
 class _LostRace(Exception):
     """Another writer changed the state between our read and our write."""
 
 
 class GoalStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], reader: MetaReader | None = None
+    ) -> None:
         self._sessions = sessions
+        self._reader = reader
+        """Answers on the calling thread whether a conversation has a goal state: a run's
+        first prompt asks, and most conversations have none."""
 
     async def load(self, conversation_id: str) -> GoalState:
+        reader = self._reader
+        if reader is not None and reader.exists(_HAS_STATE, (conversation_id,)) is False:
+            return GoalState.from_json(None)
         async with self._sessions() as session:
             raw = await session.scalar(
                 select(ct.ConversationGoal.state).where(

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["Questions"]
 
 
+_OPEN = "SELECT 1 FROM questions WHERE run_id = ? AND status = 'open'"
+
+
 class Questions:
     def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
@@ -79,6 +82,9 @@ class Questions:
 
     async def close_for_run(self, run: RunRecord, status: str) -> None:
         """Run-end hook: an ended run's open questions can never be answered."""
+        reader = self._rt.kernel.reader
+        if reader is not None and reader.exists(_OPEN, (run.id,)) is False:
+            return  # most runs ask none: answered without a write
         await self.store.close_for_run(run.id, f"the run ended ({status}) before an answer")
 
     # -- the person's side ----------------------------------------------------------------

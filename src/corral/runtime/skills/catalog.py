@@ -14,7 +14,9 @@ at every step of every run. A scan is one ``stat`` a source and one ``lstat`` a 
 source's listing is kept while the folder's own stamp (which adding, removing or renaming an
 entry changes, and ``ctime`` even when the modification time is put back) is as it was, and
 read again (``scandir``) when it is not, when it had not settled, or when a bundle folder in it
-is a link (a link's target can change with no trace in the folder).
+is a link (a link's target can change with no trace in the folder). The skills of the
+installed Python packages (``fixed``, corral's own among them) are scanned once: they ship
+with the package's code, which is not loaded again either.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -75,6 +77,7 @@ class _Root:
     folder: Path
     origin: SkillOrigin
     package: str | None = None
+    fixed: bool = False
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -110,8 +113,12 @@ class SkillCatalog:
         packages: Mapping[str, Path],
         drive_dir: Path,
         folders: Iterable[Path] = (),
+        fixed: Iterable[str] = (),
     ) -> None:
         self._packages = dict(packages)
+        self._fixed = frozenset(fixed)
+        """Packages whose skills are scanned once (installed with their code)."""
+        self._fixed_scans: dict[Path, _Scan] = {}
         self._drive = drive_dir / DRIVE_SKILLS
         self._folders = list(folders)
         self._cache: dict[Path, tuple[_Stamp, SkillBundle | SkillError]] = {}
@@ -136,7 +143,7 @@ class SkillCatalog:
         if self._roots_of is not None and self._roots_of[0] == key:
             return self._roots_of[1]
         roots = [
-            _Root(folder=path / "skills", origin="package", package=name)
+            _Root(folder=path / "skills", origin="package", package=name, fixed=name in self._fixed)
             for name, path in sorted(self._packages.items())
             if name not in disabled
         ]
@@ -147,6 +154,10 @@ class SkillCatalog:
 
     def _scan(self, root: _Root) -> _Scan:
         """The bundle folders of ``root`` in name order."""
+        if root.fixed:
+            if root.folder not in self._fixed_scans:
+                self._fixed_scans[root.folder] = self._scan(replace(root, fixed=False))
+            return self._fixed_scans[root.folder]
         if root.origin == "drive" and self._drive_escapes(root):
             return "escapes"
         found = self._listing(root.folder)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from corral.runtime.prompt.envelopes import attribute
 from corral.runtime.prompt.system import PromptView
 from corral.runtime.skills.activation import Skills
+from corral.runtime.skills.catalog import SkillSet
 
 __all__ = ["SkillsBlock", "render_skills"]
 
@@ -54,8 +55,22 @@ class SkillsBlock:
 
     def __init__(self, skills: Skills) -> None:
         self._skills = skills
+        self._last: tuple[SkillSet, int, list[tuple[str, str]], str | None] | None = None
+        """The last block, the set and budget it was rendered from, and what it shows of the
+        set: every step of a run asks again."""
 
     async def render(self, view: PromptView) -> str | None:
         found = await self._skills.available(viewer=view.caller.user_id)
-        described = {n: attribute(b.description) for n, b in found.skills.items()}
-        return render_skills(described, int(view.live.get("skills_prompt_chars", 4_000)))
+        budget = int(view.live.get("skills_prompt_chars", 4_000))
+        last = self._last
+        # The catalog hands back the very same set while nothing changed; a set made anew
+        # (a viewer's trusted drive skills) is compared by what the block shows of it.
+        if last is not None and last[0] is found and last[1] == budget:
+            return last[3]
+        shown = [(n, b.description) for n, b in found.skills.items()]
+        if last is not None and last[1] == budget and last[2] == shown:
+            self._last = (found, budget, shown, last[3])
+            return last[3]
+        text = render_skills({n: attribute(d) for n, d in shown}, budget)
+        self._last = (found, budget, shown, text)
+        return text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from operator import is_
 from typing import TYPE_CHECKING, Any, cast
 
 from corral.runtime.prompt.system import PromptView
@@ -81,6 +82,9 @@ class ToolSearch:
         self._rt = runtime
         self._tokens = SchemaTokens()
         self._loaded = _Loaded()
+        self._last: tuple[tuple[object, ...], tuple[LoadedTool, ...], ToolPlan, str | None] | None
+        self._last = None
+        """The last plan, its listing and what it was made from: every step asks again."""
 
     # -- the prompt's side ----------------------------------------------------------------
 
@@ -88,8 +92,30 @@ class ToolSearch:
         self, tools: Sequence[LoadedTool], view: PromptView, pinned: Sequence[str]
     ) -> tuple[Sequence[LoadedTool], str | None]:
         """The tools the model gets in full this step, and the list of deferred ones."""
+        packages = self._rt.kernel.registry.packages
+        pins = frozenset(pinned)
+        # Equal settings, pins, package origins and loaded names, and the very same tools
+        # (a replaced tool is another object): the plan is the one made last time.
+        key = (
+            str(view.live.get("tool_search", "auto")),
+            float(view.live.get("tool_search_share_percent", 10.0)),
+            view.run.model,
+            pins,
+            self._loaded.names(view.conversation_id, view.rows),
+            tuple((name, package.origin) for name, package in packages.items()),
+        )
+        kept = self._last
+        if (
+            kept is not None
+            and kept[0] == key
+            and len(kept[1]) == len(tools)
+            and all(map(is_, kept[1], tools))
+        ):
+            return kept[2].shown, kept[3]
         planned = await self.plan_for(tools, view, pinned)
-        return planned.shown, listing(planned.deferred)
+        deferred = listing(planned.deferred)
+        self._last = (key, tuple(tools), planned, deferred)
+        return planned.shown, deferred
 
     async def plan_for(
         self, tools: Sequence[LoadedTool], view: PromptView, pinned: Sequence[str]
