@@ -11,6 +11,7 @@ import logging
 import pytest
 from sqlalchemy import event, select
 
+from corral.errors import NotFound
 from corral.kernel.config import ConfigCache
 from corral.platform import Platform
 from corral.store import tables as t
@@ -164,3 +165,23 @@ async def test_with_an_interval_of_zero_every_read_checks_first(platform: Platfo
     await cache.snapshot()
     await platform.admin.set_live(FLOOD, 7)
     assert (await cache.dispatch_state()).live[FLOOD] == 7
+
+
+async def test_a_user_another_process_just_added_is_found_within_the_interval(
+    platform: Platform,
+) -> None:
+    # A server's snapshot is kept for live_refresh_seconds; the CLI adds a user and a token
+    # meanwhile. The token is accepted at once (its lookup checks the version), so the user
+    # it names must be found too, not answered "no user" until the snapshot ages.
+    clock = Clock()
+    server = cache_of(platform, clock, Version(platform))
+    await server.snapshot()
+    user_id = await platform.kernel.identity.create_user("max", role="member")
+    clock.now = 0.1  # well inside the interval: the snapshot counts as fresh
+    assert user_id not in (await server.snapshot()).users
+    platform.kernel.config = server
+    caller = await platform.kernel.caller(user_id)
+    assert (caller.user_id, caller.name, caller.role) == (user_id, "max", "member")
+    assert user_id in (await server.snapshot()).users  # the checked snapshot is kept
+    with pytest.raises(NotFound, match="no user 'nobody'"):
+        await platform.kernel.caller("nobody")

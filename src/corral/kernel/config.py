@@ -123,14 +123,32 @@ class ConfigCache:
                 current = self._fresh()
                 if current is not None:
                     return current  # refreshed while this request waited
-                generation, now, current = self._generation, self._clock(), self._snapshot
-                version = int(await self._version() or 0)
-                if current is None or version != current.version:
-                    async with self._sessions() as session:
-                        current = await self._load(session, version)
-                if generation == self._generation:
-                    self._snapshot, self._checked = current, now
-                    return current
+                checked = await self._check_now()
+                if checked is not None:
+                    return checked
+
+    async def checked(self) -> ConfigSnapshot:
+        """The snapshot after a check of the stored version made now, whatever the refresh
+        interval: for a lookup that missed in a snapshot which may predate another process's
+        change (a user added by the CLI, whose token the server already accepts)."""
+        async with self._refreshing:
+            while True:
+                checked = await self._check_now()
+                if checked is not None:
+                    return checked
+
+    async def _check_now(self) -> ConfigSnapshot | None:
+        """Read the version and reload on a change (the lock held); None when an
+        invalidation made here overtook the check, whose result is then not kept."""
+        generation, now, current = self._generation, self._clock(), self._snapshot
+        version = int(await self._version() or 0)
+        if current is None or version != current.version:
+            async with self._sessions() as session:
+                current = await self._load(session, version)
+        if generation != self._generation:
+            return None
+        self._snapshot, self._checked = current, now
+        return current
 
     async def _check_in_background(self) -> None:
         generation, now, current = self._generation, self._clock(), self._snapshot

@@ -19,7 +19,7 @@ from corral.kernel.admin import Admin
 from corral.kernel.approvals import ApprovalStore
 from corral.kernel.bootstrap import bootstrap, prepare_folders
 from corral.kernel.command_rules import CommandRules
-from corral.kernel.config import ConfigCache
+from corral.kernel.config import ConfigCache, ConfigSnapshot, UserInfo
 from corral.kernel.logs import LogStore
 from corral.kernel.trace_store import TraceStore
 from corral.policy.identity import Caller
@@ -85,13 +85,13 @@ class Kernel:
     async def caller(self, user: str | None = None) -> Caller:
         """Resolve a user id or name (None: the local owner) with the role's current grants."""
         snapshot = await self.config.snapshot()
-        info = None
-        if user is None:
-            info = next((u for u in snapshot.users.values() if u.role == "owner"), None)
-        else:
-            info = snapshot.users.get(user) or next(
-                (u for u in snapshot.users.values() if u.name == user), None
-            )
+        info = _user_in(snapshot, user)
+        if info is None or info.role not in snapshot.roles:
+            # The snapshot may be up to live_refresh_seconds old: a user or role another
+            # process just added (a token of theirs is already accepted) is looked for once
+            # more, in a snapshot checked now.
+            snapshot = await self.config.checked()
+            info = _user_in(snapshot, user)
         if info is None:
             raise NotFound(f"no user {user!r}; `corral users list` shows them")
         if info.disabled:
@@ -136,3 +136,12 @@ async def open_kernel(settings: Settings) -> Kernel:
     kernel = Kernel(settings, engine, sessions, discover(settings.package_paths, checked))
     kernel.traces.start()
     return kernel
+
+
+def _user_in(snapshot: ConfigSnapshot, user: str | None) -> UserInfo | None:
+    """The user ``user`` names (an id or a name; None: the first owner) in ``snapshot``."""
+    if user is None:
+        return next((u for u in snapshot.users.values() if u.role == "owner"), None)
+    return snapshot.users.get(user) or next(
+        (u for u in snapshot.users.values() if u.name == user), None
+    )
