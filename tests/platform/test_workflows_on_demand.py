@@ -45,7 +45,8 @@ async def test_a_cluster_tick_fires_a_due_workflow(data_dir: Path, tmp_path: Pat
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"turns": [{"text": "Reported."}], "after_end": "repeat_last"}))
     model = f"script:{script}"
-    due = datetime.now(UTC) + timedelta(seconds=1)
+    # Far enough ahead that a slow open cannot make it past; the tick's clock is set to it.
+    due = datetime.now(UTC) + timedelta(minutes=10)
     async with corral.open(data_dir, package_paths=[DEMO, RTKIT]) as first:
         result = await first.call_tool(
             "workflow",
