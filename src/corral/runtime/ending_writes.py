@@ -11,7 +11,6 @@ them (times as its text, JSON as ``json.dumps``), so either path reads back the 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -19,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from corral.runtime.appends import insert_work, run_written, stored_rows, stored_time
-from corral.runtime.runs import TERMINAL
+from corral.runtime.run_reads import run_move
 from corral.runtime.timeline import NewRow, TimelineRow
 from corral.store.writer import SqliteWriter, Work
 
@@ -45,19 +44,14 @@ def _end_work(
     note: str,
 ) -> Work[int | None]:
     at = stored_time(now)
-    sets: dict[str, Any] = {"status": status, "updated_at": at}
-    for name, value in values.items():
-        sets[name] = json.dumps(value) if isinstance(value, (list, dict)) else value
-    if status in TERMINAL:
-        sets.setdefault("ended_at", at)
-    move = (
-        f"UPDATE runs SET {', '.join(f'{name} = ?' for name in sets)} WHERE id = ? "
-        f"AND status IN ({', '.join('?' * len(from_statuses))})"
+    move, parameters = run_move(
+        now,
+        run_id,
+        from_statuses=from_statuses,
+        to=status,
+        values=values,
+        held_lease=held_lease,
     )
-    parameters: list[Any] = [*sets.values(), run_id, *from_statuses]
-    if held_lease is not None:
-        move += " AND lease = ?"
-        parameters.append(held_lease)
     append = insert_work(conversation_id, [card], now)
 
     def work(db: sqlite3.Connection) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from types import SimpleNamespace
@@ -27,7 +27,7 @@ from corral.store import runtime_tables as rt
 from corral.store.meta_reads import MetaReader
 from corral.store.writer import SqliteWriter, Work
 
-__all__ = ["READ_RUN", "SqliteRunStore", "claim_through_writer", "read_run"]
+__all__ = ["READ_RUN", "SqliteRunStore", "claim_through_writer", "read_run", "run_move"]
 
 _COLUMNS = tuple(rt.Run.__table__.columns)
 _NAMES = tuple(column.key for column in _COLUMNS)
@@ -66,15 +66,21 @@ def read_run(reader: MetaReader, run_id: str) -> RunRecord | bool | None:
     return record_of(rows[0]) if rows else None
 
 
-def _claim_work(
+def run_move(
     now: datetime,
-    *,
     run_id: str,
+    *,
     from_statuses: Sequence[str],
-    to: RunStatus,
-    values: dict[str, Any],
-    bump_lease: bool,
-) -> Work[tuple[Any, ...] | None]:
+    to: str,
+    values: Mapping[str, Any],
+    held_lease: int | None = None,
+    bump_lease: bool = False,
+    returning: bool = False,
+) -> tuple[str, list[Any]]:
+    """The ``UPDATE runs`` (and its parameters) that moves ``run_id`` to ``to`` only from
+    ``from_statuses`` (and, with ``held_lease``, only under that lease), setting ``values``
+    stored as SQLAlchemy stores them; ``bump_lease`` moves the lease one up, ``returning``
+    answers the columns of :data:`READ_RUN`."""
     at = stored_time(now)
     sets: dict[str, Any] = {"status": to, "updated_at": at}
     for name, value in values.items():
@@ -90,9 +96,35 @@ def _claim_work(
         assignments.append("lease = lease + 1")
     sql = (
         f"UPDATE runs SET {', '.join(assignments)} WHERE id = ? "
-        f"AND status IN ({', '.join('?' * len(from_statuses))}) RETURNING {', '.join(_NAMES)}"
+        f"AND status IN ({', '.join('?' * len(from_statuses))})"
     )
-    parameters = (*sets.values(), run_id, *from_statuses)
+    parameters: list[Any] = [*sets.values(), run_id, *from_statuses]
+    if held_lease is not None:
+        sql += " AND lease = ?"
+        parameters.append(held_lease)
+    if returning:
+        sql += f" RETURNING {', '.join(_NAMES)}"
+    return sql, parameters
+
+
+def _claim_work(
+    now: datetime,
+    *,
+    run_id: str,
+    from_statuses: Sequence[str],
+    to: RunStatus,
+    values: dict[str, Any],
+    bump_lease: bool,
+) -> Work[tuple[Any, ...] | None]:
+    sql, parameters = run_move(
+        now,
+        run_id,
+        from_statuses=from_statuses,
+        to=to,
+        values=values,
+        bump_lease=bump_lease,
+        returning=True,
+    )
 
     def work(db: sqlite3.Connection) -> tuple[Any, ...] | None:
         found = db.execute(sql, parameters).fetchall()  # to its end: the statement is done
