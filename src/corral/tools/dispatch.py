@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from operator import is_
 
 from opentelemetry.trace import Tracer
 
@@ -40,7 +39,7 @@ from corral.settings import Settings
 from corral.tools.call import CallRequest, DispatchState, StateProvider, ToolCall
 from corral.tools.call_spans import traced_call
 from corral.tools.context import Cancellation
-from corral.tools.registry import LoadedTool, Registry
+from corral.tools.registry import LoadedTool, Registry, same_tools
 from corral.tools.results import ToolResult
 from corral.tools.selection import Layer, Visibility
 from corral.tools.stage_approval import Approval, ApprovalSink
@@ -199,12 +198,7 @@ class Dispatcher:
         # A run asks at every step, with equal layers (value objects: a layer's answers
         # follow from its fields) and the very same loaded tools; anything else filters again.
         kept = self._visible
-        if (
-            kept is not None
-            and kept[0] == layers
-            and len(kept[1]) == len(tools)
-            and all(map(is_, kept[1], tools))
-        ):
+        if kept is not None and kept[0] == layers and same_tools(kept[1], tools):
             return list(kept[2])
         visible = Visibility(layers).visible(tools)
         self._visible = (layers, tools, visible)

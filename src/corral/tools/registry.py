@@ -26,9 +26,10 @@ import os
 import re
 import sys
 import types
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from operator import is_
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +46,7 @@ __all__ = [
     "Registry",
     "discover",
     "package_folders",
+    "same_tools",
 ]
 
 ENTRY_POINT_GROUP = "corral.packages"
@@ -67,6 +69,13 @@ class LoadedTool:
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+def same_tools(kept: Sequence[LoadedTool], tools: Sequence[LoadedTool]) -> bool:
+    """Whether ``kept`` holds the very same loaded tool objects as ``tools``, in order: what
+    a per-step cache keyed on the tools asks (a reload makes new objects, so identity is
+    the cheap and exact test)."""
+    return len(kept) == len(tools) and all(map(is_, kept, tools))
 
 
 @dataclass(slots=True, kw_only=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from operator import is_
 from typing import TYPE_CHECKING, Any, cast
 
 from corral.runtime.prompt.system import PromptView
@@ -27,7 +26,7 @@ from corral.runtime.tool_search.deferral import (
 )
 from corral.runtime.tool_search.matching import SearchMode, parameter_names, search
 from corral.tools.call import CallRequest
-from corral.tools.registry import LoadedTool
+from corral.tools.registry import LoadedTool, same_tools
 from corral.tools.results import TextBlock, ToolResult
 from corral.tools.services import DelegateScope
 
@@ -105,12 +104,7 @@ class ToolSearch:
             tuple((name, package.origin) for name, package in packages.items()),
         )
         kept = self._last
-        if (
-            kept is not None
-            and kept[0] == key
-            and len(kept[1]) == len(tools)
-            and all(map(is_, kept[1], tools))
-        ):
+        if kept is not None and kept[0] == key and same_tools(kept[1], tools):
             return kept[2].shown, kept[3]
         planned = await self.plan_for(tools, view, pinned)
         deferred = listing(planned.deferred)
