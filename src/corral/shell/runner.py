@@ -62,6 +62,10 @@ RunStatus = Literal["exited", "stopped", "timed_out"]
 OutputSink = Callable[[str, str], None]
 _SANDBOX_PROCESSES = frozenset({"bwrap"})
 
+TEARDOWN_SECONDS = 10.0
+"""How long a stopped sandbox's namespace may take to end once its init is killed: its
+processes must each run their exit, which a loaded machine can put off for over a second."""
+
 
 class ChildSetup(Protocol):
     """Confinement a child applies to itself between fork and exec (the Landlock tier)."""
@@ -327,7 +331,13 @@ class Execution:
         await waiter
         for init in inits:
             # The namespace's init exits only after every process inside it is gone.
-            await wait_gone(init, 1.0)
+            if not await wait_gone(init, TEARDOWN_SECONDS):
+                log.warning(
+                    "the sandbox of a stopped command (init pid %s) had not ended %s s after "
+                    "it was killed",
+                    init,
+                    TEARDOWN_SECONDS,
+                )
 
     def _sweep(self) -> None:
         """After a normal exit: nothing the command left behind outlives it."""

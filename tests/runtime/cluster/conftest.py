@@ -14,13 +14,21 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from sqlalchemy import text
 
 import corral
+from corral.runtime.host import RunHost
+from corral.runtime.runs import RunRecord
 from tests.conftest import DEMO
 from tests.postgres import new_database
 
 T = TypeVar("T")
 CLUSTERKIT = Path(__file__).parent / "fixtures" / "clusterkit"
+_SESSIONS = """
+    SELECT pid, state, wait_event_type, wait_event, now() - xact_start, left(query, 120)
+      FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+"""
+_JOBS = "SELECT id, status, task_name, lock, worker_id, attempts FROM procrastinate_jobs"
 HEARTBEAT_SECONDS = 0.5
 STALLED_SECONDS = 4.0
 
@@ -106,6 +114,20 @@ class Cluster:
         path = self.root / f"script-{self._scripts}.json"
         path.write_text(json.dumps({"turns": list(turns), **options}))
         return f"script:{path}"
+
+    async def settled(self, rt: RunHost, run_id: str, within: float) -> RunRecord:
+        """``rt.wait_run(run_id)``; on a timeout, an AssertionError carrying what explains
+        one: the workers' logs, the engine's jobs and every session's wait on the server."""
+        try:
+            return await asyncio.wait_for(rt.wait_run(run_id), within)
+        except TimeoutError:
+            async with rt.kernel.sessions() as session:
+                sessions = list(await session.execute(text(_SESSIONS)))
+                jobs = list(await session.execute(text(_JOBS)))
+            raise AssertionError(
+                f"run {run_id} did not settle within {within} s\nsessions: {sessions}\n"
+                f"jobs: {jobs}\nlogs:\n{self.logs()}"
+            ) from None
 
     def fifo(self, name: str) -> Path:
         path = self.root / name

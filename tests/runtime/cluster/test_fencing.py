@@ -45,7 +45,7 @@ async def test_a_paused_worker_resumed_after_a_takeover_stores_nothing(
         lease_before = (await rt.runs.get(run.id)).lease
         paused.send_signal(signal.SIGSTOP)
         cluster.start_worker()
-        settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
+        settled = await cluster.settled(rt, run.id, 120)
         assert settled.status == "finished", cluster.logs()
         assert settled.lease == lease_before + 1
 

@@ -5,7 +5,6 @@ worker that was only slow safe: its next write is refused and it lets go."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 
 import corral
@@ -29,7 +28,7 @@ async def test_a_worker_paused_on_this_host_is_taken_over_by_the_job_that_comes_
         holder = (await rt.runs.get(run.id)).worker
         paused.send_signal(signal.SIGSTOP)
         cluster.start_worker()
-        settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
+        settled = await cluster.settled(rt, run.id, 120)
         rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
     logs = cluster.logs()
     assert settled.status == "finished", logs

@@ -3,7 +3,6 @@ last persisted step, and the call that was cut off is reported, never silently r
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections import Counter
 from pathlib import Path
@@ -45,7 +44,7 @@ async def test_a_run_killed_at_step_10_finishes_on_a_second_worker(cluster: Clus
         first = cluster.worker_of((await rt.runs.get(run.id)).worker)
         first.kill()
         first.wait()
-        settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
+        settled = await cluster.settled(rt, run.id, 120)
         rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
     assert settled.status == "finished", cluster.logs()
     assert settled.steps == 30
@@ -79,7 +78,7 @@ async def test_a_worker_stopped_with_sigterm_hands_its_run_over(cluster: Cluster
         await read_started(pipe)
         leaving = cluster.worker_of((await rt.runs.get(run.id)).worker)
         cluster.stop_worker(leaving)  # SIGTERM: grace, then the run is handed over
-        settled = await asyncio.wait_for(rt.wait_run(run.id), 60)
+        settled = await cluster.settled(rt, run.id, 60)
         result = await rt.result(run.id)
         rows = await rt.conversations.rows(run.conversation_id, run_id=run.id)
     assert leaving.returncode is not None
@@ -109,7 +108,7 @@ async def test_a_run_whose_final_answer_was_stored_is_not_asked_again(cluster: C
                 .values(status="running", worker=dead, ended_at=None)
             )
         rt.jobs.submit(done.run_id)
-        settled = await asyncio.wait_for(rt.wait_run(done.run_id), 60)
+        settled = await cluster.settled(rt, done.run_id, 60)
         rows = await rt.conversations.rows(done.conversation_id, run_id=done.run_id)
     assert settled.status == "finished" and settled.worker != dead, cluster.logs()
     assert [r.data["text"] for r in rows if r.kind == "model_turn"] == ["", "The answer."]

@@ -27,11 +27,13 @@ import signal
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Any
 
 from procrastinate import App, JobContext, PsycopgConnector
 from procrastinate.exceptions import AlreadyEnqueued, ConnectorException, UniqueViolation
 from procrastinate.jobs import Status
 from procrastinate.types import TimeDeltaParams
+from psycopg import AsyncConnection
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -117,6 +119,10 @@ async def _pause(stopping: asyncio.Event, seconds: float) -> None:
         pass
 
 
+async def _autocommit(connection: AsyncConnection[Any]) -> None:
+    await connection.set_autocommit(True)
+
+
 def psycopg_conninfo(database_url: str) -> str:
     """The libpq URL of a ``postgresql+asyncpg://`` database URL (for procrastinate)."""
     url = make_url(database_url)
@@ -172,6 +178,11 @@ class ProcrastinateJobs:
             # delays heartbeats until live workers look dead.
             min_size=2,
             max_size=timing.pool_size,
+            # Each engine query is one statement that commits itself. Committed from the
+            # pool instead, a worker frozen (SIGSTOP, a paused VM) between a statement and
+            # its commit would hold that statement's row locks, and the live workers' sweep,
+            # waiting on them to retry its jobs, would never take its runs over.
+            configure=_autocommit,
         )
         self.app = App(connector=connector)
         self._advance = self.app.task(name=ADVANCE_TASK, pass_context=True)(self._execute)
