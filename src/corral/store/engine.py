@@ -15,7 +15,14 @@ from corral.store.connection_budget import ENGINE_POOL_OVERFLOW, ENGINE_POOL_SIZ
 from corral.store.outages import server_full
 from corral.store.sqlite_connection import connect_sqlite
 
-__all__ = ["DatabaseFull", "check_reachable", "make_engine", "make_sessionmaker", "unreachable"]
+__all__ = [
+    "IDLE_IN_TRANSACTION_SECONDS",
+    "DatabaseFull",
+    "check_reachable",
+    "make_engine",
+    "make_sessionmaker",
+    "unreachable",
+]
 
 
 class DatabaseFull(ConfigError):
@@ -32,7 +39,27 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_engine(url: str) -> AsyncEngine:
+IDLE_IN_TRANSACTION_SECONDS = 30.0
+"""How long PostgreSQL lets one of our sessions sit idle inside a transaction before it ends
+that session. Our transactions wait on nothing but the database, so one idle this long
+belongs to a process that froze (SIGSTOP, a paused VM) while holding row locks, which would
+otherwise keep every other worker from its rows (a run's row, a conversation's appends, and
+so from taking its runs over) for as long as it stays frozen."""
+
+
+def _limit_idle_transactions(milliseconds: int, dbapi_connection: Any, _record: Any) -> None:
+    # A SET on each new connection rather than a startup parameter, which connection
+    # poolers in front of PostgreSQL (PgBouncer) refuse unless told to ignore it. Sent on
+    # the driver's own connection: through the adapter's cursor it would open a transaction
+    # that the store's writer (which keeps a connection for statements outside any
+    # transaction) would then never commit.
+    statement = f"SET idle_in_transaction_session_timeout = {milliseconds}"
+    dbapi_connection.run_async(lambda driver: driver.execute(statement))
+
+
+def make_engine(
+    url: str, *, idle_in_transaction_seconds: float = IDLE_IN_TRANSACTION_SECONDS
+) -> AsyncEngine:
     if url.startswith("sqlite"):
         # What SQLAlchemy's aiosqlite dialect would pass, through our connection class.
         database = make_url(url).database or ":memory:"
@@ -42,9 +69,13 @@ def make_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(
+    engine = create_async_engine(
         url, pool_pre_ping=True, pool_size=ENGINE_POOL_SIZE, max_overflow=ENGINE_POOL_OVERFLOW
     )
+    if engine.dialect.name == "postgresql":
+        limit = partial(_limit_idle_transactions, round(idle_in_transaction_seconds * 1000))
+        event.listen(engine.sync_engine, "connect", limit)
+    return engine
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[Any]:
