@@ -13,6 +13,11 @@ misses the target (issue 39: at most 1.5x the floor), 2 when bubblewrap cannot r
 Each call's CPU time is also shown (the platform's, every thread, plus its ended child
 processes'), informative only: on a loaded machine it is steadier than the wall time.
 ``--profile FILE`` writes a cProfile of the off-mode calls instead of judging.
+
+"sandbox child alone" spawns, the same way, the very process the tool's last off-mode call
+started (its bubblewrap command line, mounts, seccomp program, uid and environment, recorded
+on the way): what the call costs before any of the platform's own work, so the gap between
+it and the floor is the sandbox's, and the gap between it and the call is the platform's.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 import corral
-from corral.shell.runner import ProcessSpec, spawn_process
+from corral.shell.runner import ProcessSpec, Spawner, spawn_process
 from outcome import Figure, finish, skip
 
 MODES = {"off": "off", "proxy": "proxy"}
@@ -72,6 +78,23 @@ async def _floor(binary: str) -> float:
     return time.perf_counter() - started
 
 
+async def _child(spec: ProcessSpec) -> float:
+    started = time.perf_counter()
+    process = await spawn_process(spec)
+    await process.communicate()
+    if process.returncode != 0:
+        raise SystemExit(f"the sandbox child alone exited {process.returncode}")
+    return time.perf_counter() - started
+
+
+def _recording(spawner: Spawner, seen: list[ProcessSpec]) -> Spawner:
+    async def spawn(spec: ProcessSpec) -> asyncio.subprocess.Process:
+        seen.append(spec)
+        return await spawner(spec)
+
+    return spawn
+
+
 async def _call(platform: corral.Platform) -> float:
     started = time.perf_counter()
     result = await platform.call_tool("execute", {"command": "true"})
@@ -92,10 +115,16 @@ async def measure(calls: int, profile: str | None) -> dict[str, list[float]] | N
         async with corral.open(Path(folder) / "data", sandbox="bubblewrap") as platform:
             from corral.shell.service import ShellService
 
-            if platform.services.require(ShellService).status.tier != "bubblewrap":
+            service = platform.services.require(ShellService)
+            if service.status.tier != "bubblewrap":
                 return None
+            spawned: list[ProcessSpec] = []
+            # The bench's one reach inside: the service's spawner, to record what it starts.
+            service._spawner = _recording(service._spawner, spawned)
             times: dict[str, list[float]] = {
-                name: [] for base in ("floor", "off", "proxy") for name in (base, f"{base} cpu")
+                name: []
+                for base in ("floor", "off", "proxy", "child")
+                for name in (base, f"{base} cpu")
             }
             modes = ("off",) if profile else ("off", "proxy")
             profiler = cProfile.Profile() if profile else None
@@ -113,6 +142,8 @@ async def measure(calls: int, profile: str | None) -> dict[str, list[float]] | N
                         await _timed(times, mode, lambda: _call(platform))
                         if profiler is not None:
                             profiler.disable()
+                        if mode == "off" and spawned:
+                            await _timed(times, "child", partial(_child, spawned[-1]))
             if profiler is not None and profile is not None:
                 profiler.dump_stats(profile)
             return times
@@ -133,6 +164,19 @@ def main() -> None:
         Figure(name="bwrap floor, true (median)", value=floor, unit="ms"),
         Figure(name="bwrap floor, true, CPU (median)", value=floor_cpu, unit="ms"),
     ]
+    if times["child"]:
+        child = statistics.median(times["child"]) * 1000
+        figures.append(
+            Figure(name="sandbox child alone (median)", value=child, unit="ms", baseline=floor)
+        )
+        figures.append(
+            Figure(
+                name="sandbox child alone, CPU (median)",
+                value=statistics.median(times["child cpu"]) * 1000,
+                unit="ms",
+                baseline=floor_cpu,
+            )
+        )
     for mode in ("off", "proxy"):
         if not times[mode]:
             continue

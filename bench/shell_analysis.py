@@ -2,6 +2,10 @@
 analyse a 100 KB script, each beside raw tree-sitter parsing of the same text in the same
 run (the floor: analysis parses, then walks). Part of the later ``bench/shell.py``.
 
+A second floor, "parse + visit", also steps a tree cursor over every node from Python and
+reads its type: the least any walker written in Python does before it decides anything. The
+gap between it and the analysis is the analyser's own logic.
+
 Run: ``.venv/bin/python bench/shell_analysis.py [--seconds 2]``
 
 Targets (issue 18): at least 30,000 commands/s on the mixed corpus, the 100 KB script under
@@ -95,6 +99,19 @@ def parse(command: str) -> object:
     return PARSER.parse(command.encode())
 
 
+def parse_and_visit(command: str) -> int:
+    cursor = PARSER.parse(command.encode()).walk()
+    visited = 0
+    while True:
+        node = cursor.node
+        visited += node is not None and bool(node.type)
+        if cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return visited
+
+
 def throughput(
     commands: list[str], seconds: float, work: Callable[[str], object] = analyse
 ) -> tuple[float, int]:
@@ -129,6 +146,7 @@ def main() -> None:
     ok_rate, _ = throughput(allowed, args.seconds)
     repeat_rate, _ = throughput(commands, args.seconds, analyse_repeated)
     parse_rate, _ = throughput(commands, args.seconds, parse)
+    visit_rate, _ = throughput(commands, args.seconds, parse_and_visit)
     print(f"mixed corpus      : {len(commands)} commands, {done} analysed, {rate:,.0f} commands/s")
     print(f"ordinary commands : {len(allowed)} commands, {ok_rate:,.0f} commands/s")
     print(f"repeated commands : {repeat_rate:,.0f} commands/s (verdicts remembered)")
@@ -138,6 +156,7 @@ def main() -> None:
     assert result.allowed, (result.rule, result.word, result.detail)
     timings = best_ms(script, analyse)
     parsed = best_ms(script, parse)
+    visited = best_ms(script, parse_and_visit)
     print(
         f"100 KB script     : {len(script):,} bytes, {len(result.commands):,} commands, "
         f"median {statistics.median(timings):.0f} ms (best {min(timings):.0f} ms)"
@@ -152,6 +171,12 @@ def main() -> None:
                 baseline=parse_rate,
                 target=f">= {TARGET_RATE:,.0f}/s",
                 met=rate >= TARGET_RATE,
+            ),
+            Figure(
+                name="parse + visit, mixed corpus (commands/s)",
+                value=visit_rate,
+                unit="cmd/s",
+                baseline=parse_rate,
             ),
             Figure(
                 name="ordinary commands (commands/s)",
@@ -172,6 +197,12 @@ def main() -> None:
                 baseline=min(parsed),
                 target=f"< {TARGET_SCRIPT_MS:.0f} ms",
                 met=min(timings) < TARGET_SCRIPT_MS,
+            ),
+            Figure(
+                name="100 KB script, parse + visit (best of 5)",
+                value=min(visited),
+                unit="ms",
+                baseline=min(parsed),
             ),
         ],
     )
