@@ -70,20 +70,16 @@ async def _floor(binary: str) -> float:
         cwd="/",
         sandboxed=True,
     )
+    return await _spawned(spec, "the floor")
+
+
+async def _spawned(spec: ProcessSpec, what: str = "the sandbox child alone") -> float:
+    """Seconds from spawning ``spec`` the runner's way until it exited."""
     started = time.perf_counter()
     process = await spawn_process(spec)
     await process.communicate()
     if process.returncode != 0:
-        raise SystemExit(f"the floor exited {process.returncode}")
-    return time.perf_counter() - started
-
-
-async def _child(spec: ProcessSpec) -> float:
-    started = time.perf_counter()
-    process = await spawn_process(spec)
-    await process.communicate()
-    if process.returncode != 0:
-        raise SystemExit(f"the sandbox child alone exited {process.returncode}")
+        raise SystemExit(f"{what} exited {process.returncode}")
     return time.perf_counter() - started
 
 
@@ -143,7 +139,7 @@ async def measure(calls: int, profile: str | None) -> dict[str, list[float]] | N
                         if profiler is not None:
                             profiler.disable()
                         if mode == "off" and spawned:
-                            await _timed(times, "child", partial(_child, spawned[-1]))
+                            await _timed(times, "child", partial(_spawned, spawned[-1]))
             if profiler is not None and profile is not None:
                 profiler.dump_stats(profile)
             return times
