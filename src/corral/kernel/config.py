@@ -138,8 +138,9 @@ class ConfigCache:
                     return checked
 
     async def _check_now(self) -> ConfigSnapshot | None:
-        """Read the version and reload on a change (the lock held); None when an
-        invalidation made here overtook the check, whose result is then not kept."""
+        """Read the version and reload on a change (under the refresh lock, or as the one
+        background check); None when an invalidation made here overtook the check, whose
+        result is then not kept."""
         generation, now, current = self._generation, self._clock(), self._snapshot
         version = int(await self._version() or 0)
         if current is None or version != current.version:
@@ -151,20 +152,15 @@ class ConfigCache:
         return current
 
     async def _check_in_background(self) -> None:
-        generation, now, current = self._generation, self._clock(), self._snapshot
-        if current is None:
+        generation, now = self._generation, self._clock()
+        if self._snapshot is None:
             return  # invalidated since: the next request loads
         try:
-            version = int(await self._version() or 0)
-            if version != current.version:
-                async with self._sessions() as session:
-                    current = await self._load(session, version)
+            await self._check_now()
         except Exception:
             if generation == self._generation:
                 self._checked = now  # tried again at the next expiry, not by every request
             raise
-        if generation == self._generation:  # not overtaken by a change made here
-            self._snapshot, self._checked = current, now
 
     async def settle(self) -> None:
         """Wait for the check in flight, if any (before the store closes)."""
