@@ -49,7 +49,7 @@ async def test_a_cli_command_leaves_other_processes_runs_to_the_sweep(
         assert (await rt.runs.get(queued.id)).status == "queued"
 
         cluster.start_worker()
-        settled = [await asyncio.wait_for(rt.wait_run(r.id), 120) for r in (held, queued)]
+        settled = [await cluster.settled(rt, r.id, 120) for r in (held, queued)]
         rows = await rt.conversations.rows(held.conversation_id, run_id=held.id)
     assert [r.status for r in settled] == ["finished", "finished"], cluster.logs()
     results = [r.data["result"] for r in rows if r.kind == "tool_result"]

@@ -135,7 +135,7 @@ async def test_the_sweep_requeues_a_running_run_whose_job_failed(own_cluster: Cl
         assert (await rt.runs.get(run.id)).worker is None
         assert (await rt.jobs.sweep()).released == 0
         cluster.start_worker()
-        settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
+        settled = await cluster.settled(rt, run.id, 120)
     assert settled.status == "finished", cluster.logs()
     assert settled.steps == 1
 

@@ -92,7 +92,7 @@ def test_sigkill_of_serve_after_the_answer_leaves_the_run_to_finish(
 async def _finishes(cluster: Cluster, run_id: str, approval: str) -> None:
     async with corral.open(cluster.data_dir) as platform:
         rt = platform.runtime
-        settled = await asyncio.wait_for(rt.wait_run(run_id), 60)
+        settled = await cluster.settled(rt, run_id, 60)
         result = await rt.result(run_id)
         record = await platform.approvals.get(approval)
     assert settled.status == "finished", cluster.logs()

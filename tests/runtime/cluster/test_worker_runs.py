@@ -3,7 +3,6 @@ stops them and answers them through the store and the engine."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import corral
@@ -62,7 +61,7 @@ async def test_a_parked_run_answered_while_no_worker_runs_finishes_later(
         queued = await rt.runs.get(parked.run_id)
         assert queued.status == "queued"  # its job waits in the engine for a worker
         cluster.ensure_workers(1)
-        settled = await asyncio.wait_for(rt.wait_run(parked.run_id), 60)
+        settled = await cluster.settled(rt, parked.run_id, 60)
         result = await rt.result(parked.run_id)
     assert settled.status == "finished", cluster.logs()
     assert "Launched." in result.text

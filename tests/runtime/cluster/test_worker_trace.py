@@ -51,7 +51,7 @@ async def test_a_workers_jobs_continue_the_trace_that_queued_the_run(
                     parked = await rt.chat("launch it", model=model)
                 assert parked.status == "parked", own_cluster.logs()
                 await platform.decide_approval(parked.waiting[0].id, "approve")
-                settled = await asyncio.wait_for(rt.wait_run(parked.run_id), 60)
+                settled = await own_cluster.settled(rt, parked.run_id, 60)
                 # The worker keeps its spans in the local trace store on PostgreSQL too.
                 run = await rt.run(parked.run_id)
                 stored = await asyncio.wait_for(stored_jobs(platform, run.trace_parent), 30)
@@ -93,7 +93,7 @@ async def test_a_run_taken_over_from_a_killed_worker_continues_its_trace(
                 own_cluster.start_worker(1)
                 first.kill()
                 first.wait()
-                settled = await asyncio.wait_for(rt.wait_run(run.id), 120)
+                settled = await own_cluster.settled(rt, run.id, 120)
         finally:
             use_provider(None)
             provider.shutdown()
